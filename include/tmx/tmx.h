@@ -1,0 +1,289 @@
+/*
+ * tmx: tagged, MPI-style messaging between processes.
+ *
+ * Objects are opaque handles: a context (configuration, devices) owns workers (progress
+ * engines); a worker owns endpoints (connections to remote workers, made from their address
+ * blobs) and the posted/unexpected receive queues. Every params/attr struct starts with a
+ * field_mask saying which fields the caller set.
+ *
+ * Matching: a message with tag T matches a receive (tag R, mask M) when (T & M) == (R & M).
+ * Messages from one endpoint to one worker match in the order they were sent; receives match
+ * in the order they were posted, wildcards included.
+ */
+#ifndef TMX_TMX_H
+#define TMX_TMX_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define TMX_API __attribute__((visibility("default")))
+#else
+#define TMX_API
+#endif
+
+#define TMX_API_MAJOR   1
+#define TMX_API_MINOR   0
+#define TMX_API_VERSION ((TMX_API_MAJOR << 16) | TMX_API_MINOR)
+
+/** Status codes: TMX_OK, TMX_INPROGRESS, or a negative error. */
+typedef enum {
+    TMX_OK                 = 0,
+    TMX_INPROGRESS         = 1,
+    TMX_ERR_INVALID_PARAM  = -1,  /**< a NULL handle, bad flag, bad length or mask */
+    TMX_ERR_NO_MEMORY      = -2,
+    TMX_ERR_NO_RESOURCE    = -3,  /**< a queue or table is full right now; retry later */
+    TMX_ERR_UNSUPPORTED    = -4,
+    TMX_ERR_TRUNCATED      = -5,  /**< message longer than the receive buffer */
+    TMX_ERR_CANCELED       = -6,
+    TMX_ERR_NO_DEVICE      = -7,  /**< no usable device/provider */
+    TMX_ERR_UNREACHABLE    = -8,  /**< no device can reach that peer */
+    TMX_ERR_VERSION        = -9,  /**< header and library API versions differ */
+    TMX_ERR_IO             = -10,
+    TMX_ERR_TIMED_OUT      = -11,
+    TMX_ERR_BUSY           = -12, /**< e.g. cancel of a receive that already matched */
+    TMX_ERR_PEER_FAILED    = -13, /**< the remote process died or reset the connection */
+    TMX_ERR_INVALID_ADDR   = -14, /**< a worker address blob that is not one */
+    TMX_ERR_NO_MESSAGE     = -15, /**< probe found nothing */
+    TMX_ERR_INVALID_HANDLE = -16, /**< a handle that was destroyed or never created */
+    TMX_ERR_REMOTE_ACCESS  = -17, /**< remote key or bounds check failed */
+    TMX_ERR_INTERNAL       = -18,
+} tmx_status_t;
+
+/** A static, lower-case description of a status. Never NULL. */
+TMX_API const char *tmx_status_string(tmx_status_t status);
+
+/** "major.minor.patch" of the library that is linked. */
+TMX_API const char *tmx_version_string(void);
+
+typedef uint64_t tmx_tag_t;
+typedef struct tmx_context *tmx_context_h;
+typedef struct tmx_worker *tmx_worker_h;
+typedef struct tmx_ep *tmx_ep_h;
+typedef struct tmx_request *tmx_request_h;
+typedef struct tmx_message *tmx_message_h;
+
+/* ---------------------------------------------------------------- context */
+
+enum tmx_context_params_field {
+    TMX_CONTEXT_PARAM_PROVIDERS = 1u << 0, /**< providers */
+};
+
+typedef struct tmx_context_params {
+    uint64_t    field_mask;
+    /** Comma-separated provider names to use ("soft", "verbs", "ofi"); overrides
+     *  TMX_PROVIDERS. */
+    const char *providers;
+} tmx_context_params_t;
+
+/** Use tmx_context_create(); it passes the header's API version to be checked. */
+TMX_API tmx_status_t tmx_context_create_version(unsigned api_version,
+                                                const tmx_context_params_t *params,
+                                                tmx_context_h *context_p);
+#define tmx_context_create(_params, _context_p)                                                   \
+    tmx_context_create_version(TMX_API_VERSION, (_params), (_context_p))
+
+/** Destroys the context. Its workers must be destroyed first (TMX_ERR_BUSY otherwise). */
+TMX_API tmx_status_t tmx_context_destroy(tmx_context_h context);
+
+/** Prints providers (built and usable), devices and their capabilities. */
+TMX_API tmx_status_t tmx_context_print_info(tmx_context_h context, FILE *stream);
+
+/** Prints every TMX_* configuration variable with its value, default and description. */
+enum { TMX_CONFIG_PRINT_DOC = 1u << 0 };
+TMX_API void tmx_config_print(FILE *stream, unsigned flags);
+
+/* ---------------------------------------------------------------- worker */
+
+typedef enum {
+    TMX_THREAD_MODE_SINGLE     = 0, /**< only one thread ever calls into the worker */
+    TMX_THREAD_MODE_SERIALIZED = 1, /**< many threads, never at once (caller serializes) */
+    TMX_THREAD_MODE_MULTI      = 2, /**< many threads at once; the worker takes a lock */
+} tmx_thread_mode_t;
+
+enum tmx_worker_params_field {
+    TMX_WORKER_PARAM_THREAD_MODE = 1u << 0,
+};
+
+typedef struct tmx_worker_params {
+    uint64_t          field_mask;
+    tmx_thread_mode_t thread_mode; /**< default TMX_THREAD_MODE_SINGLE */
+} tmx_worker_params_t;
+
+TMX_API tmx_status_t tmx_worker_create(tmx_context_h context, const tmx_worker_params_t *params,
+                                       tmx_worker_h *worker_p);
+/** Closes (forcibly) the endpoints still open and fails their outstanding requests. */
+TMX_API tmx_status_t tmx_worker_destroy(tmx_worker_h worker);
+
+/** The worker's address blob; give it to peers for tmx_ep_create. Free with
+ *  tmx_worker_release_address. */
+TMX_API tmx_status_t tmx_worker_get_address(tmx_worker_h worker, void **address_p,
+                                            size_t *length_p);
+TMX_API void tmx_worker_release_address(tmx_worker_h worker, void *address);
+
+/** Makes progress on every device of the worker; returns the number of events handled
+ *  (0 for an invalid handle). Completion callbacks run from inside this call. */
+TMX_API unsigned tmx_worker_progress(tmx_worker_h worker);
+
+/** How the worker talks to a class of peers. */
+typedef enum {
+    TMX_PEER_SELF  = 0, /**< the worker itself */
+    TMX_PEER_LOCAL = 1, /**< another process of this host */
+    TMX_PEER_NET   = 2, /**< another host */
+    TMX_PEER_CLASS_LAST
+} tmx_peer_class_t;
+
+typedef struct tmx_peer_class_attr {
+    int    available;       /**< 0: no device reaches this class */
+    char   provider[16];    /**< "soft", "verbs", "ofi" */
+    char   device[32];      /**< device name as tmx_info lists it */
+    char   protocol[32];    /**< e.g. "eager+rndv-read" */
+    size_t eager_max;       /**< largest message sent eagerly (copied) */
+    size_t rndv_threshold;  /**< smallest message sent by rendezvous */
+    size_t max_msg;         /**< largest message */
+} tmx_peer_class_attr_t;
+
+enum tmx_worker_attr_field {
+    TMX_WORKER_ATTR_THREAD_MODE = 1u << 0,
+    TMX_WORKER_ATTR_PEERS       = 1u << 1,
+    TMX_WORKER_ATTR_LIMITS      = 1u << 2,
+};
+
+typedef struct tmx_worker_attr {
+    uint64_t              field_mask; /**< which fields the caller asks for */
+    tmx_thread_mode_t     thread_mode;
+    tmx_peer_class_attr_t peer[TMX_PEER_CLASS_LAST];
+    size_t                unexp_budget;  /**< bytes of unexpected eager data buffered */
+    unsigned              eager_credits; /**< eager messages in flight per endpoint */
+} tmx_worker_attr_t;
+
+TMX_API tmx_status_t tmx_worker_query(tmx_worker_h worker, tmx_worker_attr_t *attr);
+
+/* ---------------------------------------------------------------- endpoint */
+
+enum tmx_ep_params_field {
+    TMX_EP_PARAM_ADDRESS = 1u << 0, /**< address, address_length (required) */
+};
+
+typedef struct tmx_ep_params {
+    uint64_t    field_mask;
+    const void *address; /**< a blob from tmx_worker_get_address, possibly another process's */
+    size_t      address_length;
+} tmx_ep_params_t;
+
+/** Creates an endpoint. Connection completes in the background; sends posted before then
+ *  are queued. */
+TMX_API tmx_status_t tmx_ep_create(tmx_worker_h worker, const tmx_ep_params_t *params,
+                                   tmx_ep_h *ep_p);
+
+typedef enum {
+    TMX_EP_CLOSE_FLUSH = 0, /**< wait until outstanding sends completed */
+    TMX_EP_CLOSE_FORCE = 1, /**< fail outstanding sends with TMX_ERR_CANCELED */
+} tmx_ep_close_mode_t;
+
+/** Closes the endpoint, progressing the worker as needed. The handle is invalid after. */
+TMX_API tmx_status_t tmx_ep_close(tmx_ep_h ep, tmx_ep_close_mode_t mode);
+
+/* ---------------------------------------------------------------- requests */
+
+/** What a completed receive (or probe) reports. */
+typedef struct tmx_tag_recv_info {
+    tmx_tag_t tag;    /**< the sender's tag */
+    size_t    length; /**< the sender's length; may exceed the buffer (TMX_ERR_TRUNCATED) */
+} tmx_tag_recv_info_t;
+
+typedef void (*tmx_send_cb_t)(tmx_request_h request, tmx_status_t status, void *user_data);
+typedef void (*tmx_recv_cb_t)(tmx_request_h request, tmx_status_t status,
+                              const tmx_tag_recv_info_t *info, void *user_data);
+
+enum tmx_request_params_field {
+    TMX_REQ_PARAM_CALLBACK  = 1u << 0, /**< cb.send or cb.recv */
+    TMX_REQ_PARAM_USER_DATA = 1u << 1,
+    TMX_REQ_PARAM_FLAGS     = 1u << 2,
+};
+
+enum tmx_request_flags {
+    /** Send completes only after the receiver matched it (MPI_Ssend). */
+    TMX_SEND_FLAG_SYNC = 1u << 0,
+};
+
+typedef struct tmx_request_params {
+    uint64_t field_mask;
+    unsigned flags;
+    union {
+        tmx_send_cb_t send;
+        tmx_recv_cb_t recv;
+    } cb;
+    void *user_data;
+} tmx_request_params_t;
+
+/**
+ * Sends len bytes of buf with tag to the endpoint's worker.
+ * @return TMX_OK when the send completed in place (buf reusable, *request_p set to NULL, no
+ *         callback); TMX_INPROGRESS with *request_p a request to test/wait/free (the buffer
+ *         belongs to tmx until it completes); a negative status on error (*request_p untouched).
+ */
+TMX_API tmx_status_t tmx_tag_send_nb(tmx_ep_h ep, const void *buf, size_t len, tmx_tag_t tag,
+                                     const tmx_request_params_t *params,
+                                     tmx_request_h *request_p);
+
+/**
+ * Posts a receive for a message with (msg_tag & mask) == (tag & mask).
+ * @return TMX_INPROGRESS with *request_p set (it may already be complete), or a negative
+ *         status. Completion statuses: TMX_OK, TMX_ERR_TRUNCATED (the first len bytes were
+ *         delivered, info.length is the real length), TMX_ERR_CANCELED.
+ */
+TMX_API tmx_status_t tmx_tag_recv_nb(tmx_worker_h worker, void *buf, size_t len, tmx_tag_t tag,
+                                     tmx_tag_t mask, const tmx_request_params_t *params,
+                                     tmx_request_h *request_p);
+
+typedef enum {
+    TMX_PROBE_PEEK    = 0, /**< report; the message stays queued */
+    TMX_PROBE_CLAIM   = 1, /**< remove into *message_p, to receive with tmx_tag_msg_recv_nb */
+    TMX_PROBE_DISCARD = 2, /**< remove and drop the data (the sender still completes) */
+} tmx_probe_mode_t;
+
+/**
+ * Looks for an arrived, unmatched message. Does not progress the worker.
+ * @return TMX_OK (info filled; with CLAIM, *message_p set) or TMX_ERR_NO_MESSAGE.
+ */
+TMX_API tmx_status_t tmx_tag_probe(tmx_worker_h worker, tmx_tag_t tag, tmx_tag_t mask,
+                                   tmx_probe_mode_t mode, tmx_tag_recv_info_t *info,
+                                   tmx_message_h *message_p);
+
+/** Receives a message claimed by tmx_tag_probe; same returns as tmx_tag_recv_nb. */
+TMX_API tmx_status_t tmx_tag_msg_recv_nb(tmx_worker_h worker, void *buf, size_t len,
+                                         tmx_message_h message, const tmx_request_params_t *params,
+                                         tmx_request_h *request_p);
+
+/** TMX_INPROGRESS, or the final status. Does not progress. info may be NULL. */
+TMX_API tmx_status_t tmx_request_test(tmx_request_h request, tmx_tag_recv_info_t *info);
+
+/** Progresses the request's worker until the request completes; returns its status. */
+TMX_API tmx_status_t tmx_request_wait(tmx_request_h request, tmx_tag_recv_info_t *info);
+
+/** Cancels a receive that has not matched yet: it completes with TMX_ERR_CANCELED.
+ *  TMX_ERR_BUSY if it matched already; TMX_ERR_UNSUPPORTED for sends. */
+TMX_API tmx_status_t tmx_request_cancel(tmx_request_h request);
+
+/** Releases the request; if it is still in progress it is released when it completes (the
+ *  callback still runs). */
+TMX_API void tmx_request_free(tmx_request_h request);
+
+/* ---------------------------------------------------------------- blocking helpers */
+
+TMX_API tmx_status_t tmx_tag_send(tmx_ep_h ep, const void *buf, size_t len, tmx_tag_t tag);
+TMX_API tmx_status_t tmx_tag_send_sync(tmx_ep_h ep, const void *buf, size_t len, tmx_tag_t tag);
+TMX_API tmx_status_t tmx_tag_recv(tmx_worker_h worker, void *buf, size_t len, tmx_tag_t tag,
+                                  tmx_tag_t mask, tmx_tag_recv_info_t *info);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TMX_TMX_H */

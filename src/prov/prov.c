@@ -1,0 +1,2 @@
+/* placeholder: being written */
+typedef int tmx_placeholder_prov_t;

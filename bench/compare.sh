@@ -1,0 +1,297 @@
+#!/bin/bash
+# compare.sh: tmx_pingpong against ucx_perftest (UCP tag API) and Open MPI (osu_pingpong_mpi),
+# all over shared memory on this host, interleaved round by round. See bench/README.md.
+#
+#   bench/compare.sh [-r ROUNDS] [--full] [-s SIZES] [-o DIR] [BUILDDIR]
+#
+# BUILDDIR is a tmx build directory (tools/tmxrun and examples/tmx_pingpong in it); without it
+# tmxrun and tmx_pingpong are taken from PATH. Builds only bench/osu_pingpong_mpi.c (mpicc).
+
+set -u
+
+usage() {
+    cat <<EOF
+usage: $0 [-r ROUNDS] [--full] [-s SIZES] [-o DIR] [BUILDDIR]
+  -r ROUNDS  interleaved rounds (tmx, ucx, ompi in each); medians over them (default 3)
+  --full     every power of two from 1 B to 4 MiB (default 8 B, 1 KiB, 64 KiB, 1 MiB)
+  -s SIZES   comma list of sizes in bytes (overrides --full)
+  -o DIR     where raw outputs go (default bench/results/<date>-<time>)
+  BUILDDIR   tmx build directory holding tools/tmxrun and examples/tmx_pingpong
+             (default: tmxrun and tmx_pingpong from PATH)
+EOF
+}
+
+here=$(cd "$(dirname "$0")" && pwd)
+rounds=3
+sizes="8 1024 65536 1048576"
+outdir=""
+builddir=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+    -r) [ $# -ge 2 ] || { usage >&2; exit 2; }; rounds=$2; shift 2 ;;
+    --full) sizes=""; s=1; while [ $s -le 4194304 ]; do sizes="$sizes $s"; s=$((s * 2)); done
+            shift ;;
+    -s) [ $# -ge 2 ] || { usage >&2; exit 2; }; sizes=$(echo "$2" | tr ',' ' '); shift 2 ;;
+    -o) [ $# -ge 2 ] || { usage >&2; exit 2; }; outdir=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    -*) echo "$0: unknown option $1" >&2; usage >&2; exit 2 ;;
+    *) builddir=$1; shift ;;
+    esac
+done
+case "$rounds" in ''|*[!0-9]*|0) echo "$0: bad round count '$rounds'" >&2; exit 2 ;; esac
+for s in $sizes; do
+    case "$s" in ''|*[!0-9]*) echo "$0: bad size '$s'" >&2; exit 2 ;; esac
+done
+sizes=$(printf '%s\n' $sizes | sort -n -u | tr '\n' ' ')
+min_size=$(printf '%s\n' $sizes | head -1)
+max_size=$(printf '%s\n' $sizes | tail -1)
+
+[ -n "$outdir" ] || outdir="$here/results/$(date +%Y%m%d-%H%M%S)"
+mkdir -p "$outdir" || exit 1
+raw="$outdir/raw"
+mkdir -p "$raw"
+data="$outdir/data.txt"   # lines: tool metric size round value
+: > "$data"
+log() { echo "$*" | tee -a "$outdir/summary.txt" >&2; }
+: > "$outdir/summary.txt"
+
+# Two cores: the two processes of every run are pinned to cores 0 and 1.
+cores=$(nproc)
+[ "$cores" -ge 2 ] || log "warning: only $cores core(s); client and server share a core"
+
+# OSU's iteration counts (osu_latency, osu_bw), the same tmx_pingpong and osu_pingpong_mpi use
+# by default, so every tool does the same amount of work per size.
+lat_iters()  { if [ "$1" -gt 8192 ]; then echo 1000; else echo 10000; fi; }
+lat_warmup() { if [ "$1" -gt 8192 ]; then echo 10; else echo 100; fi; }
+bw_iters()   { if [ "$1" -gt 8192 ]; then echo 20; else echo 100; fi; }
+bw_warmup()  { if [ "$1" -gt 8192 ]; then echo 2; else echo 10; fi; }
+window=64
+run_timeout=300
+
+# ---------------------------------------------------------------- find the three tools
+
+tmx_status="missing"
+if [ -n "$builddir" ]; then
+    tmxrun="$builddir/tools/tmxrun"
+    pingpong="$builddir/examples/tmx_pingpong"
+    if [ -x "$tmxrun" ] && [ -x "$pingpong" ]; then
+        tmx_status="ok"
+    else
+        tmx_status="missing ($tmxrun or $pingpong not built)"
+    fi
+else
+    tmxrun=$(command -v tmxrun || true)
+    pingpong=$(command -v tmx_pingpong || true)
+    if [ -n "$tmxrun" ] && [ -n "$pingpong" ]; then
+        tmx_status="ok"
+    else
+        tmx_status="missing (tmxrun/tmx_pingpong not on PATH; give a build dir)"
+    fi
+fi
+
+ucx_status="missing (ucx_perftest not installed: apt-get install ucx-utils)"
+command -v ucx_perftest > /dev/null && ucx_status="ok"
+
+ompi_status="missing (mpicc/mpirun not installed: apt-get install openmpi-bin libopenmpi-dev)"
+osu_bin="$outdir/osu_pingpong_mpi"
+if command -v mpicc > /dev/null && command -v mpirun > /dev/null; then
+    if mpicc -O2 -o "$osu_bin" "$here/osu_pingpong_mpi.c" > "$raw/mpicc.txt" 2>&1; then
+        ompi_status="ok"
+    else
+        ompi_status="missing (mpicc failed, see $raw/mpicc.txt)"
+    fi
+fi
+# Running as root needs Open MPI's explicit consent.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# UCX over shared memory only: sm = sysv/posix (eager, active messages) + cma (zero-copy
+# rendezvous); self for loopback. Without it UCX would also consider tcp over lo.
+export UCX_TLS=sm,self
+
+log "# compare.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), $cores cores, $rounds round(s)"
+log "# sizes: $sizes"
+log "# raw outputs: $outdir"
+log "# tmx : $tmx_status${tmxrun:+ ($tmxrun -n 2 $pingpong)}"
+ucx_ver=$([ "$ucx_status" = ok ] && ucx_info -v 2> /dev/null | head -1 | sed 's/^# *//')
+ompi_ver=$([ "$ompi_status" = ok ] && mpirun --version 2> /dev/null | head -1)
+log "# ucx : $ucx_status${ucx_ver:+ ($ucx_ver)}: UCX_TLS=$UCX_TLS, server on core 0, client on 1"
+log "# ompi: $ompi_status${ompi_ver:+ ($ompi_ver)}: mpirun -np 2 --bind-to core"
+
+# ---------------------------------------------------------------- runners
+
+# Reads the csv of tmx_pingpong / osu_pingpong_mpi (size,latency_us,bandwidth_MBps) and
+# appends the sizes we compare to the data file.
+record_csv() { # tool round file
+    awk -F, -v tool="$1" -v round="$2" -v want=" $sizes " '
+        /^#/ || /^size/ || NF < 3 { next }
+        index(want, " " $1 " ") > 0 {
+            print tool, "lat", $1, round, $2
+            print tool, "bw", $1, round, $3
+        }' "$3" >> "$data"
+}
+
+run_tmx() { # round
+    local out="$raw/r$1-tmx.txt"
+    # a size range runs every power of two in between; only the chosen sizes are kept
+    if timeout "$run_timeout" "$tmxrun" -n 2 "$pingpong" -t lat,bw -m "$min_size:$max_size" \
+            -W "$window" -f csv > "$out" 2>&1; then
+        record_csv tmx "$1" "$out"
+    else
+        log "round $1: tmx failed (exit $?), see $out"
+    fi
+}
+
+run_ompi() { # round
+    local out="$raw/r$1-ompi.txt"
+    if timeout "$run_timeout" mpirun -np 2 --bind-to core "$osu_bin" -t lat,bw \
+            -m "$min_size:$max_size" -W "$window" -f csv > "$out" 2>&1; then
+        record_csv ompi "$1" "$out"
+    else
+        log "round $1: ompi failed (exit $?), see $out"
+    fi
+}
+
+ucx_port=$((20000 + RANDOM % 20000))
+
+# One ucx_perftest server/client pair; prints the client's csv result line.
+ucx_one() { # test size iters warmup outfile [extra args]
+    local test=$1 size=$2 iters=$3 warm=$4 out=$5 spid i
+    shift 5
+    ucx_port=$((ucx_port + 1))
+    timeout "$run_timeout" taskset -c 0 ucx_perftest -p "$ucx_port" > "$out.server" 2>&1 &
+    spid=$!
+    # wait until the server listens; probing by connecting would use up its single accept
+    for i in $(seq 100); do
+        ss -ltn "sport = :$ucx_port" 2> /dev/null | grep -q LISTEN && break
+        sleep 0.05
+    done
+    timeout "$run_timeout" taskset -c 1 ucx_perftest 127.0.0.1 -p "$ucx_port" -t "$test" \
+        -s "$size" -n "$iters" -w "$warm" "$@" -f -v > "$out" 2>&1
+    local rc=$?
+    wait "$spid" 2> /dev/null
+    return $rc
+}
+
+run_ucx() { # round
+    local s out line
+    for s in $sizes; do
+        out="$raw/r$1-ucx-lat-$s.txt"
+        if ucx_one tag_lat "$s" "$(lat_iters "$s")" "$(lat_warmup "$s")" "$out"; then
+            # csv: iterations,50.0_percentile_lat,avg_lat,overall_lat,avg_bw,overall_bw,...
+            # overall_lat is the mean one-way (half round trip) latency in us
+            line=$(grep -E '^[0-9]+,' "$out" | tail -1)
+            [ -n "$line" ] && echo "ucx lat $s $1 $(echo "$line" | cut -d, -f4)" >> "$data"
+        else
+            log "round $1: ucx tag_lat $s failed, see $out"
+        fi
+        # same number of messages as the window loop of the other two: window * iterations,
+        # at most $window sends outstanding (-O)
+        out="$raw/r$1-ucx-bw-$s.txt"
+        if ucx_one tag_bw "$s" $(($(bw_iters "$s") * window)) $(($(bw_warmup "$s") * window)) \
+                "$out" -O "$window"; then
+            line=$(grep -E '^[0-9]+,' "$out" | tail -1)
+            # ucx_perftest's MB/s are MiB/s (2^20); convert to 10^6 bytes/s
+            [ -n "$line" ] && echo "ucx bw $s $1 $(echo "$line" |
+                awk -F, '{ printf "%.2f", $6 * 1.048576 }')" >> "$data"
+        else
+            log "round $1: ucx tag_bw $s failed, see $out"
+        fi
+    done
+}
+
+# ---------------------------------------------------------------- the rounds
+
+for r in $(seq "$rounds"); do
+    # interleaved, because this VM drifts between a fast and a slow mode every few minutes:
+    # every tool sees both modes about equally often
+    log "round $r/$rounds: $(date +%H:%M:%S)"
+    [ "$tmx_status" = ok ] && run_tmx "$r"
+    [ "$ucx_status" = ok ] && run_ucx "$r"
+    [ "$ompi_status" = ok ] && run_ompi "$r"
+done
+
+# ---------------------------------------------------------------- medians and ratios
+
+status_of() {
+    case "$1" in
+    tmx) echo "$tmx_status" ;;
+    ucx) echo "$ucx_status" ;;
+    ompi) echo "$ompi_status" ;;
+    esac
+}
+
+{
+    echo
+    echo "# medians over $rounds round(s); latency in us (lower is better), bandwidth in MB/s"
+    echo "# (10^6 bytes/s, higher is better); ratio = tmx / best peer; '-' = no result"
+    for t in tmx ucx ompi; do
+        st=$(status_of $t)
+        [ "$st" = ok ] || echo "# $t: $st"
+    done
+} | tee -a "$outdir/summary.txt"
+
+awk -v sizes="$sizes" -v tmxst="$tmx_status" -v ucxst="$ucx_status" -v ompist="$ompi_status" '
+    function median(key,    n, i, j, v, t) {
+        n = cnt[key]
+        if (n == 0) return ""
+        for (i = 1; i <= n; i++) v[i] = val[key, i]
+        for (i = 2; i <= n; i++) {           # insertion sort, n is small
+            t = v[i]
+            for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]
+            v[j + 1] = t
+        }
+        return (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+    }
+    function fmt(x, p) { return (x == "") ? "-" : sprintf("%." p "f", x) }
+    function human(s) {
+        if (s >= 1048576 && s % 1048576 == 0) return (s / 1048576) " MiB"
+        if (s >= 1024 && s % 1024 == 0) return (s / 1024) " KiB"
+        return s " B"
+    }
+    { key = $1 SUBSEP $2 SUBSEP $3; cnt[key]++; val[key, cnt[key]] = $5 }
+    END {
+        split("tmx ucx ompi", tools, " ")
+        printf "%-10s | %9s %9s %9s %7s | %10s %10s %10s %7s\n", "size", "lat tmx", "ucx",
+               "ompi", "ratio", "bw tmx", "ucx", "ompi", "ratio"
+        ns = split(sizes, sz, " ")
+        for (i = 1; i <= ns; i++) {
+            s = sz[i]
+            for (k = 1; k <= 3; k++) {
+                L[tools[k]] = median(tools[k] SUBSEP "lat" SUBSEP s)
+                B[tools[k]] = median(tools[k] SUBSEP "bw" SUBSEP s)
+            }
+            bl = ""; blt = ""; bb = ""; bbt = ""
+            for (k = 2; k <= 3; k++) {
+                t = tools[k]
+                if (L[t] != "" && (bl == "" || L[t] < bl)) { bl = L[t]; blt = t }
+                if (B[t] != "" && (bb == "" || B[t] > bb)) { bb = B[t]; bbt = t }
+            }
+            rl = (L["tmx"] != "" && bl != "" && bl > 0) ? L["tmx"] / bl : ""
+            rb = (B["tmx"] != "" && bb != "" && bb > 0) ? B["tmx"] / bb : ""
+            printf "%-10s | %9s %9s %9s %7s | %10s %10s %10s %7s\n", human(s),
+                   fmt(L["tmx"], 2), fmt(L["ucx"], 2), fmt(L["ompi"], 2), fmt(rl, 2),
+                   fmt(B["tmx"], 1), fmt(B["ucx"], 1), fmt(B["ompi"], 1), fmt(rb, 2)
+            line[i] = human(s) ": "
+            if (rl == "") {
+                line[i] = line[i] "latency: no comparison (" \
+                          (L["tmx"] == "" ? "no tmx result" : "no peer result") ")"
+            } else {
+                line[i] = line[i] sprintf("latency tmx %s the best peer (%s) by %.0f%%%s",
+                          rl <= 1 ? "AHEAD of" : "BEHIND", blt,
+                          rl <= 1 ? (1 / rl - 1) * 100 : (rl - 1) * 100,
+                          (rl > 0.95 && rl < 1.05) ? ", within noise" : "")
+            }
+            if (rb == "") {
+                line[i] = line[i] "; bandwidth: no comparison (" \
+                          (B["tmx"] == "" ? "no tmx result" : "no peer result") ")"
+            } else {
+                line[i] = line[i] sprintf("; bandwidth tmx %s the best peer (%s) by %.0f%%%s",
+                          rb >= 1 ? "AHEAD of" : "BEHIND", bbt,
+                          rb >= 1 ? (rb - 1) * 100 : (rb > 0 ? (1 / rb - 1) * 100 : 100),
+                          (rb > 0.95 && rb < 1.05) ? ", within noise" : "")
+            }
+        }
+        print ""
+        for (i = 1; i <= ns; i++) print line[i]
+    }' "$data" | tee -a "$outdir/summary.txt"
+
+echo "# summary: $outdir/summary.txt" >&2

@@ -1,2 +1,200 @@
-/* placeholder: being written */
-typedef int tmx_placeholder_context_t;
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "util/log.h"
+
+/* Destroyed contexts, workers and endpoints keep their (small) struct with a dead magic so that
+ * a call on a stale handle answers TMX_ERR_INVALID_HANDLE instead of touching freed memory. */
+static int tmx_provider_selected(const char *list, const char *name)
+{
+    size_t      n = strlen(name);
+    const char *p = list;
+
+    if (list == NULL || list[0] == '\0') {
+        return 1;
+    }
+    while (*p != '\0') {
+        const char *end = strchr(p, ',');
+        size_t      len = (end != NULL) ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0) {
+            return 1;
+        }
+        p += len + (end != NULL);
+    }
+    return 0;
+}
+
+/* Every name in the list must be a provider that exists. */
+static tmx_status_t tmx_provider_list_check(const char *list)
+{
+    const char *p = list;
+
+    while (p != NULL && *p != '\0') {
+        const char *end = strchr(p, ',');
+        size_t      len = (end != NULL) ? (size_t)(end - p) : strlen(p);
+        int         found = 0;
+        for (int i = 0; tmx_providers[i] != NULL; i++) {
+            if (strlen(tmx_providers[i]->name) == len &&
+                strncmp(tmx_providers[i]->name, p, len) == 0) {
+                found = 1;
+            }
+        }
+        if (!found) {
+            tmx_error("unknown provider '%.*s' in provider list '%s'", (int)len, p, list);
+            return TMX_ERR_INVALID_PARAM;
+        }
+        p += len + (end != NULL);
+    }
+    return TMX_OK;
+}
+
+TMX_API tmx_status_t tmx_context_create_version(unsigned api_version,
+                                                const tmx_context_params_t *params,
+                                                tmx_context_h *context_p)
+{
+    const tmx_config_t *cfg;
+    const char         *list;
+    tmx_context_t      *ctx;
+    tmx_status_t        status;
+
+    if ((api_version >> 16) != TMX_API_MAJOR || (api_version & 0xffff) > TMX_API_MINOR) {
+        return TMX_ERR_VERSION;
+    }
+    if (context_p == NULL) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (params != NULL && (params->field_mask & ~(uint64_t)TMX_CONTEXT_PARAM_PROVIDERS) != 0) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    cfg = tmx_config_get();
+    if (cfg == NULL) {
+        return TMX_ERR_INVALID_PARAM; /* config.c printed which variable is wrong */
+    }
+    tmx_log_configure(cfg);
+
+    ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL) {
+        return TMX_ERR_NO_MEMORY;
+    }
+    ctx->cfg = *cfg;
+    list     = cfg->providers;
+    if (params != NULL && (params->field_mask & TMX_CONTEXT_PARAM_PROVIDERS)) {
+        if (params->providers == NULL) {
+            status = TMX_ERR_INVALID_PARAM;
+            goto err_free;
+        }
+        list = params->providers;
+    }
+    status = tmx_provider_list_check(list);
+    if (status != TMX_OK) {
+        goto err_free;
+    }
+    for (int i = 0; tmx_providers[i] != NULL && ctx->num_provs < TMX_MAX_PROVS; i++) {
+        if (tmx_provider_selected(list, tmx_providers[i]->name)) {
+            ctx->provs[ctx->num_provs++] = tmx_providers[i];
+        }
+    }
+    if (ctx->num_provs == 0) {
+        status = TMX_ERR_NO_DEVICE;
+        goto err_free;
+    }
+    ctx->magic = TMX_MAGIC_CONTEXT;
+    *context_p = ctx;
+    return TMX_OK;
+
+err_free:
+    free(ctx);
+    return status;
+}
+
+TMX_API tmx_status_t tmx_context_destroy(tmx_context_h ctx)
+{
+    if (ctx == NULL) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (ctx->magic != TMX_MAGIC_CONTEXT) {
+        return TMX_ERR_INVALID_HANDLE;
+    }
+    if (ctx->num_workers > 0) {
+        return TMX_ERR_BUSY;
+    }
+    ctx->magic = TMX_MAGIC_DEAD; /* the shell stays: see the note at the top */
+    return TMX_OK;
+}
+
+static void tmx_print_caps(FILE *stream, const tmx_dev_attr_t *a)
+{
+    static const char *names[] = {"rc", "ud", "srq", "rma", "tm", "tm-rndv",
+                                  "xrc", "ooo", "full-match", "local-only"};
+    fprintf(stream, "#      caps       :");
+    for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (a->caps & (1ull << i)) {
+            fprintf(stream, " %s", names[i]);
+        }
+    }
+    fprintf(stream, "\n");
+    fprintf(stream, "#      max_msg    : %zu\n", a->max_msg_sz);
+    fprintf(stream, "#      max_inline : %zu\n", a->max_inline);
+    fprintf(stream, "#      max_qp     : %u\n", a->max_qp);
+    fprintf(stream, "#      max_mr     : %u\n", a->max_mr);
+    fprintf(stream, "#      max_srq_wr : %u\n", a->max_srq_wr);
+    if (a->caps & TMX_DEV_CAP_TM) {
+        fprintf(stream, "#      tm         : max_num_tags %u, max_ops %u, max_rndv_hdr %u\n",
+                a->tm.max_num_tags, a->tm.max_ops, a->tm.max_rndv_hdr_size);
+    }
+    fprintf(stream, "#      numa node  : %d\n", a->numa_node);
+}
+
+TMX_API tmx_status_t tmx_context_print_info(tmx_context_h ctx, FILE *stream)
+{
+    if (ctx == NULL || stream == NULL) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (ctx->magic != TMX_MAGIC_CONTEXT) {
+        return TMX_ERR_INVALID_HANDLE;
+    }
+    fprintf(stream, "# tmx %s\n# providers built: ", PACKAGE_VERSION);
+    for (int i = 0; tmx_providers[i] != NULL; i++) {
+        fprintf(stream, "%s%s", i ? ", " : "", tmx_providers[i]->name);
+    }
+    fprintf(stream, "\n");
+    for (int i = 0; i < ctx->num_provs; i++) {
+        const tmx_prov_t *prov = ctx->provs[i];
+        tmx_dev_t        *devs[TMX_MAX_IFACES];
+        int               num  = 0;
+        tmx_status_t      status;
+
+        fprintf(stream, "#\n# provider %s: %s\n", prov->name, prov->description);
+        status = prov->ops->dev_open(prov, &ctx->cfg, devs, TMX_MAX_IFACES, &num);
+        if (status != TMX_OK) {
+            fprintf(stream, "#   not usable: %s\n", tmx_status_string(status));
+            continue;
+        }
+        if (num == 0) {
+            fprintf(stream, "#   no devices\n");
+        }
+        for (int d = 0; d < num; d++) {
+            fprintf(stream, "#   device %s\n", devs[d]->name);
+            tmx_print_caps(stream, &devs[d]->attr);
+            prov->ops->dev_close(devs[d]);
+        }
+    }
+    return TMX_OK;
+}
+
+TMX_API void tmx_config_print(FILE *stream, unsigned flags)
+{
+    const tmx_config_t *cfg = tmx_config_get();
+
+    if (stream == NULL) {
+        return;
+    }
+    if (cfg == NULL) {
+        fprintf(stream, "# the configuration failed to load (see the message above)\n");
+        return;
+    }
+    tmx_config_print_table(stream, cfg, flags);
+}

@@ -1,0 +1,215 @@
+/*
+ * Core objects: context, worker, interface (one opened device of a worker), endpoint,
+ * request. Internal to the library; the public header has opaque handles only.
+ */
+#ifndef TMX_CORE_H
+#define TMX_CORE_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <tmx/tmx.h>
+
+#include "prov/prov.h"
+#include "tag/tag.h"
+#include "util/config.h"
+#include "util/hash.h"
+#include "util/list.h"
+#include "util/mpool.h"
+
+#define TMX_MAGIC_CONTEXT 0x54435458u /* "XTCT" */
+#define TMX_MAGIC_WORKER  0x54575854u
+#define TMX_MAGIC_EP      0x54455854u
+#define TMX_MAGIC_REQ     0x54525854u
+#define TMX_MAGIC_MSG     0x544d5854u
+#define TMX_MAGIC_DEAD    0xdeadbeefu
+
+#define TMX_MAX_PROVS   8
+#define TMX_MAX_IFACES  4
+/* Largest message: process_vm_readv and friends take ssize_t; 1 TiB is beyond any buffer. */
+#define TMX_MAX_MSG     ((size_t)1 << 40)
+
+/* Worker address blob: header, then per interface a record. */
+#define TMX_ADDR_MAGIC   0x31584d54u /* "TMX1" */
+#define TMX_ADDR_VERSION 1
+
+typedef struct tmx_context {
+    uint32_t          magic;
+    int               num_workers;
+    tmx_config_t      cfg;
+    const tmx_prov_t *provs[TMX_MAX_PROVS];
+    int               num_provs;
+} tmx_context_t;
+
+/* One opened device of a worker, with everything the worker needs on it. */
+typedef struct tmx_iface {
+    struct tmx_worker *worker;
+    tmx_dev_t         *dev;
+    const tmx_prov_ops_t *ops;
+    tmx_pd_t          *pd;
+    tmx_cq_t          *cq;       /* all completions of this iface */
+    tmx_srq_t         *srq;      /* receives of all RC QPs */
+    tmx_qp_t          *ud_qp;    /* connection wire-up */
+    uint8_t           *rx_bufs;  /* srq receive buffers, rx_count * rx_size */
+    tmx_mr_t          *rx_mr;
+    unsigned           rx_count;
+    size_t             rx_size;
+    uint8_t           *ud_bufs;
+    tmx_mr_t          *ud_mr;
+    unsigned           ud_count;
+    size_t             ud_size;
+    uint8_t           *tx_bufs;  /* bounce buffers for sends that cannot go inline */
+    tmx_mr_t          *tx_mr;
+    unsigned           tx_count;
+    size_t             tx_size;
+    uint32_t          *tx_free;  /* stack of free tx buffer indices */
+    unsigned           tx_free_top;
+    uint8_t            dev_addr[TMX_DEV_ADDR_MAX];
+    size_t             dev_addr_len;
+    uint32_t           ud_qpn;
+    size_t             max_inline;
+    size_t             max_msg;
+} tmx_iface_t;
+
+typedef struct tmx_worker {
+    uint32_t          magic;
+    tmx_context_t    *ctx;
+    tmx_thread_mode_t thread_mode;
+    pthread_mutex_t   lock;
+    uint64_t          uuid;
+    int               in_progress;  /* progress re-entered from a callback is a no-op */
+    tmx_iface_t       ifaces[TMX_MAX_IFACES];
+    int               num_ifaces;
+    tmx_tag_engine_t  tm;
+    tmx_hash_t        ep_by_qpn;   /* (iface << 32 | qp_num) -> ep */
+    tmx_hash_t        ep_by_id;    /* local ep id -> ep (wire-up replies, credits owed) */
+    tmx_hash_t        passive_by_key; /* hash(remote uuid, remote ep id) -> passive ep */
+    tmx_hash_t        sreq_by_id;  /* send request id -> request (ACK/FIN lookups) */
+    uint64_t          next_ep_id;
+    uint64_t          next_sreq_id;
+    tmx_list_t        eps;          /* all endpoints, user and passive */
+    tmx_list_t        pending_eps;  /* endpoints with queued sends */
+    tmx_mpool_t       req_mp;
+    size_t            unexp_bytes;
+    size_t            unexp_budget;
+    size_t            eager_max;
+    unsigned          eager_credits;
+    /* counters shown by tmx_info / debug logs */
+    uint64_t          num_unexp;
+    uint64_t          num_credit_stalls;
+} tmx_worker_t;
+
+typedef enum {
+    TMX_EP_CONNECTING = 0,
+    TMX_EP_CONNECTED  = 1,
+    TMX_EP_FAILED     = 2,
+    TMX_EP_CLOSING    = 3,
+} tmx_ep_state_t;
+
+typedef struct tmx_ep {
+    uint32_t       magic;
+    tmx_worker_t  *worker;
+    tmx_iface_t   *iface;
+    tmx_ep_state_t state;
+    int            passive;        /* created by a peer's wire-up request, not by the user */
+    int            user_closed;
+    uint64_t       id;             /* local id, unique per worker */
+    uint64_t       remote_id;      /* the peer's id of its side of the connection */
+    uint64_t       remote_uuid;
+    uint64_t       passive_key;
+    tmx_qp_t      *qp;
+    tmx_ah_t      *ah;
+    uint32_t       remote_ud_qpn;
+    tmx_list_t     list;           /* worker->eps */
+    tmx_list_t     pending_link;   /* worker->pending_eps while pending is not empty */
+    tmx_list_t     pending;        /* send requests waiting for connection/credits/space */
+    tmx_list_t     outstanding_list; /* sends posted, waiting for ACK/FIN */
+    tmx_list_t     ctrl_pending;   /* control messages waiting for room on the wire */
+    int            credits;        /* eager messages we may still send */
+    unsigned       credits_owed;   /* credits to give back to the peer */
+    unsigned       outstanding;    /* sends waiting for ACK/FIN */
+    int            disc_acked;     /* the peer knows the connection closes */
+    int            closing;
+    double         wireup_time;    /* last wire-up request sent */
+    double         connect_start;
+} tmx_ep_t;
+
+typedef enum {
+    TMX_REQ_SEND = 0,
+    TMX_REQ_RECV = 1,
+} tmx_req_type_t;
+
+enum tmx_req_flags {
+    TMX_REQ_FLAG_COMPLETED  = 1u << 0,
+    TMX_REQ_FLAG_RELEASE    = 1u << 1, /* user freed it: release on completion */
+    TMX_REQ_FLAG_EXPECTED   = 1u << 2, /* receive is in the expected queue */
+    TMX_REQ_FLAG_MATCHED    = 1u << 3,
+    TMX_REQ_FLAG_SYNC       = 1u << 4,
+    TMX_REQ_FLAG_RNDV       = 1u << 5,
+    TMX_REQ_FLAG_INTERNAL   = 1u << 6, /* created by a blocking helper or the library */
+};
+
+typedef struct tmx_request {
+    uint32_t            magic;
+    uint16_t            type;
+    uint16_t            flags;
+    tmx_status_t        status;
+    tmx_worker_t       *worker;
+    tmx_ep_t           *ep;
+    void               *buf;
+    size_t              len;
+    tmx_tag_t           tag;
+    tmx_tag_recv_info_t info;
+    union {
+        tmx_send_cb_t   send;
+        tmx_recv_cb_t   recv;
+    } cb;
+    void               *user_data;
+    tmx_tag_exp_t       exp;          /* receive: expected queue entry */
+    tmx_list_t          pending_link; /* send: ep->pending */
+    uint64_t            id;           /* send: key in worker->sreq_by_id */
+    tmx_mr_t           *mr;           /* rendezvous registration */
+    uint64_t            rndv_sreq_id; /* receive of a rendezvous: the sender's request id */
+    uint64_t            rndv_ep_id;   /* receive of a rendezvous: where the FIN goes */
+    unsigned            reads_left;
+    tmx_status_t        rndv_status;
+} tmx_request_t;
+
+/* An arrived, unmatched message (also the handle of a claimed message). */
+typedef struct tmx_message {
+    uint32_t        magic;
+    tmx_tag_unexp_t unexp;
+    uint8_t         op;           /* TMX_PROTO_EAGER / _RTS */
+    uint8_t         sync;
+    uint8_t         credit_owed;  /* credit goes back when this is consumed */
+    uint64_t        ep_id;        /* the connection it came on (looked up, never a pointer) */
+    size_t          length;       /* the sender's length */
+    uint64_t        sreq_id;
+    uint64_t        rndv_addr;
+    uint32_t        rndv_rkey;
+    size_t          mem_size;     /* bytes charged to the unexpected budget */
+    uint8_t         data[];       /* eager payload */
+} tmx_message_t;
+
+/* ---- worker.c */
+void tmx_worker_lock(tmx_worker_t *w);
+void tmx_worker_unlock(tmx_worker_t *w);
+unsigned tmx_worker_progress_locked(tmx_worker_t *w);
+int tmx_worker_check(tmx_worker_t *w);
+
+/* ---- ep.c */
+tmx_status_t tmx_ep_wireup_rx(tmx_iface_t *iface, const void *msg, size_t len);
+void tmx_ep_fail(tmx_ep_t *ep, tmx_status_t status);
+void tmx_ep_destroy(tmx_ep_t *ep);
+tmx_ep_t *tmx_ep_by_qpn(tmx_worker_t *w, tmx_iface_t *iface, uint32_t qpn);
+void tmx_ep_close_all(tmx_worker_t *w);
+void tmx_ep_wireup_progress(tmx_ep_t *ep);
+void tmx_ep_peer_disconnected(tmx_ep_t *ep);
+
+/* ---- request.c */
+tmx_request_t *tmx_request_alloc(tmx_worker_t *w, tmx_req_type_t type,
+                                 const tmx_request_params_t *params);
+void tmx_request_complete(tmx_request_t *req, tmx_status_t status);
+void tmx_request_release(tmx_request_t *req);
+tmx_status_t tmx_request_params_check(const tmx_request_params_t *params, int is_send);
+
+#endif /* TMX_CORE_H */

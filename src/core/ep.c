@@ -1,2 +1,519 @@
-/* placeholder: being written */
-typedef int tmx_placeholder_ep_t;
+/*
+ * Endpoints and connection wire-up.
+ *
+ * Every endpoint is one RC connection, made over the interfaces' UD QPs:
+ *   A: ep_create -> RC QP in INIT, WIREUP_REQ {A's uuid, ep id, device address, QP blob}
+ *   B: creates a *passive* endpoint for that connection, QP INIT->RTR->RTS, WIREUP_REP
+ *   A: QP RTR->RTS, endpoint connected, queued sends go out.
+ * A connection carries A's messages to B and B's protocol replies (ACK, FIN, credits) back.
+ * B's own messages to A travel on B's own endpoint (its own connection), so simultaneous
+ * connects need no tie-breaking, and order is kept per endpoint as MPI requires.
+ *
+ * Close: each side sends DISC and waits (bounded by TMX_PEER_TIMEOUT) for DISC_ACK or the
+ * peer's own DISC; after that nothing more travels on the QP and it can be destroyed.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "proto/proto.h"
+#include "util/log.h"
+#include "util/time.h"
+
+#define TMX_WIREUP_MAGIC   0x57584d54u
+#define TMX_WIREUP_REQ     1
+#define TMX_WIREUP_REP     2
+#define TMX_WIREUP_RESEND  0.5 /* seconds */
+
+typedef struct tmx_wireup_msg {
+    uint32_t magic;
+    uint8_t  type;
+    uint8_t  reserved[3];
+    uint64_t src_uuid;
+    uint64_t src_ep_id;
+    uint64_t dst_ep_id;
+    uint32_t src_ud_qpn;
+    uint16_t dev_addr_len;
+    uint16_t qp_addr_len;
+    /* dev_addr_len + qp_addr_len bytes follow */
+} tmx_wireup_msg_t;
+
+tmx_status_t tmx_worker_addr_resolve(tmx_worker_t *w, const void *addr, size_t len,
+                                     uint64_t *uuid_p, tmx_iface_t **iface_p,
+                                     const uint8_t **dev_addr_p, size_t *dev_addr_len_p,
+                                     uint32_t *ud_qpn_p);
+
+static uint64_t tmx_ep_qpn_key(tmx_worker_t *w, tmx_iface_t *iface, uint32_t qpn)
+{
+    return ((uint64_t)(iface - w->ifaces) << 32) | qpn;
+}
+
+static uint64_t tmx_ep_passive_key(uint64_t uuid, uint64_t ep_id)
+{
+    /* 0 would be fine as a key, but keep it distinct from nothing-set */
+    return tmx_hash_u64(uuid ^ tmx_hash_u64(ep_id)) | 1;
+}
+
+tmx_ep_t *tmx_ep_by_qpn(tmx_worker_t *w, tmx_iface_t *iface, uint32_t qpn)
+{
+    return tmx_hash_get(&w->ep_by_qpn, tmx_ep_qpn_key(w, iface, qpn));
+}
+
+static tmx_status_t tmx_ep_qp_create(tmx_ep_t *ep)
+{
+    tmx_iface_t       *iface = ep->iface;
+    tmx_qp_init_attr_t attr;
+    tmx_qp_attr_t      mod;
+    tmx_status_t       status;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.type        = TMX_QPT_RC;
+    attr.send_cq     = iface->cq;
+    attr.recv_cq     = iface->cq;
+    attr.srq         = iface->srq;
+    attr.max_send_wr = 256;
+    attr.max_inline  = (uint32_t)iface->max_inline;
+    status = iface->ops->qp_create(iface->pd, &attr, &ep->qp);
+    if (status != TMX_OK) {
+        return status;
+    }
+    memset(&mod, 0, sizeof(mod));
+    mod.state = TMX_QPS_INIT;
+    status    = iface->ops->qp_modify(ep->qp, &mod, TMX_QP_ATTR_STATE);
+    if (status != TMX_OK) {
+        goto err_destroy;
+    }
+    status = tmx_hash_put(&ep->worker->ep_by_qpn,
+                          tmx_ep_qpn_key(ep->worker, iface, ep->qp->qp_num), ep);
+    if (status != TMX_OK) {
+        goto err_destroy;
+    }
+    return TMX_OK;
+
+err_destroy:
+    iface->ops->qp_destroy(ep->qp);
+    ep->qp = NULL;
+    return status;
+}
+
+static tmx_status_t tmx_ep_qp_connect(tmx_ep_t *ep, const void *blob, size_t len)
+{
+    const tmx_prov_ops_t *ops = ep->iface->ops;
+    tmx_qp_attr_t         mod;
+    tmx_status_t          status;
+
+    memset(&mod, 0, sizeof(mod));
+    mod.state           = TMX_QPS_RTR;
+    mod.remote_addr     = blob;
+    mod.remote_addr_len = len;
+    status = ops->qp_modify(ep->qp, &mod, TMX_QP_ATTR_STATE | TMX_QP_ATTR_REMOTE);
+    if (status != TMX_OK) {
+        return status;
+    }
+    mod.state = TMX_QPS_RTS;
+    return ops->qp_modify(ep->qp, &mod, TMX_QP_ATTR_STATE);
+}
+
+static tmx_ep_t *tmx_ep_alloc(tmx_worker_t *w, tmx_iface_t *iface)
+{
+    tmx_ep_t *ep = calloc(1, sizeof(*ep));
+
+    if (ep == NULL) {
+        return NULL;
+    }
+    ep->worker  = w;
+    ep->iface   = iface;
+    ep->id      = w->next_ep_id++;
+    ep->credits = (int)w->eager_credits;
+    ep->state   = TMX_EP_CONNECTING;
+    tmx_list_init(&ep->pending);
+    tmx_list_init(&ep->pending_link);
+    tmx_list_init(&ep->outstanding_list);
+    tmx_list_init(&ep->ctrl_pending);
+    return ep;
+}
+
+static tmx_status_t tmx_ep_send_wireup(tmx_ep_t *ep, uint8_t type, uint64_t dst_ep_id)
+{
+    tmx_iface_t      *iface = ep->iface;
+    uint8_t           buf[sizeof(tmx_wireup_msg_t) + TMX_DEV_ADDR_MAX + TMX_QP_ADDR_MAX];
+    tmx_wireup_msg_t  msg;
+    size_t            qp_len = TMX_QP_ADDR_MAX;
+    tmx_status_t      status;
+    tmx_sge_t         sge;
+    tmx_send_wr_t     wr, *bad;
+
+    status = iface->ops->qp_get_addr(ep->qp, buf + sizeof(msg) + iface->dev_addr_len, &qp_len);
+    if (status != TMX_OK) {
+        return status;
+    }
+    memset(&msg, 0, sizeof(msg));
+    msg.magic        = TMX_WIREUP_MAGIC;
+    msg.type         = type;
+    msg.src_uuid     = ep->worker->uuid;
+    msg.src_ep_id    = ep->id;
+    msg.dst_ep_id    = dst_ep_id;
+    msg.src_ud_qpn   = iface->ud_qpn;
+    msg.dev_addr_len = (uint16_t)iface->dev_addr_len;
+    msg.qp_addr_len  = (uint16_t)qp_len;
+    memcpy(buf, &msg, sizeof(msg));
+    memcpy(buf + sizeof(msg), iface->dev_addr, iface->dev_addr_len);
+
+    sge.addr   = (uintptr_t)buf;
+    sge.length = (uint32_t)(sizeof(msg) + iface->dev_addr_len + qp_len);
+    sge.lkey   = 0;
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id         = TMX_WRID(TMX_WRID_CTRL, 0);
+    wr.sg_list       = &sge;
+    wr.num_sge       = 1;
+    wr.opcode        = TMX_WR_SEND;
+    wr.send_flags    = TMX_SEND_INLINE;
+    wr.ud.ah         = ep->ah;
+    wr.ud.remote_qpn = ep->remote_ud_qpn;
+    status = iface->ops->post_send(iface->ud_qp, &wr, &bad);
+    if (status == TMX_OK) {
+        ep->wireup_time = tmx_time_sec();
+    }
+    return status;
+}
+
+static void tmx_ep_register(tmx_ep_t *ep)
+{
+    tmx_list_add_tail(&ep->worker->eps, &ep->list);
+    tmx_hash_put(&ep->worker->ep_by_id, ep->id, ep);
+}
+
+void tmx_ep_destroy(tmx_ep_t *ep)
+{
+    tmx_worker_t *w = ep->worker;
+
+    if (ep->qp != NULL) {
+        tmx_hash_del(&w->ep_by_qpn, tmx_ep_qpn_key(w, ep->iface, ep->qp->qp_num));
+        ep->iface->ops->qp_destroy(ep->qp);
+        ep->qp = NULL;
+    }
+    if (ep->ah != NULL) {
+        ep->iface->ops->ah_destroy(ep->ah);
+        ep->ah = NULL;
+    }
+    if (ep->passive) {
+        tmx_hash_del(&w->passive_by_key, ep->passive_key);
+    }
+    tmx_hash_del(&w->ep_by_id, ep->id);
+    tmx_list_del(&ep->list);
+    tmx_list_del(&ep->pending_link);
+    tmx_proto_ctrl_drop(ep);
+    ep->magic = TMX_MAGIC_DEAD;
+    if (ep->passive) {
+        free(ep); /* never handed to the user */
+    }
+    /* user endpoints keep their struct (dead magic) so stale handles are recognised */
+}
+
+/* Fails everything queued or outstanding on the endpoint. */
+void tmx_ep_fail(tmx_ep_t *ep, tmx_status_t status)
+{
+    tmx_list_t *l;
+
+    if (ep->state == TMX_EP_FAILED) {
+        return;
+    }
+    ep->state = TMX_EP_FAILED;
+    while ((l = tmx_list_pop_head(&ep->pending)) != NULL) {
+        tmx_request_t *req = tmx_container_of(l, tmx_request_t, pending_link);
+        if (req->mr != NULL) { /* a rendezvous registered before the wire filled up */
+            ep->iface->ops->mr_dereg(req->mr);
+            req->mr = NULL;
+        }
+        tmx_request_complete(req, status);
+    }
+    while ((l = tmx_list_pop_head(&ep->outstanding_list)) != NULL) {
+        tmx_request_t *req = tmx_container_of(l, tmx_request_t, pending_link);
+        tmx_proto_sreq_done(ep->worker, req, status);
+    }
+    tmx_list_del(&ep->pending_link);
+}
+
+TMX_API tmx_status_t tmx_ep_create(tmx_worker_h w, const tmx_ep_params_t *params, tmx_ep_h *ep_p)
+{
+    tmx_iface_t   *iface;
+    const uint8_t *dev_addr;
+    size_t         dev_addr_len;
+    uint64_t       uuid;
+    uint32_t       ud_qpn;
+    tmx_ep_t      *ep;
+    tmx_status_t   status;
+
+    if (w == NULL || params == NULL || ep_p == NULL) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (w->magic != TMX_MAGIC_WORKER) {
+        return TMX_ERR_INVALID_HANDLE;
+    }
+    if ((params->field_mask & ~(uint64_t)TMX_EP_PARAM_ADDRESS) != 0 ||
+        !(params->field_mask & TMX_EP_PARAM_ADDRESS) || params->address == NULL ||
+        params->address_length == 0) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    tmx_worker_lock(w);
+    status = tmx_worker_addr_resolve(w, params->address, params->address_length, &uuid, &iface,
+                                     &dev_addr, &dev_addr_len, &ud_qpn);
+    if (status != TMX_OK) {
+        goto out;
+    }
+    ep = tmx_ep_alloc(w, iface);
+    if (ep == NULL) {
+        status = TMX_ERR_NO_MEMORY;
+        goto out;
+    }
+    ep->remote_uuid   = uuid;
+    ep->remote_ud_qpn = ud_qpn;
+    status = iface->ops->ah_create(iface->pd, dev_addr, dev_addr_len, &ep->ah);
+    if (status != TMX_OK) {
+        free(ep);
+        goto out;
+    }
+    status = tmx_ep_qp_create(ep);
+    if (status != TMX_OK) {
+        iface->ops->ah_destroy(ep->ah);
+        free(ep);
+        goto out;
+    }
+    ep->magic = TMX_MAGIC_EP;
+    tmx_ep_register(ep);
+    /* Until the reply comes the endpoint sits on the pending list, which resends the request
+     * and gives up after TMX_PEER_TIMEOUT. */
+    tmx_list_add_tail(&w->pending_eps, &ep->pending_link);
+    if (tmx_ep_send_wireup(ep, TMX_WIREUP_REQ, 0) != TMX_OK) {
+        ep->wireup_time = 0; /* resent from progress */
+    }
+    ep->connect_start = tmx_time_sec();
+    *ep_p = ep;
+out:
+    tmx_worker_unlock(w);
+    return status;
+}
+
+/* Called for CONNECTING endpoints from the pending-list progress. */
+void tmx_ep_wireup_progress(tmx_ep_t *ep)
+{
+    double now = tmx_time_sec();
+
+    if (now - ep->connect_start > ep->worker->ctx->cfg.peer_timeout) {
+        tmx_warn("connection to peer %016llx timed out after %.1f s (TMX_PEER_TIMEOUT)",
+                 (unsigned long long)ep->remote_uuid, ep->worker->ctx->cfg.peer_timeout);
+        tmx_ep_fail(ep, TMX_ERR_UNREACHABLE);
+        return;
+    }
+    if (now - ep->wireup_time > TMX_WIREUP_RESEND) {
+        tmx_ep_send_wireup(ep, TMX_WIREUP_REQ, 0);
+    }
+}
+
+static void tmx_ep_wireup_req(tmx_iface_t *iface, const tmx_wireup_msg_t *msg,
+                              const uint8_t *dev_addr, const uint8_t *qp_addr)
+{
+    tmx_worker_t *w   = iface->worker;
+    uint64_t      key = tmx_ep_passive_key(msg->src_uuid, msg->src_ep_id);
+    tmx_ep_t     *ep  = tmx_hash_get(&w->passive_by_key, key);
+    tmx_status_t  status;
+
+    if (ep != NULL) {
+        /* a resent request: our reply was lost or slow */
+        tmx_ep_send_wireup(ep, TMX_WIREUP_REP, msg->src_ep_id);
+        return;
+    }
+    ep = tmx_ep_alloc(w, iface);
+    if (ep == NULL) {
+        return;
+    }
+    ep->passive       = 1;
+    ep->passive_key   = key;
+    ep->remote_uuid   = msg->src_uuid;
+    ep->remote_id     = msg->src_ep_id;
+    ep->remote_ud_qpn = msg->src_ud_qpn;
+    status = iface->ops->ah_create(iface->pd, dev_addr, msg->dev_addr_len, &ep->ah);
+    if (status != TMX_OK) {
+        tmx_warn("wire-up request from %016llx: bad device address (%s)",
+                 (unsigned long long)msg->src_uuid, tmx_status_string(status));
+        free(ep);
+        return;
+    }
+    status = tmx_ep_qp_create(ep);
+    if (status != TMX_OK) {
+        iface->ops->ah_destroy(ep->ah);
+        free(ep);
+        return;
+    }
+    ep->magic = TMX_MAGIC_EP;
+    tmx_ep_register(ep);
+    tmx_hash_put(&w->passive_by_key, key, ep);
+    status = tmx_ep_qp_connect(ep, qp_addr, msg->qp_addr_len);
+    if (status != TMX_OK) {
+        tmx_warn("wire-up request from %016llx: connect failed: %s",
+                 (unsigned long long)msg->src_uuid, tmx_status_string(status));
+        tmx_ep_destroy(ep);
+        return;
+    }
+    ep->state = TMX_EP_CONNECTED;
+    tmx_ep_send_wireup(ep, TMX_WIREUP_REP, msg->src_ep_id);
+}
+
+static void tmx_ep_wireup_rep(tmx_iface_t *iface, const tmx_wireup_msg_t *msg,
+                              const uint8_t *qp_addr)
+{
+    tmx_ep_t    *ep = tmx_hash_get(&iface->worker->ep_by_id, msg->dst_ep_id);
+    tmx_status_t status;
+
+    if (ep == NULL || ep->passive || ep->iface != iface || ep->remote_uuid != msg->src_uuid ||
+        ep->state != TMX_EP_CONNECTING) {
+        return; /* a duplicate reply, or not for us */
+    }
+    status = tmx_ep_qp_connect(ep, qp_addr, msg->qp_addr_len);
+    if (status != TMX_OK) {
+        tmx_warn("connect to peer %016llx failed: %s", (unsigned long long)ep->remote_uuid,
+                 tmx_status_string(status));
+        tmx_ep_fail(ep, TMX_ERR_UNREACHABLE);
+        return;
+    }
+    ep->remote_id = msg->src_ep_id;
+    ep->state     = TMX_EP_CONNECTED;
+    /* stays on the pending list if sends were queued; removed there when empty */
+}
+
+tmx_status_t tmx_ep_wireup_rx(tmx_iface_t *iface, const void *buf, size_t len)
+{
+    tmx_wireup_msg_t msg;
+    const uint8_t   *dev_addr, *qp_addr;
+
+    if (len < sizeof(msg)) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    memcpy(&msg, buf, sizeof(msg));
+    if (msg.magic != TMX_WIREUP_MAGIC || msg.dev_addr_len == 0 ||
+        msg.dev_addr_len > TMX_DEV_ADDR_MAX || msg.qp_addr_len == 0 ||
+        msg.qp_addr_len > TMX_QP_ADDR_MAX ||
+        len < sizeof(msg) + msg.dev_addr_len + msg.qp_addr_len) {
+        tmx_warn("malformed wire-up message (%zu bytes) dropped", len);
+        return TMX_ERR_INVALID_PARAM;
+    }
+    dev_addr = (const uint8_t *)buf + sizeof(msg);
+    qp_addr  = dev_addr + msg.dev_addr_len;
+    if (msg.type == TMX_WIREUP_REQ) {
+        tmx_ep_wireup_req(iface, &msg, dev_addr, qp_addr);
+    } else if (msg.type == TMX_WIREUP_REP) {
+        tmx_ep_wireup_rep(iface, &msg, qp_addr);
+    } else {
+        tmx_warn("wire-up message of unknown type %u dropped", msg.type);
+        return TMX_ERR_INVALID_PARAM;
+    }
+    return TMX_OK;
+}
+
+/* Sends DISC on every given endpoint that can still talk, then progresses until each has heard
+ * DISC_ACK or DISC from the peer, failed, or the peer timeout passed. */
+static void tmx_ep_disconnect(tmx_worker_t *w, tmx_ep_t **eps, int n)
+{
+    double deadline = tmx_time_sec() + w->ctx->cfg.peer_timeout;
+    int    waiting;
+
+    for (int i = 0; i < n; i++) {
+        tmx_ep_t *ep = eps[i];
+        ep->closing  = 1;
+        if (ep->state == TMX_EP_CONNECTED && !ep->disc_acked &&
+            tmx_proto_send_ctrl(ep, TMX_PROTO_DISC, 0, 0) != TMX_OK) {
+            ep->disc_acked = 1; /* cannot tell the peer; it will see the QP go away */
+        }
+    }
+    do {
+        waiting = 0;
+        for (int i = 0; i < n; i++) {
+            if (eps[i]->state == TMX_EP_CONNECTED && !eps[i]->disc_acked) {
+                waiting = 1;
+            }
+        }
+        if (waiting) {
+            tmx_worker_progress_locked(w);
+        }
+    } while (waiting && tmx_time_sec() < deadline);
+}
+
+static int tmx_ep_flushed(tmx_ep_t *ep)
+{
+    return ep->state == TMX_EP_FAILED ||
+           (tmx_list_is_empty(&ep->pending) && ep->outstanding == 0 &&
+            ep->state == TMX_EP_CONNECTED);
+}
+
+TMX_API tmx_status_t tmx_ep_close(tmx_ep_h ep, tmx_ep_close_mode_t mode)
+{
+    tmx_worker_t *w;
+    tmx_status_t  status = TMX_OK;
+
+    if (ep == NULL) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (ep->magic != TMX_MAGIC_EP || ep->passive) {
+        return TMX_ERR_INVALID_HANDLE;
+    }
+    if (mode != TMX_EP_CLOSE_FLUSH && mode != TMX_EP_CLOSE_FORCE) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    w = ep->worker;
+    tmx_worker_lock(w);
+    if (mode == TMX_EP_CLOSE_FLUSH) {
+        while (!tmx_ep_flushed(ep)) {
+            tmx_worker_progress_locked(w);
+        }
+        if (ep->state == TMX_EP_FAILED) {
+            status = TMX_ERR_PEER_FAILED;
+        }
+    }
+    if (ep->state != TMX_EP_FAILED) {
+        tmx_ep_t *one[1] = {ep};
+        tmx_ep_disconnect(w, one, 1);
+        tmx_ep_fail(ep, TMX_ERR_CANCELED); /* FORCE: what is left is canceled */
+    }
+    tmx_ep_destroy(ep);
+    tmx_worker_unlock(w);
+    return status;
+}
+
+/* Passive endpoint told by its peer that the connection closes. */
+void tmx_ep_peer_disconnected(tmx_ep_t *ep)
+{
+    ep->disc_acked = 1;
+    if (ep->passive && !ep->closing) {
+        tmx_ep_fail(ep, TMX_ERR_PEER_FAILED);
+        tmx_ep_destroy(ep);
+    } else if (!ep->closing) {
+        /* the peer went away while our endpoint is still open: later sends fail */
+        tmx_ep_fail(ep, TMX_ERR_PEER_FAILED);
+    }
+}
+
+void tmx_ep_close_all(tmx_worker_t *w)
+{
+    tmx_list_t *l, *t;
+    tmx_ep_t  **eps;
+    int         n = 0, cap = 0;
+
+    tmx_list_for_each(l, &w->eps) {
+        cap++;
+    }
+    eps = calloc(cap ? (size_t)cap : 1, sizeof(*eps));
+    if (eps != NULL) {
+        tmx_list_for_each(l, &w->eps) {
+            eps[n++] = tmx_container_of(l, tmx_ep_t, list);
+        }
+        tmx_ep_disconnect(w, eps, n);
+        free(eps);
+    }
+    tmx_list_for_each_safe(l, t, &w->eps) {
+        tmx_ep_t *ep = tmx_container_of(l, tmx_ep_t, list);
+        tmx_ep_fail(ep, TMX_ERR_CANCELED);
+        tmx_ep_destroy(ep);
+    }
+}

@@ -1,2 +1,163 @@
-/* placeholder: being written */
-typedef int tmx_placeholder_request_t;
+#include "config.h"
+
+#include <string.h>
+
+#include "core/core.h"
+#include "proto/proto.h"
+#include "util/log.h"
+
+tmx_status_t tmx_request_params_check(const tmx_request_params_t *params, int is_send)
+{
+    uint64_t known = TMX_REQ_PARAM_CALLBACK | TMX_REQ_PARAM_USER_DATA | TMX_REQ_PARAM_FLAGS;
+
+    if (params == NULL) {
+        return TMX_OK;
+    }
+    if (params->field_mask & ~known) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (params->field_mask & TMX_REQ_PARAM_FLAGS) {
+        unsigned allowed = is_send ? TMX_SEND_FLAG_SYNC : 0;
+        if (params->flags & ~allowed) {
+            return TMX_ERR_INVALID_PARAM;
+        }
+    }
+    return TMX_OK;
+}
+
+tmx_request_t *tmx_request_alloc(tmx_worker_t *w, tmx_req_type_t type,
+                                 const tmx_request_params_t *params)
+{
+    tmx_request_t *req = tmx_mpool_get(&w->req_mp);
+
+    if (req == NULL) {
+        return NULL;
+    }
+    memset(req, 0, sizeof(*req));
+    req->magic  = TMX_MAGIC_REQ;
+    req->type   = (uint16_t)type;
+    req->status = TMX_INPROGRESS;
+    req->worker = w;
+    tmx_list_init(&req->pending_link);
+    if (params != NULL) {
+        if (params->field_mask & TMX_REQ_PARAM_CALLBACK) {
+            memcpy(&req->cb, &params->cb, sizeof(req->cb)); /* same layout: two callback pointers */
+        }
+        if (params->field_mask & TMX_REQ_PARAM_USER_DATA) {
+            req->user_data = params->user_data;
+        }
+        if ((params->field_mask & TMX_REQ_PARAM_FLAGS) && (params->flags & TMX_SEND_FLAG_SYNC)) {
+            req->flags |= TMX_REQ_FLAG_SYNC;
+        }
+    }
+    return req;
+}
+
+void tmx_request_release(tmx_request_t *req)
+{
+    req->magic = TMX_MAGIC_DEAD;
+    tmx_mpool_put(&req->worker->req_mp, req);
+}
+
+void tmx_request_complete(tmx_request_t *req, tmx_status_t status)
+{
+    if (req->flags & TMX_REQ_FLAG_COMPLETED) {
+        return;
+    }
+    req->status = status;
+    req->flags |= TMX_REQ_FLAG_COMPLETED;
+    if (req->type == TMX_REQ_RECV) {
+        if (req->cb.recv != NULL) {
+            req->cb.recv(req, status, &req->info, req->user_data);
+        }
+    } else if (req->cb.send != NULL) {
+        req->cb.send(req, status, req->user_data);
+    }
+    if (req->flags & TMX_REQ_FLAG_RELEASE) {
+        tmx_request_release(req);
+    }
+}
+
+static int tmx_request_check(const tmx_request_t *req)
+{
+    return req != NULL && req->magic == TMX_MAGIC_REQ;
+}
+
+TMX_API tmx_status_t tmx_request_test(tmx_request_h req, tmx_tag_recv_info_t *info)
+{
+    if (req == NULL) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (!tmx_request_check(req)) {
+        return TMX_ERR_INVALID_HANDLE;
+    }
+    if (!(req->flags & TMX_REQ_FLAG_COMPLETED)) {
+        return TMX_INPROGRESS;
+    }
+    if (info != NULL && req->type == TMX_REQ_RECV) {
+        *info = req->info;
+    }
+    return req->status;
+}
+
+TMX_API tmx_status_t tmx_request_wait(tmx_request_h req, tmx_tag_recv_info_t *info)
+{
+    tmx_worker_t *w;
+
+    if (req == NULL) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (!tmx_request_check(req) || (req->flags & TMX_REQ_FLAG_RELEASE)) {
+        return TMX_ERR_INVALID_HANDLE;
+    }
+    w = req->worker;
+    while (!(req->flags & TMX_REQ_FLAG_COMPLETED)) {
+        tmx_worker_progress(w);
+    }
+    return tmx_request_test(req, info);
+}
+
+TMX_API tmx_status_t tmx_request_cancel(tmx_request_h req)
+{
+    tmx_worker_t *w;
+    tmx_status_t  status;
+
+    if (req == NULL) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (!tmx_request_check(req)) {
+        return TMX_ERR_INVALID_HANDLE;
+    }
+    if (req->type != TMX_REQ_RECV) {
+        return TMX_ERR_UNSUPPORTED;
+    }
+    w = req->worker;
+    tmx_worker_lock(w);
+    if (req->flags & TMX_REQ_FLAG_EXPECTED) {
+        tmx_tag_exp_remove(&w->tm, &req->exp);
+        req->flags &= (uint16_t)~TMX_REQ_FLAG_EXPECTED;
+        tmx_request_complete(req, TMX_ERR_CANCELED);
+        status = TMX_OK;
+    } else {
+        status = TMX_ERR_BUSY; /* matched (or done) already */
+    }
+    tmx_worker_unlock(w);
+    return status;
+}
+
+TMX_API void tmx_request_free(tmx_request_h req)
+{
+    tmx_worker_t *w;
+
+    if (!tmx_request_check(req) || (req->flags & TMX_REQ_FLAG_RELEASE)) {
+        return;
+    }
+    w = req->worker;
+    tmx_worker_lock(w);
+    if (req->flags & TMX_REQ_FLAG_COMPLETED) {
+        tmx_request_release(req);
+    } else {
+        req->flags |= TMX_REQ_FLAG_RELEASE;
+    }
+    tmx_worker_unlock(w);
+}

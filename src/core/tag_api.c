@@ -1,2 +1,246 @@
-/* placeholder: being written */
-typedef int tmx_placeholder_tag_api_t;
+/* The tagged public API: argument checks, then the protocols. */
+#include "config.h"
+
+#include <string.h>
+
+#include "core/core.h"
+#include "proto/proto.h"
+#include "util/log.h"
+
+static tmx_status_t tmx_buf_check(const void *buf, size_t len)
+{
+    if ((buf == NULL && len > 0) || len > TMX_MAX_MSG) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    return TMX_OK;
+}
+
+TMX_API tmx_status_t tmx_tag_send_nb(tmx_ep_h ep, const void *buf, size_t len, tmx_tag_t tag,
+                                     const tmx_request_params_t *params,
+                                     tmx_request_h *request_p)
+{
+    tmx_worker_t  *w;
+    tmx_request_t *req;
+    tmx_status_t   status;
+    int            sync;
+
+    if (ep == NULL || request_p == NULL) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (ep->magic != TMX_MAGIC_EP || ep->passive) {
+        return TMX_ERR_INVALID_HANDLE;
+    }
+    status = tmx_buf_check(buf, len);
+    if (status == TMX_OK) {
+        status = tmx_request_params_check(params, 1);
+    }
+    if (status != TMX_OK) {
+        return status;
+    }
+    w    = ep->worker;
+    sync = params != NULL && (params->field_mask & TMX_REQ_PARAM_FLAGS) &&
+           (params->flags & TMX_SEND_FLAG_SYNC);
+    tmx_worker_lock(w);
+    if (ep->state == TMX_EP_FAILED) {
+        status = TMX_ERR_PEER_FAILED;
+        goto out;
+    }
+    /* Fast path: connected, nothing queued before us, eager: done on return. */
+    if (!sync && len <= w->eager_max && ep->state == TMX_EP_CONNECTED &&
+        tmx_list_is_empty(&ep->pending)) {
+        status = tmx_proto_eager_try(ep, buf, len, tag);
+        if (status == TMX_OK) {
+            *request_p = NULL;
+            goto out;
+        }
+        if (status != TMX_ERR_NO_RESOURCE) {
+            goto out;
+        }
+    }
+    req = tmx_request_alloc(w, TMX_REQ_SEND, params);
+    if (req == NULL) {
+        status = TMX_ERR_NO_MEMORY;
+        goto out;
+    }
+    req->ep  = ep;
+    req->buf = (void *)buf;
+    req->len = len;
+    req->tag = tag;
+    if (len > w->eager_max) {
+        req->flags |= TMX_REQ_FLAG_RNDV;
+    }
+    status = TMX_ERR_NO_RESOURCE;
+    if (ep->state == TMX_EP_CONNECTED && tmx_list_is_empty(&ep->pending)) {
+        status = tmx_proto_send(ep, req);
+    }
+    if (status == TMX_ERR_NO_RESOURCE) {
+        tmx_proto_ep_queue(ep, req);
+        status = TMX_INPROGRESS;
+    } else if (status == TMX_OK) {
+        tmx_request_release(req); /* complete in place: no request for the caller */
+        *request_p = NULL;
+        goto out;
+    } else if (status != TMX_INPROGRESS) {
+        tmx_request_release(req);
+        goto out;
+    }
+    *request_p = req;
+out:
+    tmx_worker_unlock(w);
+    return status;
+}
+
+TMX_API tmx_status_t tmx_tag_recv_nb(tmx_worker_h w, void *buf, size_t len, tmx_tag_t tag,
+                                     tmx_tag_t mask, const tmx_request_params_t *params,
+                                     tmx_request_h *request_p)
+{
+    tmx_request_t   *req;
+    tmx_tag_unexp_t *u;
+    tmx_status_t     status;
+
+    if (w == NULL || request_p == NULL) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (w->magic != TMX_MAGIC_WORKER) {
+        return TMX_ERR_INVALID_HANDLE;
+    }
+    status = tmx_buf_check(buf, len);
+    if (status == TMX_OK) {
+        status = tmx_request_params_check(params, 0);
+    }
+    if (status != TMX_OK) {
+        return status;
+    }
+    tmx_worker_lock(w);
+    req = tmx_request_alloc(w, TMX_REQ_RECV, params);
+    if (req == NULL) {
+        tmx_worker_unlock(w);
+        return TMX_ERR_NO_MEMORY;
+    }
+    req->buf   = buf;
+    req->len   = len;
+    req->tag   = tag;
+    *request_p = req; /* set first: a callback may run inside the match below */
+    u = tmx_tag_unexp_match(&w->tm, tag, mask, 1);
+    if (u != NULL) {
+        tmx_proto_recv_matched(req, tmx_container_of(u, tmx_message_t, unexp));
+    } else {
+        req->exp.tag  = tag;
+        req->exp.mask = mask;
+        tmx_tag_exp_post(&w->tm, &req->exp);
+        req->flags |= TMX_REQ_FLAG_EXPECTED;
+    }
+    tmx_worker_unlock(w);
+    return TMX_INPROGRESS;
+}
+
+TMX_API tmx_status_t tmx_tag_probe(tmx_worker_h w, tmx_tag_t tag, tmx_tag_t mask,
+                                   tmx_probe_mode_t mode, tmx_tag_recv_info_t *info,
+                                   tmx_message_h *message_p)
+{
+    tmx_tag_unexp_t *u;
+    tmx_message_t   *msg;
+
+    if (w == NULL) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (w->magic != TMX_MAGIC_WORKER) {
+        return TMX_ERR_INVALID_HANDLE;
+    }
+    if ((unsigned)mode > TMX_PROBE_DISCARD || (mode == TMX_PROBE_CLAIM && message_p == NULL)) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    tmx_worker_lock(w);
+    u = tmx_tag_unexp_match(&w->tm, tag, mask, mode != TMX_PROBE_PEEK);
+    if (u == NULL) {
+        tmx_worker_unlock(w);
+        return TMX_ERR_NO_MESSAGE;
+    }
+    msg = tmx_container_of(u, tmx_message_t, unexp);
+    if (info != NULL) {
+        info->tag    = msg->unexp.tag;
+        info->length = msg->length;
+    }
+    if (mode == TMX_PROBE_CLAIM) {
+        *message_p = msg;
+    } else if (mode == TMX_PROBE_DISCARD) {
+        tmx_proto_message_drop(w, msg);
+    }
+    tmx_worker_unlock(w);
+    return TMX_OK;
+}
+
+TMX_API tmx_status_t tmx_tag_msg_recv_nb(tmx_worker_h w, void *buf, size_t len,
+                                         tmx_message_h msg, const tmx_request_params_t *params,
+                                         tmx_request_h *request_p)
+{
+    tmx_request_t *req;
+    tmx_status_t   status;
+
+    if (w == NULL || msg == NULL || request_p == NULL) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (w->magic != TMX_MAGIC_WORKER || msg->magic != TMX_MAGIC_MSG) {
+        return TMX_ERR_INVALID_HANDLE;
+    }
+    status = tmx_buf_check(buf, len);
+    if (status == TMX_OK) {
+        status = tmx_request_params_check(params, 0);
+    }
+    if (status != TMX_OK) {
+        return status;
+    }
+    tmx_worker_lock(w);
+    req = tmx_request_alloc(w, TMX_REQ_RECV, params);
+    if (req == NULL) {
+        tmx_worker_unlock(w);
+        return TMX_ERR_NO_MEMORY;
+    }
+    req->buf   = buf;
+    req->len   = len;
+    *request_p = req;
+    tmx_proto_recv_matched(req, msg);
+    tmx_worker_unlock(w);
+    return TMX_INPROGRESS;
+}
+
+static tmx_status_t tmx_tag_send_blocking(tmx_ep_h ep, const void *buf, size_t len,
+                                          tmx_tag_t tag, unsigned flags)
+{
+    tmx_request_params_t params = {.field_mask = TMX_REQ_PARAM_FLAGS, .flags = flags};
+    tmx_request_h        req;
+    tmx_status_t         status;
+
+    status = tmx_tag_send_nb(ep, buf, len, tag, &params, &req);
+    if (status != TMX_INPROGRESS) {
+        return status;
+    }
+    status = tmx_request_wait(req, NULL);
+    tmx_request_free(req);
+    return status;
+}
+
+TMX_API tmx_status_t tmx_tag_send(tmx_ep_h ep, const void *buf, size_t len, tmx_tag_t tag)
+{
+    return tmx_tag_send_blocking(ep, buf, len, tag, 0);
+}
+
+TMX_API tmx_status_t tmx_tag_send_sync(tmx_ep_h ep, const void *buf, size_t len, tmx_tag_t tag)
+{
+    return tmx_tag_send_blocking(ep, buf, len, tag, TMX_SEND_FLAG_SYNC);
+}
+
+TMX_API tmx_status_t tmx_tag_recv(tmx_worker_h w, void *buf, size_t len, tmx_tag_t tag,
+                                  tmx_tag_t mask, tmx_tag_recv_info_t *info)
+{
+    tmx_request_h req;
+    tmx_status_t  status;
+
+    status = tmx_tag_recv_nb(w, buf, len, tag, mask, NULL, &req);
+    if (status != TMX_INPROGRESS) {
+        return status;
+    }
+    status = tmx_request_wait(req, info);
+    tmx_request_free(req);
+    return status;
+}

@@ -1,2 +1,621 @@
-/* placeholder: being written */
-typedef int tmx_placeholder_worker_t;
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "proto/proto.h"
+#include "util/log.h"
+#include "util/time.h"
+
+/* Worker address blob. All integers little-endian as the host writes them: a worker address
+ * only travels between processes of compatible hosts (the device checks reachability). */
+typedef struct tmx_addr_hdr {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t num_ifaces;
+    uint64_t uuid;
+} tmx_addr_hdr_t;
+
+typedef struct tmx_addr_iface {
+    char     prov[16];
+    uint32_t ud_qpn;
+    uint16_t dev_addr_len;
+    uint16_t reserved;
+    /* dev_addr_len bytes follow */
+} tmx_addr_iface_t;
+
+#define TMX_RX_BUFS  256
+#define TMX_UD_BUFS  64
+#define TMX_TX_BUFS  64
+#define TMX_CQ_SIZE  4096
+#define TMX_POLL_MAX 32
+
+void tmx_worker_lock(tmx_worker_t *w)
+{
+    if (w->thread_mode == TMX_THREAD_MODE_MULTI) {
+        pthread_mutex_lock(&w->lock);
+    }
+}
+
+void tmx_worker_unlock(tmx_worker_t *w)
+{
+    if (w->thread_mode == TMX_THREAD_MODE_MULTI) {
+        pthread_mutex_unlock(&w->lock);
+    }
+}
+
+int tmx_worker_check(tmx_worker_t *w)
+{
+    return w != NULL && w->magic == TMX_MAGIC_WORKER;
+}
+
+static tmx_status_t tmx_iface_post_rx(tmx_iface_t *iface, unsigned idx)
+{
+    tmx_sge_t     sge = {.addr   = (uintptr_t)(iface->rx_bufs + (size_t)idx * iface->rx_size),
+                         .length = (uint32_t)iface->rx_size,
+                         .lkey   = iface->rx_mr->lkey};
+    tmx_recv_wr_t wr  = {.wr_id = TMX_WRID(TMX_WRID_RX, idx), .sg_list = &sge, .num_sge = 1};
+    tmx_recv_wr_t *bad;
+
+    return iface->ops->srq_post_recv(iface->srq, &wr, &bad);
+}
+
+static tmx_status_t tmx_iface_post_ud_rx(tmx_iface_t *iface, unsigned idx)
+{
+    tmx_sge_t     sge = {.addr   = (uintptr_t)(iface->ud_bufs + (size_t)idx * iface->ud_size),
+                         .length = (uint32_t)iface->ud_size,
+                         .lkey   = iface->ud_mr->lkey};
+    tmx_recv_wr_t wr  = {.wr_id = TMX_WRID(TMX_WRID_UD_RX, idx), .sg_list = &sge, .num_sge = 1};
+    tmx_recv_wr_t *bad;
+
+    return iface->ops->post_recv(iface->ud_qp, &wr, &bad);
+}
+
+static tmx_status_t tmx_iface_reg(tmx_iface_t *iface, size_t size, uint8_t **buf_p,
+                                  tmx_mr_t **mr_p)
+{
+    uint8_t     *buf = NULL;
+    tmx_status_t status;
+
+    if (posix_memalign((void **)&buf, 64, size) != 0) {
+        return TMX_ERR_NO_MEMORY;
+    }
+    memset(buf, 0, size);
+    status = iface->ops->mr_reg(iface->pd, buf, size, TMX_ACCESS_LOCAL_WRITE, mr_p);
+    if (status != TMX_OK) {
+        free(buf);
+        return status;
+    }
+    *buf_p = buf;
+    return TMX_OK;
+}
+
+static void tmx_iface_cleanup(tmx_iface_t *iface)
+{
+    const tmx_prov_ops_t *ops = iface->ops;
+
+    if (iface->ud_qp != NULL) {
+        ops->qp_destroy(iface->ud_qp);
+    }
+    if (iface->srq != NULL) {
+        ops->srq_destroy(iface->srq);
+    }
+    if (iface->cq != NULL) {
+        ops->cq_destroy(iface->cq);
+    }
+    if (iface->rx_mr != NULL) {
+        ops->mr_dereg(iface->rx_mr);
+    }
+    if (iface->ud_mr != NULL) {
+        ops->mr_dereg(iface->ud_mr);
+    }
+    if (iface->tx_mr != NULL) {
+        ops->mr_dereg(iface->tx_mr);
+    }
+    free(iface->rx_bufs);
+    free(iface->ud_bufs);
+    free(iface->tx_bufs);
+    free(iface->tx_free);
+    if (iface->pd != NULL) {
+        ops->pd_free(iface->pd);
+    }
+    ops->dev_close(iface->dev);
+    memset(iface, 0, sizeof(*iface));
+}
+
+static tmx_status_t tmx_iface_init(tmx_worker_t *w, tmx_iface_t *iface, tmx_dev_t *dev)
+{
+    const tmx_prov_ops_t *ops = dev->prov->ops;
+    tmx_srq_init_attr_t   srq_attr;
+    tmx_qp_init_attr_t    qp_attr;
+    tmx_qp_attr_t         mod;
+    tmx_status_t          status;
+
+    iface->worker = w;
+    iface->dev    = dev;
+    iface->ops    = ops;
+    if (!(dev->attr.caps & TMX_DEV_CAP_RC) || !(dev->attr.caps & TMX_DEV_CAP_UD) ||
+        !(dev->attr.caps & TMX_DEV_CAP_SRQ)) {
+        tmx_warn("device %s lacks rc/ud/srq, not used", dev->name);
+        status = TMX_ERR_UNSUPPORTED;
+        goto err;
+    }
+    iface->max_inline = dev->attr.max_inline;
+    iface->max_msg    = dev->attr.max_msg_sz;
+
+    status = ops->pd_alloc(dev, &iface->pd);
+    if (status != TMX_OK) {
+        goto err;
+    }
+    status = ops->cq_create(dev, TMX_CQ_SIZE, &iface->cq);
+    if (status != TMX_OK) {
+        goto err;
+    }
+
+    iface->rx_count = TMX_RX_BUFS;
+    if (dev->attr.max_srq_wr != 0 && dev->attr.max_srq_wr < iface->rx_count) {
+        iface->rx_count = dev->attr.max_srq_wr;
+    }
+    iface->rx_size = (sizeof(tmx_proto_rts_hdr_t) + w->eager_max + 63) & ~(size_t)63;
+    memset(&srq_attr, 0, sizeof(srq_attr));
+    srq_attr.type    = TMX_SRQT_BASIC;
+    srq_attr.max_wr  = iface->rx_count;
+    srq_attr.max_sge = 1;
+    srq_attr.cq      = iface->cq;
+    status = ops->srq_create(iface->pd, &srq_attr, &iface->srq);
+    if (status != TMX_OK) {
+        goto err;
+    }
+    status = tmx_iface_reg(iface, iface->rx_count * iface->rx_size, &iface->rx_bufs,
+                           &iface->rx_mr);
+    if (status != TMX_OK) {
+        goto err;
+    }
+    for (unsigned i = 0; i < iface->rx_count; i++) {
+        status = tmx_iface_post_rx(iface, i);
+        if (status != TMX_OK) {
+            goto err;
+        }
+    }
+
+    iface->tx_count = TMX_TX_BUFS;
+    iface->tx_size  = iface->rx_size;
+    status = tmx_iface_reg(iface, iface->tx_count * iface->tx_size, &iface->tx_bufs,
+                           &iface->tx_mr);
+    if (status != TMX_OK) {
+        goto err;
+    }
+    iface->tx_free = malloc(iface->tx_count * sizeof(*iface->tx_free));
+    if (iface->tx_free == NULL) {
+        status = TMX_ERR_NO_MEMORY;
+        goto err;
+    }
+    for (unsigned i = 0; i < iface->tx_count; i++) {
+        iface->tx_free[iface->tx_free_top++] = i;
+    }
+
+    /* The UD QP carries connection wire-up only. */
+    memset(&qp_attr, 0, sizeof(qp_attr));
+    qp_attr.type        = TMX_QPT_UD;
+    qp_attr.send_cq     = iface->cq;
+    qp_attr.recv_cq     = iface->cq;
+    qp_attr.max_send_wr = 64;
+    qp_attr.max_recv_wr = TMX_UD_BUFS;
+    status = ops->qp_create(iface->pd, &qp_attr, &iface->ud_qp);
+    if (status != TMX_OK) {
+        goto err;
+    }
+    iface->ud_count = TMX_UD_BUFS;
+    iface->ud_size  = dev->attr.max_ud_msg < 1024 ? dev->attr.max_ud_msg : 1024;
+    status = tmx_iface_reg(iface, iface->ud_count * iface->ud_size, &iface->ud_bufs,
+                           &iface->ud_mr);
+    if (status != TMX_OK) {
+        goto err;
+    }
+    for (unsigned i = 0; i < iface->ud_count; i++) {
+        status = tmx_iface_post_ud_rx(iface, i);
+        if (status != TMX_OK) {
+            goto err;
+        }
+    }
+    memset(&mod, 0, sizeof(mod));
+    for (tmx_qp_state_t s = TMX_QPS_INIT; s <= TMX_QPS_RTS; s++) {
+        mod.state = s;
+        status    = ops->qp_modify(iface->ud_qp, &mod, TMX_QP_ATTR_STATE);
+        if (status != TMX_OK) {
+            goto err;
+        }
+    }
+    iface->ud_qpn       = iface->ud_qp->qp_num;
+    iface->dev_addr_len = sizeof(iface->dev_addr);
+    status = ops->dev_get_addr(dev, iface->dev_addr, &iface->dev_addr_len);
+    if (status != TMX_OK) {
+        goto err;
+    }
+    return TMX_OK;
+
+err:
+    tmx_error("device %s setup failed: %s", dev->name, tmx_status_string(status));
+    tmx_iface_cleanup(iface);
+    return status;
+}
+
+static uint64_t tmx_worker_new_uuid(void)
+{
+    struct timespec ts;
+    uint64_t        seed;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    seed = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^
+           (uint64_t)(uintptr_t)&seed;
+    return tmx_hash_u64(seed);
+}
+
+TMX_API tmx_status_t tmx_worker_create(tmx_context_h ctx, const tmx_worker_params_t *params,
+                                       tmx_worker_h *worker_p)
+{
+    tmx_worker_t *w;
+    tmx_status_t  status;
+
+    if (ctx == NULL || worker_p == NULL) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (ctx->magic != TMX_MAGIC_CONTEXT) {
+        return TMX_ERR_INVALID_HANDLE;
+    }
+    if (params != NULL &&
+        ((params->field_mask & ~(uint64_t)TMX_WORKER_PARAM_THREAD_MODE) != 0 ||
+         ((params->field_mask & TMX_WORKER_PARAM_THREAD_MODE) &&
+          (unsigned)params->thread_mode > TMX_THREAD_MODE_MULTI))) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    w = calloc(1, sizeof(*w));
+    if (w == NULL) {
+        return TMX_ERR_NO_MEMORY;
+    }
+    w->ctx         = ctx;
+    w->thread_mode = TMX_THREAD_MODE_SINGLE;
+    if (params != NULL && (params->field_mask & TMX_WORKER_PARAM_THREAD_MODE)) {
+        w->thread_mode = params->thread_mode;
+    }
+    pthread_mutex_init(&w->lock, NULL);
+    w->uuid          = tmx_worker_new_uuid();
+    w->eager_max     = ctx->cfg.eager_max;
+    w->unexp_budget  = ctx->cfg.unexp_budget;
+    w->eager_credits = ctx->cfg.eager_credits;
+    w->next_ep_id    = 1;
+    w->next_sreq_id  = 1;
+    tmx_list_init(&w->eps);
+    tmx_list_init(&w->pending_eps);
+
+    status = tmx_tag_engine_init(&w->tm, ctx->cfg.tag_hash_bits);
+    if (status != TMX_OK) {
+        goto err_free;
+    }
+    if (tmx_hash_init(&w->ep_by_qpn, 64) != TMX_OK || tmx_hash_init(&w->ep_by_id, 64) != TMX_OK ||
+        tmx_hash_init(&w->passive_by_key, 64) != TMX_OK ||
+        tmx_hash_init(&w->sreq_by_id, 256) != TMX_OK) {
+        status = TMX_ERR_NO_MEMORY;
+        goto err_hash;
+    }
+    status = tmx_mpool_init(&w->req_mp, sizeof(tmx_request_t), 64, 128, 0, "requests");
+    if (status != TMX_OK) {
+        goto err_hash;
+    }
+
+    for (int p = 0; p < ctx->num_provs && w->num_ifaces < TMX_MAX_IFACES; p++) {
+        const tmx_prov_t *prov = ctx->provs[p];
+        tmx_dev_t        *devs[TMX_MAX_IFACES];
+        int               num = 0;
+
+        if (prov->ops->dev_open(prov, &ctx->cfg, devs, TMX_MAX_IFACES - w->num_ifaces, &num) !=
+            TMX_OK) {
+            tmx_debug("provider %s has no usable device", prov->name);
+            continue;
+        }
+        for (int d = 0; d < num; d++) {
+            if (tmx_iface_init(w, &w->ifaces[w->num_ifaces], devs[d]) == TMX_OK) {
+                w->num_ifaces++;
+            }
+        }
+    }
+    if (w->num_ifaces == 0) {
+        tmx_error("no usable device: every provider failed or found none");
+        status = TMX_ERR_NO_DEVICE;
+        goto err_mpool;
+    }
+    w->magic = TMX_MAGIC_WORKER;
+    ctx->num_workers++;
+    *worker_p = w;
+    return TMX_OK;
+
+err_mpool:
+    tmx_mpool_cleanup(&w->req_mp);
+err_hash:
+    tmx_hash_cleanup(&w->ep_by_qpn);
+    tmx_hash_cleanup(&w->ep_by_id);
+    tmx_hash_cleanup(&w->passive_by_key);
+    tmx_hash_cleanup(&w->sreq_by_id);
+    tmx_tag_engine_cleanup(&w->tm);
+err_free:
+    pthread_mutex_destroy(&w->lock);
+    free(w);
+    return status;
+}
+
+static void tmx_worker_drop_unexpected(tmx_worker_t *w)
+{
+    tmx_tag_unexp_t *u;
+
+    while ((u = tmx_tag_unexp_match(&w->tm, 0, 0, 1)) != NULL) {
+        tmx_message_t *msg = tmx_container_of(u, tmx_message_t, unexp);
+        msg->magic         = TMX_MAGIC_DEAD;
+        free(msg);
+    }
+}
+
+TMX_API tmx_status_t tmx_worker_destroy(tmx_worker_h w)
+{
+    if (w == NULL) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (w->magic != TMX_MAGIC_WORKER) {
+        return TMX_ERR_INVALID_HANDLE;
+    }
+    tmx_worker_lock(w);
+    tmx_ep_close_all(w);
+    tmx_worker_drop_unexpected(w);
+    for (int i = 0; i < w->num_ifaces; i++) {
+        tmx_iface_cleanup(&w->ifaces[i]);
+    }
+    w->magic = TMX_MAGIC_DEAD;
+    tmx_worker_unlock(w);
+    /* Requests the user never freed live in the pool; they die with it. */
+    tmx_mpool_cleanup(&w->req_mp);
+    tmx_hash_cleanup(&w->ep_by_qpn);
+    tmx_hash_cleanup(&w->ep_by_id);
+    tmx_hash_cleanup(&w->passive_by_key);
+    tmx_hash_cleanup(&w->sreq_by_id);
+    tmx_tag_engine_cleanup(&w->tm);
+    pthread_mutex_destroy(&w->lock);
+    w->ctx->num_workers--;
+    /* The struct stays allocated with a dead magic, so stale handles are recognised. */
+    return TMX_OK;
+}
+
+TMX_API tmx_status_t tmx_worker_get_address(tmx_worker_h w, void **address_p, size_t *length_p)
+{
+    size_t          len = sizeof(tmx_addr_hdr_t);
+    uint8_t        *buf, *p;
+    tmx_addr_hdr_t  hdr;
+
+    if (w == NULL || address_p == NULL || length_p == NULL) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (w->magic != TMX_MAGIC_WORKER) {
+        return TMX_ERR_INVALID_HANDLE;
+    }
+    for (int i = 0; i < w->num_ifaces; i++) {
+        len += sizeof(tmx_addr_iface_t) + w->ifaces[i].dev_addr_len;
+    }
+    buf = malloc(len);
+    if (buf == NULL) {
+        return TMX_ERR_NO_MEMORY;
+    }
+    hdr.magic      = TMX_ADDR_MAGIC;
+    hdr.version    = TMX_ADDR_VERSION;
+    hdr.num_ifaces = (uint16_t)w->num_ifaces;
+    hdr.uuid       = w->uuid;
+    memcpy(buf, &hdr, sizeof(hdr));
+    p = buf + sizeof(hdr);
+    for (int i = 0; i < w->num_ifaces; i++) {
+        tmx_addr_iface_t ia;
+        memset(&ia, 0, sizeof(ia));
+        snprintf(ia.prov, sizeof(ia.prov), "%s", w->ifaces[i].dev->prov->name);
+        ia.ud_qpn       = w->ifaces[i].ud_qpn;
+        ia.dev_addr_len = (uint16_t)w->ifaces[i].dev_addr_len;
+        memcpy(p, &ia, sizeof(ia));
+        p += sizeof(ia);
+        memcpy(p, w->ifaces[i].dev_addr, ia.dev_addr_len);
+        p += ia.dev_addr_len;
+    }
+    *address_p = buf;
+    *length_p  = len;
+    return TMX_OK;
+}
+
+TMX_API void tmx_worker_release_address(tmx_worker_h w, void *address)
+{
+    (void)w;
+    free(address);
+}
+
+/* Finds, in a peer's address blob, the first interface one of ours can reach. Every length in
+ * the blob is checked against the blob's size. */
+tmx_status_t tmx_worker_addr_resolve(tmx_worker_t *w, const void *addr, size_t len,
+                                     uint64_t *uuid_p, tmx_iface_t **iface_p,
+                                     const uint8_t **dev_addr_p, size_t *dev_addr_len_p,
+                                     uint32_t *ud_qpn_p)
+{
+    const uint8_t *p = addr, *end;
+    tmx_addr_hdr_t hdr;
+
+    if (addr == NULL || len < sizeof(hdr)) {
+        return TMX_ERR_INVALID_ADDR;
+    }
+    end = p + len;
+    memcpy(&hdr, p, sizeof(hdr));
+    if (hdr.magic != TMX_ADDR_MAGIC || hdr.version != TMX_ADDR_VERSION || hdr.num_ifaces == 0 ||
+        hdr.num_ifaces > TMX_MAX_IFACES) {
+        return TMX_ERR_INVALID_ADDR;
+    }
+    p += sizeof(hdr);
+    for (unsigned i = 0; i < hdr.num_ifaces; i++) {
+        tmx_addr_iface_t ia;
+        if ((size_t)(end - p) < sizeof(ia)) {
+            return TMX_ERR_INVALID_ADDR;
+        }
+        memcpy(&ia, p, sizeof(ia));
+        p += sizeof(ia);
+        if ((size_t)(end - p) < ia.dev_addr_len || ia.dev_addr_len == 0 ||
+            ia.dev_addr_len > TMX_DEV_ADDR_MAX || ia.prov[sizeof(ia.prov) - 1] != '\0') {
+            return TMX_ERR_INVALID_ADDR;
+        }
+        for (int j = 0; j < w->num_ifaces; j++) {
+            tmx_iface_t *iface = &w->ifaces[j];
+            if (strcmp(iface->dev->prov->name, ia.prov) == 0 &&
+                iface->ops->dev_reachable(iface->dev, p, ia.dev_addr_len)) {
+                *uuid_p         = hdr.uuid;
+                *iface_p        = iface;
+                *dev_addr_p     = p;
+                *dev_addr_len_p = ia.dev_addr_len;
+                *ud_qpn_p       = ia.ud_qpn;
+                return TMX_OK;
+            }
+        }
+        p += ia.dev_addr_len;
+    }
+    return TMX_ERR_UNREACHABLE;
+}
+
+static void tmx_iface_dispatch(tmx_iface_t *iface, const tmx_wc_t *wc)
+{
+    tmx_worker_t *w = iface->worker;
+    tmx_ep_t     *ep;
+    uint64_t      val;
+
+    if (wc->wr_id == TMX_WR_ID_ASYNC_ERROR) {
+        ep = tmx_ep_by_qpn(w, iface, wc->qp_num);
+        if (ep != NULL) {
+            tmx_warn("connection to peer %016llx lost: %s", (unsigned long long)ep->remote_uuid,
+                     tmx_wc_status_string(wc->status));
+            tmx_ep_fail(ep, TMX_ERR_PEER_FAILED);
+        }
+        return;
+    }
+    val = TMX_WRID_VAL(wc->wr_id);
+    switch (TMX_WRID_KIND(wc->wr_id)) {
+    case TMX_WRID_RX:
+        if (val >= iface->rx_count) {
+            break;
+        }
+        if (wc->status == TMX_WC_SUCCESS) {
+            tmx_proto_rx(iface, wc);
+        } else if (wc->status != TMX_WC_WR_FLUSH_ERR) {
+            tmx_warn("receive failed: %s", tmx_wc_status_string(wc->status));
+        }
+        if (wc->status != TMX_WC_WR_FLUSH_ERR && tmx_iface_post_rx(iface, (unsigned)val) != TMX_OK) {
+            tmx_error("could not repost receive buffer %u", (unsigned)val);
+        }
+        break;
+    case TMX_WRID_UD_RX:
+        if (val >= iface->ud_count) {
+            break;
+        }
+        if (wc->status == TMX_WC_SUCCESS) {
+            tmx_ep_wireup_rx(iface, iface->ud_bufs + val * iface->ud_size,
+                             wc->byte_len < iface->ud_size ? wc->byte_len : iface->ud_size);
+        }
+        if (wc->status != TMX_WC_WR_FLUSH_ERR) {
+            tmx_iface_post_ud_rx(iface, (unsigned)val);
+        }
+        break;
+    case TMX_WRID_TX_BUF:
+    case TMX_WRID_CTRL:
+        tmx_proto_tx_done(iface, wc);
+        break;
+    case TMX_WRID_RNDV_RD:
+        tmx_proto_rndv_read_done(iface, wc);
+        break;
+    default:
+        tmx_error("completion with unknown wr_id %llx", (unsigned long long)wc->wr_id);
+        break;
+    }
+}
+
+unsigned tmx_worker_progress_locked(tmx_worker_t *w)
+{
+    tmx_wc_t wc[TMX_POLL_MAX];
+    unsigned count = 0;
+
+    if (w->in_progress) {
+        return 0; /* called from a completion callback */
+    }
+    w->in_progress = 1;
+    for (int i = 0; i < w->num_ifaces; i++) {
+        tmx_iface_t *iface = &w->ifaces[i];
+        int          n     = iface->ops->cq_poll(iface->cq, TMX_POLL_MAX, wc);
+        if (n < 0) {
+            tmx_error("polling device %s failed: %s", iface->dev->name,
+                      tmx_status_string((tmx_status_t)n));
+            continue;
+        }
+        for (int k = 0; k < n; k++) {
+            tmx_iface_dispatch(iface, &wc[k]);
+        }
+        count += (unsigned)n;
+    }
+    if (!tmx_list_is_empty(&w->pending_eps)) {
+        tmx_proto_progress_pending(w);
+    }
+    w->in_progress = 0;
+    return count;
+}
+
+TMX_API unsigned tmx_worker_progress(tmx_worker_h w)
+{
+    unsigned count;
+
+    if (!tmx_worker_check(w)) {
+        return 0;
+    }
+    tmx_worker_lock(w);
+    count = tmx_worker_progress_locked(w);
+    tmx_worker_unlock(w);
+    return count;
+}
+
+TMX_API tmx_status_t tmx_worker_query(tmx_worker_h w, tmx_worker_attr_t *attr)
+{
+    if (w == NULL || attr == NULL) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (w->magic != TMX_MAGIC_WORKER) {
+        return TMX_ERR_INVALID_HANDLE;
+    }
+    if (attr->field_mask & ~(uint64_t)(TMX_WORKER_ATTR_THREAD_MODE | TMX_WORKER_ATTR_PEERS |
+                                       TMX_WORKER_ATTR_LIMITS)) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (attr->field_mask & TMX_WORKER_ATTR_THREAD_MODE) {
+        attr->thread_mode = w->thread_mode;
+    }
+    if (attr->field_mask & TMX_WORKER_ATTR_LIMITS) {
+        attr->unexp_budget  = w->unexp_budget;
+        attr->eager_credits = w->eager_credits;
+    }
+    if (attr->field_mask & TMX_WORKER_ATTR_PEERS) {
+        memset(attr->peer, 0, sizeof(attr->peer));
+        for (int c = 0; c < TMX_PEER_CLASS_LAST; c++) {
+            tmx_peer_class_attr_t *pc = &attr->peer[c];
+            for (int i = 0; i < w->num_ifaces; i++) {
+                tmx_iface_t *iface = &w->ifaces[i];
+                if (c == TMX_PEER_NET && (iface->dev->attr.caps & TMX_DEV_CAP_LOCAL_ONLY)) {
+                    continue;
+                }
+                pc->available = 1;
+                snprintf(pc->provider, sizeof(pc->provider), "%s", iface->dev->prov->name);
+                snprintf(pc->device, sizeof(pc->device), "%s", iface->dev->name);
+                snprintf(pc->protocol, sizeof(pc->protocol), "eager+rndv-read");
+                pc->eager_max      = w->eager_max;
+                pc->rndv_threshold = w->eager_max + 1;
+                pc->max_msg        = TMX_MAX_MSG;
+                break;
+            }
+        }
+    }
+    return TMX_OK;
+}

@@ -1,2 +1,575 @@
-/* placeholder: being written */
-typedef int tmx_placeholder_eager_t;
+/*
+ * Eager protocol, control messages, credits and the receive dispatch (see proto.h).
+ */
+#define TMX_LOG_SUBSYS "proto"
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "proto/proto.h"
+#include "util/log.h"
+
+typedef struct tmx_proto_ctrl {
+    tmx_list_t list;
+    uint8_t    op;
+    int32_t    status;
+    uint64_t   sreq_id;
+} tmx_proto_ctrl_t;
+
+static int tmx_list_linked(const tmx_list_t *l)
+{
+    return l->next != l;
+}
+
+static void tmx_proto_ep_schedule(tmx_ep_t *ep)
+{
+    if (!tmx_list_linked(&ep->pending_link)) {
+        tmx_list_add_tail(&ep->worker->pending_eps, &ep->pending_link);
+    }
+}
+
+/*
+ * Posts hdr (whose first bytes are a tmx_proto_hdr_t) followed by len bytes of buf as one SEND.
+ * Credits owed to the peer ride along in the header. TMX_ERR_NO_RESOURCE: nothing was posted.
+ */
+static tmx_status_t tmx_proto_post(tmx_ep_t *ep, void *hdr, size_t hdr_len, const void *buf,
+                                   size_t len)
+{
+    tmx_iface_t     *iface = ep->iface;
+    tmx_proto_hdr_t *h     = hdr;
+    unsigned         give  = ep->credits_owed > 0xffff ? 0xffff : ep->credits_owed;
+    tmx_sge_t        sge[2];
+    tmx_send_wr_t    wr, *bad;
+    tmx_status_t     status;
+    unsigned         idx = 0;
+
+    h->credits = (uint16_t)give;
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode  = TMX_WR_SEND;
+    wr.sg_list = sge;
+    if (hdr_len + len <= iface->max_inline) {
+        sge[0].addr   = (uintptr_t)hdr;
+        sge[0].length = (uint32_t)hdr_len;
+        sge[0].lkey   = 0;
+        sge[1].addr   = (uintptr_t)buf;
+        sge[1].length = (uint32_t)len;
+        sge[1].lkey   = 0;
+        wr.num_sge    = len > 0 ? 2 : 1;
+        wr.send_flags = TMX_SEND_INLINE;
+        wr.wr_id      = TMX_WRID(TMX_WRID_CTRL, 0);
+    } else {
+        uint8_t *tx;
+        if (iface->tx_free_top == 0 || hdr_len + len > iface->tx_size) {
+            return TMX_ERR_NO_RESOURCE;
+        }
+        idx = iface->tx_free[--iface->tx_free_top];
+        tx  = iface->tx_bufs + (size_t)idx * iface->tx_size;
+        memcpy(tx, hdr, hdr_len);
+        if (len > 0) {
+            memcpy(tx + hdr_len, buf, len);
+        }
+        sge[0].addr   = (uintptr_t)tx;
+        sge[0].length = (uint32_t)(hdr_len + len);
+        sge[0].lkey   = iface->tx_mr->lkey;
+        wr.num_sge    = 1;
+        wr.send_flags = TMX_SEND_SIGNALED;
+        wr.wr_id      = TMX_WRID(TMX_WRID_TX_BUF, idx);
+    }
+    status = iface->ops->post_send(ep->qp, &wr, &bad);
+    if (status != TMX_OK) {
+        if (wr.send_flags & TMX_SEND_SIGNALED) {
+            iface->tx_free[iface->tx_free_top++] = idx;
+        }
+        return status;
+    }
+    ep->credits_owed -= give;
+    return TMX_OK;
+}
+
+tmx_status_t tmx_proto_post_hdr(tmx_ep_t *ep, void *hdr, size_t hdr_len)
+{
+    return tmx_proto_post(ep, hdr, hdr_len, NULL, 0);
+}
+
+static tmx_status_t tmx_proto_ctrl_post(tmx_ep_t *ep, uint8_t op, uint64_t sreq_id,
+                                        int32_t status)
+{
+    tmx_proto_sync_hdr_t h;
+
+    memset(&h, 0, sizeof(h));
+    h.base.op     = op;
+    h.base.status = status;
+    h.sreq_id     = sreq_id;
+    return tmx_proto_post(ep, &h, sizeof(h), NULL, 0);
+}
+
+/* Control messages are never lost: when the wire is full they wait, in order, on the
+ * endpoint. */
+tmx_status_t tmx_proto_send_ctrl(tmx_ep_t *ep, uint8_t op, uint64_t sreq_id, int32_t status)
+{
+    tmx_proto_ctrl_t *c;
+    tmx_status_t      st;
+
+    if (ep->state == TMX_EP_FAILED || ep->qp == NULL) {
+        return TMX_ERR_PEER_FAILED;
+    }
+    if (tmx_list_is_empty(&ep->ctrl_pending)) {
+        st = tmx_proto_ctrl_post(ep, op, sreq_id, status);
+        if (st != TMX_ERR_NO_RESOURCE) {
+            return st;
+        }
+    }
+    c = malloc(sizeof(*c));
+    if (c == NULL) {
+        return TMX_ERR_NO_MEMORY;
+    }
+    c->op      = op;
+    c->status  = status;
+    c->sreq_id = sreq_id;
+    tmx_list_add_tail(&ep->ctrl_pending, &c->list);
+    tmx_proto_ep_schedule(ep);
+    return TMX_OK;
+}
+
+void tmx_proto_ctrl_drop(tmx_ep_t *ep)
+{
+    tmx_list_t *l;
+
+    while ((l = tmx_list_pop_head(&ep->ctrl_pending)) != NULL) {
+        free(tmx_container_of(l, tmx_proto_ctrl_t, list));
+    }
+}
+
+/* One credit back to the peer; sent on its own once half the window is owed (otherwise it
+ * rides on the next header going that way). */
+static void tmx_proto_credit_return(tmx_ep_t *ep)
+{
+    unsigned threshold = ep->worker->eager_credits / 2;
+
+    ep->credits_owed++;
+    if (ep->credits_owed >= (threshold ? threshold : 1) && ep->state == TMX_EP_CONNECTED) {
+        tmx_proto_send_ctrl(ep, TMX_PROTO_CREDIT, 0, 0);
+    }
+}
+
+void tmx_proto_consumed(tmx_worker_t *w, uint64_t ep_id)
+{
+    tmx_ep_t *ep = tmx_hash_get(&w->ep_by_id, ep_id);
+
+    if (ep != NULL) {
+        tmx_proto_credit_return(ep);
+    }
+}
+
+/* The fast path: a standard eager send that completes on return. */
+tmx_status_t tmx_proto_eager_try(tmx_ep_t *ep, const void *buf, size_t len, uint64_t tag)
+{
+    tmx_proto_hdr_t h;
+    tmx_status_t    status;
+
+    if (ep->credits <= 0) {
+        ep->worker->num_credit_stalls++;
+        return TMX_ERR_NO_RESOURCE;
+    }
+    h.op       = TMX_PROTO_EAGER;
+    h.reserved = 0;
+    h.status   = 0;
+    h.tag      = tag;
+    status     = tmx_proto_post(ep, &h, sizeof(h), buf, len);
+    if (status == TMX_OK) {
+        ep->credits--;
+    }
+    return status;
+}
+
+static void tmx_proto_outstanding_add(tmx_ep_t *ep, tmx_request_t *req)
+{
+    tmx_worker_t *w = ep->worker;
+
+    req->id = w->next_sreq_id++;
+    tmx_hash_put(&w->sreq_by_id, req->id, req);
+    tmx_list_add_tail(&ep->outstanding_list, &req->pending_link);
+    ep->outstanding++;
+}
+
+void tmx_proto_sreq_done(tmx_worker_t *w, tmx_request_t *sreq, tmx_status_t status)
+{
+    tmx_ep_t *ep = sreq->ep;
+
+    tmx_hash_del(&w->sreq_by_id, sreq->id);
+    tmx_list_del(&sreq->pending_link);
+    if (ep != NULL && ep->outstanding > 0) {
+        ep->outstanding--;
+    }
+    if (sreq->mr != NULL) {
+        ep->iface->ops->mr_dereg(sreq->mr);
+        sreq->mr = NULL;
+    }
+    tmx_request_complete(sreq, status);
+}
+
+/*
+ * Sends a queued request. Precondition: the endpoint is connected and the request is at the
+ * head of its queue. TMX_OK: complete; TMX_INPROGRESS: posted, waits for ACK or FIN;
+ * TMX_ERR_NO_RESOURCE: nothing posted, try again later.
+ */
+tmx_status_t tmx_proto_send(tmx_ep_t *ep, tmx_request_t *req)
+{
+    tmx_proto_sync_hdr_t h;
+    tmx_status_t         status;
+
+    if (ep->credits <= 0) {
+        ep->worker->num_credit_stalls++;
+        return TMX_ERR_NO_RESOURCE;
+    }
+    if (req->flags & TMX_REQ_FLAG_RNDV) {
+        return tmx_proto_rndv_send(ep, req);
+    }
+    if (!(req->flags & TMX_REQ_FLAG_SYNC)) {
+        return tmx_proto_eager_try(ep, req->buf, req->len, req->tag);
+    }
+    memset(&h, 0, sizeof(h));
+    h.base.op  = TMX_PROTO_EAGER_SYNC;
+    h.base.tag = req->tag;
+    h.sreq_id  = ep->worker->next_sreq_id; /* becomes req->id below if posted */
+    status     = tmx_proto_post(ep, &h, sizeof(h), req->buf, req->len);
+    if (status != TMX_OK) {
+        return status;
+    }
+    ep->credits--;
+    tmx_proto_outstanding_add(ep, req);
+    return TMX_INPROGRESS;
+}
+
+void tmx_proto_ep_queue(tmx_ep_t *ep, tmx_request_t *req)
+{
+    tmx_list_add_tail(&ep->pending, &req->pending_link);
+    tmx_proto_ep_schedule(ep);
+}
+
+static void tmx_proto_ep_progress(tmx_ep_t *ep)
+{
+    tmx_list_t *l;
+
+    while ((l = ep->ctrl_pending.next) != &ep->ctrl_pending) {
+        tmx_proto_ctrl_t *c = tmx_container_of(l, tmx_proto_ctrl_t, list);
+        if (tmx_proto_ctrl_post(ep, c->op, c->sreq_id, c->status) == TMX_ERR_NO_RESOURCE) {
+            return;
+        }
+        tmx_list_del(l);
+        free(c);
+    }
+    while ((l = ep->pending.next) != &ep->pending) {
+        tmx_request_t *req = tmx_container_of(l, tmx_request_t, pending_link);
+        tmx_status_t   status;
+
+        status = tmx_proto_send(ep, req);
+        if (status == TMX_ERR_NO_RESOURCE) {
+            return;
+        }
+        if (status != TMX_INPROGRESS) {
+            tmx_list_del(l);
+            tmx_request_complete(req, status);
+        }
+        /* TMX_INPROGRESS: moved to the outstanding list by the protocol */
+    }
+}
+
+void tmx_proto_progress_pending(tmx_worker_t *w)
+{
+    tmx_list_t *l, *t;
+
+    tmx_list_for_each_safe(l, t, &w->pending_eps) {
+        tmx_ep_t *ep = tmx_container_of(l, tmx_ep_t, pending_link);
+
+        if (ep->state == TMX_EP_CONNECTING) {
+            tmx_ep_wireup_progress(ep);
+            continue;
+        }
+        if (ep->state == TMX_EP_CONNECTED) {
+            tmx_proto_ep_progress(ep);
+        }
+        if (ep->state != TMX_EP_CONNECTED ||
+            (tmx_list_is_empty(&ep->pending) && tmx_list_is_empty(&ep->ctrl_pending))) {
+            tmx_list_del(&ep->pending_link);
+        }
+    }
+}
+
+/* A message left the unexpected queue: give back its memory, and its credit if held. */
+static void tmx_proto_message_release(tmx_worker_t *w, tmx_message_t *msg)
+{
+    w->unexp_bytes -= msg->mem_size;
+    if (msg->credit_owed) {
+        tmx_proto_consumed(w, msg->ep_id);
+    }
+    msg->magic = TMX_MAGIC_DEAD;
+    free(msg);
+}
+
+static void tmx_proto_deliver(tmx_request_t *rreq, uint64_t tag, const void *data, size_t len)
+{
+    size_t n = len < rreq->len ? len : rreq->len;
+
+    if (n > 0) {
+        memcpy(rreq->buf, data, n);
+    }
+    rreq->info.tag    = tag;
+    rreq->info.length = len;
+    tmx_request_complete(rreq, len > rreq->len ? TMX_ERR_TRUNCATED : TMX_OK);
+}
+
+void tmx_proto_recv_matched(tmx_request_t *rreq, tmx_message_t *msg)
+{
+    tmx_worker_t *w = rreq->worker;
+
+    rreq->flags |= TMX_REQ_FLAG_MATCHED;
+    if (msg->op == TMX_PROTO_RTS) {
+        tmx_ep_t *ep = tmx_hash_get(&w->ep_by_id, msg->ep_id);
+        rreq->info.tag = msg->unexp.tag;
+        if (ep == NULL || ep->state == TMX_EP_FAILED) {
+            rreq->info.length = msg->length;
+            tmx_request_complete(rreq, TMX_ERR_PEER_FAILED);
+        } else {
+            tmx_proto_rndv_recv(rreq, ep, msg->sreq_id, msg->rndv_addr, msg->length,
+                                msg->rndv_rkey);
+        }
+    } else {
+        if (msg->sync) {
+            tmx_ep_t *ep = tmx_hash_get(&w->ep_by_id, msg->ep_id);
+            if (ep != NULL) {
+                tmx_proto_send_ctrl(ep, TMX_PROTO_ACK, msg->sreq_id, 0);
+            }
+        }
+        tmx_proto_deliver(rreq, msg->unexp.tag, msg->data, msg->length);
+    }
+    tmx_proto_message_release(w, msg);
+}
+
+void tmx_proto_message_drop(tmx_worker_t *w, tmx_message_t *msg)
+{
+    tmx_ep_t *ep = tmx_hash_get(&w->ep_by_id, msg->ep_id);
+
+    /* the sender still completes: as if a receive took the message and threw it away */
+    if (ep != NULL && msg->op == TMX_PROTO_RTS) {
+        tmx_proto_send_ctrl(ep, TMX_PROTO_FIN, msg->sreq_id, TMX_OK);
+    } else if (ep != NULL && msg->sync) {
+        tmx_proto_send_ctrl(ep, TMX_PROTO_ACK, msg->sreq_id, 0);
+    }
+    tmx_proto_message_release(w, msg);
+}
+
+static void tmx_proto_unexpected(tmx_ep_t *ep, uint8_t op, int sync, uint64_t sreq_id,
+                                 uint64_t tag, const void *data, size_t len,
+                                 const tmx_proto_rts_hdr_t *rts)
+{
+    tmx_worker_t  *w    = ep->worker;
+    size_t         dlen = op == TMX_PROTO_RTS ? 0 : len;
+    tmx_message_t *msg  = malloc(sizeof(*msg) + dlen);
+
+    if (msg == NULL) {
+        /* Cannot buffer: the sender is not told and the message is lost. The credit scheme
+         * keeps this memory bounded, so this means the host is out of memory. */
+        tmx_error("out of memory buffering an unexpected message of %zu bytes from %016llx",
+                  len, (unsigned long long)ep->remote_uuid);
+        return;
+    }
+    memset(msg, 0, sizeof(*msg));
+    msg->magic     = TMX_MAGIC_MSG;
+    msg->unexp.tag = tag;
+    msg->op        = op;
+    msg->sync      = (uint8_t)sync;
+    msg->ep_id     = ep->id;
+    msg->length    = len;
+    msg->mem_size  = sizeof(*msg) + dlen;
+    msg->sreq_id   = sreq_id;
+    if (rts != NULL) {
+        msg->sreq_id   = rts->sreq_id;
+        msg->rndv_addr = rts->addr;
+        msg->rndv_rkey = rts->rkey;
+    }
+    if (dlen > 0) {
+        memcpy(msg->data, data, dlen);
+    }
+    w->unexp_bytes += msg->mem_size;
+    w->num_unexp++;
+    /* Within the budget the credit goes back at once; past it, only when a receive takes the
+     * message, which stops a sender that floods a receiver that does not receive. */
+    if (w->unexp_bytes <= w->unexp_budget) {
+        tmx_proto_credit_return(ep);
+    } else {
+        msg->credit_owed = 1;
+    }
+    tmx_tag_unexp_add(&w->tm, &msg->unexp);
+}
+
+static void tmx_proto_rx_eager(tmx_ep_t *ep, uint64_t tag, const void *data, size_t len,
+                               int sync, uint64_t sreq_id)
+{
+    tmx_worker_t  *w   = ep->worker;
+    tmx_tag_exp_t *exp = tmx_tag_exp_match(&w->tm, tag);
+
+    if (exp != NULL) {
+        tmx_request_t *rreq = tmx_container_of(exp, tmx_request_t, exp);
+        rreq->flags &= (uint16_t)~TMX_REQ_FLAG_EXPECTED;
+        rreq->flags |= TMX_REQ_FLAG_MATCHED;
+        if (sync) {
+            tmx_proto_send_ctrl(ep, TMX_PROTO_ACK, sreq_id, 0);
+        }
+        tmx_proto_credit_return(ep);
+        tmx_proto_deliver(rreq, tag, data, len);
+        return;
+    }
+    tmx_proto_unexpected(ep, TMX_PROTO_EAGER, sync, sreq_id, tag, data, len, NULL);
+}
+
+static void tmx_proto_rx_rts(tmx_ep_t *ep, const tmx_proto_rts_hdr_t *rts)
+{
+    tmx_worker_t  *w   = ep->worker;
+    tmx_tag_exp_t *exp = tmx_tag_exp_match(&w->tm, rts->base.tag);
+
+    if (exp != NULL) {
+        tmx_request_t *rreq = tmx_container_of(exp, tmx_request_t, exp);
+        rreq->flags &= (uint16_t)~TMX_REQ_FLAG_EXPECTED;
+        rreq->flags |= TMX_REQ_FLAG_MATCHED;
+        rreq->info.tag = rts->base.tag;
+        tmx_proto_credit_return(ep);
+        tmx_proto_rndv_recv(rreq, ep, rts->sreq_id, rts->addr, rts->length, rts->rkey);
+        return;
+    }
+    tmx_proto_unexpected(ep, TMX_PROTO_RTS, 0, 0, rts->base.tag, NULL, rts->length, rts);
+}
+
+/* A sender's request named by a peer's ACK/FIN: only one of ours, on this endpoint. */
+static tmx_request_t *tmx_proto_sreq_lookup(tmx_ep_t *ep, uint64_t id, unsigned need_flag)
+{
+    tmx_request_t *req = tmx_hash_get(&ep->worker->sreq_by_id, id);
+
+    if (req == NULL || req->type != TMX_REQ_SEND || req->ep != ep || !(req->flags & need_flag)) {
+        tmx_warn("peer %016llx named unknown send request %llu; ignored",
+                 (unsigned long long)ep->remote_uuid, (unsigned long long)id);
+        return NULL;
+    }
+    return req;
+}
+
+static tmx_status_t tmx_proto_fin_status(int32_t s)
+{
+    switch (s) {
+    case TMX_OK:
+    case TMX_ERR_REMOTE_ACCESS:
+    case TMX_ERR_PEER_FAILED:
+    case TMX_ERR_NO_MEMORY:
+    case TMX_ERR_NO_RESOURCE:
+        return (tmx_status_t)s;
+    default:
+        return TMX_ERR_IO;
+    }
+}
+
+void tmx_proto_rx(tmx_iface_t *iface, const tmx_wc_t *wc)
+{
+    tmx_worker_t    *w   = iface->worker;
+    const uint8_t   *buf = iface->rx_bufs + TMX_WRID_VAL(wc->wr_id) * iface->rx_size;
+    size_t           len = wc->byte_len;
+    tmx_ep_t        *ep  = tmx_ep_by_qpn(w, iface, wc->qp_num);
+    tmx_proto_hdr_t  h;
+    tmx_request_t   *sreq;
+
+    if (ep == NULL) {
+        tmx_debug("message on unknown qp %u dropped", wc->qp_num);
+        return;
+    }
+    if (len < sizeof(h) || len > iface->rx_size) {
+        tmx_warn("malformed message (%zu bytes) from %016llx dropped", len,
+                 (unsigned long long)ep->remote_uuid);
+        return;
+    }
+    memcpy(&h, buf, sizeof(h));
+    if (h.credits > 0) {
+        int max = (int)w->eager_credits;
+        ep->credits += h.credits;
+        if (ep->credits > max) {
+            ep->credits = max; /* a peer cannot grant more than the window */
+        }
+    }
+    switch (h.op) {
+    case TMX_PROTO_EAGER:
+        tmx_proto_rx_eager(ep, h.tag, buf + sizeof(h), len - sizeof(h), 0, 0);
+        break;
+    case TMX_PROTO_EAGER_SYNC: {
+        tmx_proto_sync_hdr_t sh;
+        if (len < sizeof(sh)) {
+            goto malformed;
+        }
+        memcpy(&sh, buf, sizeof(sh));
+        tmx_proto_rx_eager(ep, h.tag, buf + sizeof(sh), len - sizeof(sh), 1, sh.sreq_id);
+        break;
+    }
+    case TMX_PROTO_RTS: {
+        tmx_proto_rts_hdr_t rh;
+        if (len < sizeof(rh)) {
+            goto malformed;
+        }
+        memcpy(&rh, buf, sizeof(rh));
+        if (rh.length > TMX_MAX_MSG) {
+            goto malformed;
+        }
+        tmx_proto_rx_rts(ep, &rh);
+        break;
+    }
+    case TMX_PROTO_ACK:
+    case TMX_PROTO_FIN: {
+        tmx_proto_sync_hdr_t sh;
+        if (len < sizeof(sh)) {
+            goto malformed;
+        }
+        memcpy(&sh, buf, sizeof(sh));
+        sreq = tmx_proto_sreq_lookup(ep, sh.sreq_id,
+                                     h.op == TMX_PROTO_ACK ? TMX_REQ_FLAG_SYNC : TMX_REQ_FLAG_RNDV);
+        if (sreq != NULL) {
+            tmx_proto_sreq_done(w, sreq, h.op == TMX_PROTO_ACK ? TMX_OK
+                                                               : tmx_proto_fin_status(h.status));
+        }
+        break;
+    }
+    case TMX_PROTO_CREDIT:
+        break;
+    case TMX_PROTO_DISC:
+        tmx_proto_send_ctrl(ep, TMX_PROTO_DISC_ACK, 0, 0);
+        tmx_ep_peer_disconnected(ep);
+        return;
+    case TMX_PROTO_DISC_ACK:
+        ep->disc_acked = 1;
+        break;
+    default:
+        goto malformed;
+    }
+    if (!tmx_list_is_empty(&ep->pending)) {
+        tmx_proto_ep_schedule(ep); /* credits may have come back */
+    }
+    return;
+
+malformed:
+    tmx_warn("malformed message (op %u, %zu bytes) from %016llx dropped", h.op, len,
+             (unsigned long long)ep->remote_uuid);
+}
+
+void tmx_proto_tx_done(tmx_iface_t *iface, const tmx_wc_t *wc)
+{
+    uint64_t val = TMX_WRID_VAL(wc->wr_id);
+
+    if (TMX_WRID_KIND(wc->wr_id) == TMX_WRID_TX_BUF && val < iface->tx_count) {
+        iface->tx_free[iface->tx_free_top++] = (uint32_t)val;
+    }
+    if (wc->status != TMX_WC_SUCCESS && wc->status != TMX_WC_WR_FLUSH_ERR) {
+        tmx_ep_t *ep = tmx_ep_by_qpn(iface->worker, iface, wc->qp_num);
+        if (ep != NULL) {
+            tmx_warn("send to %016llx failed: %s", (unsigned long long)ep->remote_uuid,
+                     tmx_wc_status_string(wc->status));
+            tmx_ep_fail(ep, TMX_ERR_PEER_FAILED);
+        }
+    }
+}

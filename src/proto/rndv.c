@@ -1,2 +1,152 @@
-/* placeholder: being written */
-typedef int tmx_placeholder_rndv_t;
+/*
+ * Rendezvous: the sender registers its buffer and sends RTS (tag, length, address, remote key);
+ * the receiver, once a receive matched, registers the part of its buffer that will be written
+ * and RDMA-READs the data straight into it (one copy, done by the device), then tells the
+ * sender with FIN. Reads larger than the device's max message go in chunks.
+ */
+#define TMX_LOG_SUBSYS "proto"
+#include "config.h"
+
+#include <string.h>
+
+#include "core/core.h"
+#include "proto/proto.h"
+#include "util/log.h"
+
+tmx_status_t tmx_proto_rndv_send(tmx_ep_t *ep, tmx_request_t *req)
+{
+    tmx_worker_t        *w     = ep->worker;
+    tmx_iface_t         *iface = ep->iface;
+    tmx_proto_rts_hdr_t  h;
+    tmx_status_t         status;
+
+    if (req->mr == NULL) {
+        status = iface->ops->mr_reg(iface->pd, req->buf, req->len, TMX_ACCESS_REMOTE_READ,
+                                    &req->mr);
+        if (status != TMX_OK) {
+            tmx_error("rendezvous send of %zu bytes: registration failed: %s", req->len,
+                      tmx_status_string(status));
+            req->mr = NULL;
+            return status;
+        }
+    }
+    memset(&h, 0, sizeof(h));
+    h.base.op  = TMX_PROTO_RTS;
+    h.base.tag = req->tag;
+    h.sreq_id  = w->next_sreq_id; /* becomes req->id when posted */
+    h.addr     = (uintptr_t)req->buf;
+    h.length   = req->len;
+    h.rkey     = req->mr->rkey;
+    /* The header goes through tmx_proto_post via the control path of eager.c. */
+    status = tmx_proto_post_hdr(ep, &h, sizeof(h));
+    if (status != TMX_OK) {
+        return status; /* keeps the registration for the retry */
+    }
+    ep->credits--;
+    req->id = w->next_sreq_id++;
+    tmx_hash_put(&w->sreq_by_id, req->id, req);
+    tmx_list_add_tail(&ep->outstanding_list, &req->pending_link);
+    ep->outstanding++;
+    return TMX_INPROGRESS;
+}
+
+static void tmx_proto_rndv_finish(tmx_request_t *rreq)
+{
+    tmx_worker_t *w  = rreq->worker;
+    tmx_ep_t     *ep = tmx_hash_get(&w->ep_by_id, rreq->rndv_ep_id);
+    int32_t       fin = TMX_OK;
+
+    if (rreq->rndv_status != TMX_OK && rreq->rndv_status != TMX_ERR_TRUNCATED) {
+        fin = rreq->rndv_status;
+    }
+    if (ep != NULL) {
+        if (rreq->mr != NULL) {
+            ep->iface->ops->mr_dereg(rreq->mr);
+        }
+        tmx_proto_send_ctrl(ep, TMX_PROTO_FIN, rreq->rndv_sreq_id, fin);
+    }
+    rreq->mr = NULL;
+    tmx_request_complete(rreq, rreq->rndv_status);
+}
+
+void tmx_proto_rndv_recv(tmx_request_t *rreq, tmx_ep_t *ep, uint64_t sreq_id, uint64_t addr,
+                         uint64_t length, uint32_t rkey)
+{
+    tmx_worker_t *w     = rreq->worker;
+    tmx_iface_t  *iface = ep->iface;
+    size_t        n     = length < rreq->len ? (size_t)length : rreq->len;
+    size_t        chunk = (iface->max_msg != 0 && iface->max_msg < ((size_t)1 << 30)) ? iface->max_msg
+                                                                              : ((size_t)1 << 30);
+    tmx_status_t  status;
+
+    rreq->info.length = (size_t)length;
+    rreq->rndv_sreq_id = sreq_id;
+    rreq->rndv_ep_id   = ep->id;
+    rreq->rndv_status  = length > rreq->len ? TMX_ERR_TRUNCATED : TMX_OK;
+    rreq->flags |= TMX_REQ_FLAG_RNDV;
+    if (n == 0) {
+        tmx_proto_rndv_finish(rreq);
+        return;
+    }
+    status = iface->ops->mr_reg(iface->pd, rreq->buf, n, TMX_ACCESS_LOCAL_WRITE, &rreq->mr);
+    if (status != TMX_OK) {
+        tmx_error("rendezvous receive of %zu bytes: registration failed: %s", n,
+                  tmx_status_string(status));
+        rreq->mr          = NULL;
+        rreq->rndv_status = status;
+        tmx_proto_rndv_finish(rreq);
+        return;
+    }
+    rreq->id = w->next_sreq_id++;
+    tmx_hash_put(&w->sreq_by_id, rreq->id, rreq);
+    rreq->reads_left = 0;
+    for (size_t off = 0; off < n; off += chunk) {
+        size_t        len = n - off < chunk ? n - off : chunk;
+        tmx_sge_t     sge = {.addr   = (uintptr_t)rreq->buf + off,
+                             .length = (uint32_t)len,
+                             .lkey   = rreq->mr->lkey};
+        tmx_send_wr_t wr, *bad;
+
+        memset(&wr, 0, sizeof(wr));
+        wr.wr_id            = TMX_WRID(TMX_WRID_RNDV_RD, rreq->id);
+        wr.sg_list          = &sge;
+        wr.num_sge          = 1;
+        wr.opcode           = TMX_WR_RDMA_READ;
+        wr.send_flags       = TMX_SEND_SIGNALED;
+        wr.rdma.remote_addr = addr + off;
+        wr.rdma.rkey        = rkey;
+        status = iface->ops->post_send(ep->qp, &wr, &bad);
+        if (status != TMX_OK) {
+            tmx_error("rendezvous read of %zu bytes from %016llx could not be posted: %s", len,
+                      (unsigned long long)ep->remote_uuid, tmx_status_string(status));
+            rreq->rndv_status = status;
+            break;
+        }
+        rreq->reads_left++;
+    }
+    if (rreq->reads_left == 0) {
+        tmx_hash_del(&w->sreq_by_id, rreq->id);
+        tmx_proto_rndv_finish(rreq);
+    }
+}
+
+void tmx_proto_rndv_read_done(tmx_iface_t *iface, const tmx_wc_t *wc)
+{
+    tmx_worker_t  *w    = iface->worker;
+    tmx_request_t *rreq = tmx_hash_get(&w->sreq_by_id, TMX_WRID_VAL(wc->wr_id));
+
+    if (rreq == NULL || rreq->type != TMX_REQ_RECV || rreq->reads_left == 0) {
+        tmx_error("read completion for unknown request %llu",
+                  (unsigned long long)TMX_WRID_VAL(wc->wr_id));
+        return;
+    }
+    if (wc->status != TMX_WC_SUCCESS) {
+        tmx_warn("rendezvous read failed: %s", tmx_wc_status_string(wc->status));
+        rreq->rndv_status = wc->status == TMX_WC_REM_ACCESS_ERR ? TMX_ERR_REMOTE_ACCESS
+                                                                 : TMX_ERR_PEER_FAILED;
+    }
+    if (--rreq->reads_left == 0) {
+        tmx_hash_del(&w->sreq_by_id, rreq->id);
+        tmx_proto_rndv_finish(rreq);
+    }
+}

@@ -297,6 +297,11 @@ enum tmx_wc_flags {
     TMX_WC_TM_SYNC_REQ   = 1u << 3,
 };
 
+/* wr_id of a completion that belongs to no work request: the QP (qp_num) went to the error
+ * state on its own, e.g. because the peer process died. Pushed to the QP's send CQ, so the core
+ * learns of it even when it has nothing outstanding. */
+#define TMX_WR_ID_ASYNC_ERROR UINT64_MAX
+
 typedef struct tmx_wc {
     uint64_t        wr_id;
     tmx_wc_status_t status;

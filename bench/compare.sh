@@ -2,7 +2,7 @@
 # compare.sh: tmx_pingpong against ucx_perftest (UCP tag API) and Open MPI (osu_pingpong_mpi),
 # all over shared memory on this host, interleaved round by round. See bench/README.md.
 #
-#   bench/compare.sh [-r ROUNDS] [--full] [-s SIZES] [-o DIR] [BUILDDIR]
+#   bench/compare.sh [-r ROUNDS] [-d SECONDS] [--full] [-s SIZES] [-o DIR] [BUILDDIR]
 #
 # BUILDDIR is a tmx build directory (tools/tmxrun and examples/tmx_pingpong in it); without it
 # tmxrun and tmx_pingpong are taken from PATH. Builds only bench/osu_pingpong_mpi.c (mpicc).
@@ -11,8 +11,10 @@ set -u
 
 usage() {
     cat <<EOF
-usage: $0 [-r ROUNDS] [--full] [-s SIZES] [-o DIR] [BUILDDIR]
+usage: $0 [-r ROUNDS] [-d SECONDS] [--full] [-s SIZES] [-o DIR] [BUILDDIR]
   -r ROUNDS  interleaved rounds (tmx, ucx, ompi in each); medians over them (default 3)
+  -d SECONDS pause between rounds, to spread them over the VM's fast and slow
+             phases (default 0)
   --full     every power of two from 1 B to 4 MiB (default 8 B, 1 KiB, 64 KiB, 1 MiB)
   -s SIZES   comma list of sizes in bytes (overrides --full)
   -o DIR     where raw outputs go (default bench/results/<date>-<time>)
@@ -23,12 +25,14 @@ EOF
 
 here=$(cd "$(dirname "$0")" && pwd)
 rounds=3
+delay=0
 sizes="8 1024 65536 1048576"
 outdir=""
 builddir=""
 while [ $# -gt 0 ]; do
     case "$1" in
     -r) [ $# -ge 2 ] || { usage >&2; exit 2; }; rounds=$2; shift 2 ;;
+    -d) [ $# -ge 2 ] || { usage >&2; exit 2; }; delay=$2; shift 2 ;;
     --full) sizes=""; s=1; while [ $s -le 4194304 ]; do sizes="$sizes $s"; s=$((s * 2)); done
             shift ;;
     -s) [ $# -ge 2 ] || { usage >&2; exit 2; }; sizes=$(echo "$2" | tr ',' ' '); shift 2 ;;
@@ -39,6 +43,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 case "$rounds" in ''|*[!0-9]*|0) echo "$0: bad round count '$rounds'" >&2; exit 2 ;; esac
+case "$delay" in ''|*[!0-9]*) echo "$0: bad delay '$delay'" >&2; exit 2 ;; esac
 for s in $sizes; do
     case "$s" in ''|*[!0-9]*) echo "$0: bad size '$s'" >&2; exit 2 ;; esac
 done
@@ -107,7 +112,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # rendezvous); self for loopback. Without it UCX would also consider tcp over lo.
 export UCX_TLS=sm,self
 
-log "# compare.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), $cores cores, $rounds round(s)"
+log "# compare.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), $cores cores, $rounds round(s), ${delay}s apart"
 log "# sizes: $sizes"
 log "# raw outputs: $outdir"
 log "# tmx : $tmx_status${tmxrun:+ ($tmxrun -n 2 $pingpong)}"
@@ -203,6 +208,7 @@ run_ucx() { # round
 for r in $(seq "$rounds"); do
     # interleaved, because this VM drifts between a fast and a slow mode every few minutes:
     # every tool sees both modes about equally often
+    [ "$r" -gt 1 ] && [ "$delay" -gt 0 ] && sleep "$delay"
     log "round $r/$rounds: $(date +%H:%M:%S)"
     [ "$tmx_status" = ok ] && run_tmx "$r"
     [ "$ucx_status" = ok ] && run_ucx "$r"

@@ -6,6 +6,28 @@
 #include "core/core.h"
 #include "util/log.h"
 
+typedef struct tmx_grave {
+    struct tmx_grave *next;
+    void             *obj;
+} tmx_grave_t;
+
+static tmx_grave_t    *tmx_graveyard;
+static pthread_mutex_t tmx_graveyard_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void tmx_core_bury(void *obj)
+{
+    tmx_grave_t *g = malloc(sizeof(*g));
+
+    if (g == NULL) {
+        return; /* the object simply leaks unreachable */
+    }
+    g->obj = obj;
+    pthread_mutex_lock(&tmx_graveyard_lock);
+    g->next       = tmx_graveyard;
+    tmx_graveyard = g;
+    pthread_mutex_unlock(&tmx_graveyard_lock);
+}
+
 /* Destroyed contexts, workers and endpoints keep their (small) struct with a dead magic so that
  * a call on a stale handle answers TMX_ERR_INVALID_HANDLE instead of touching freed memory. */
 static int tmx_provider_selected(const char *list, const char *name)
@@ -121,7 +143,8 @@ TMX_API tmx_status_t tmx_context_destroy(tmx_context_h ctx)
     if (ctx->num_workers > 0) {
         return TMX_ERR_BUSY;
     }
-    ctx->magic = TMX_MAGIC_DEAD; /* the shell stays: see the note at the top */
+    ctx->magic = TMX_MAGIC_DEAD;
+    tmx_core_bury(ctx);
     return TMX_OK;
 }
 

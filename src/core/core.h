@@ -124,6 +124,7 @@ typedef struct tmx_ep {
     tmx_list_t     pending;        /* send requests waiting for connection/credits/space */
     tmx_list_t     outstanding_list; /* sends posted, waiting for ACK/FIN */
     tmx_list_t     ctrl_pending;   /* control messages waiting for room on the wire */
+    size_t         eager_max;      /* min of both sides' eager limits (agreed at wire-up) */
     int            credits;        /* eager messages we may still send */
     unsigned       credits_owed;   /* credits to give back to the peer */
     unsigned       outstanding;    /* sends waiting for ACK/FIN */
@@ -189,6 +190,11 @@ typedef struct tmx_message {
     size_t          mem_size;     /* bytes charged to the unexpected budget */
     uint8_t         data[];       /* eager payload */
 } tmx_message_t;
+
+/* ---- context.c */
+/* Keeps a destroyed object's struct (with its dead magic) reachable for the life of the
+ * process, so that calls on a stale handle answer TMX_ERR_INVALID_HANDLE. */
+void tmx_core_bury(void *obj);
 
 /* ---- worker.c */
 void tmx_worker_lock(tmx_worker_t *w);

@@ -35,6 +35,8 @@ typedef struct tmx_wireup_msg {
     uint64_t src_ep_id;
     uint64_t dst_ep_id;
     uint32_t src_ud_qpn;
+    uint32_t eager_max;    /* the sender's eager limit: both sides use the smaller */
+    uint32_t reserved2;
     uint16_t dev_addr_len;
     uint16_t qp_addr_len;
     /* dev_addr_len + qp_addr_len bytes follow */
@@ -126,7 +128,8 @@ static tmx_ep_t *tmx_ep_alloc(tmx_worker_t *w, tmx_iface_t *iface)
     ep->worker  = w;
     ep->iface   = iface;
     ep->id      = w->next_ep_id++;
-    ep->credits = (int)w->eager_credits;
+    ep->credits   = (int)w->eager_credits;
+    ep->eager_max = w->eager_max;
     ep->state   = TMX_EP_CONNECTING;
     tmx_list_init(&ep->pending);
     tmx_list_init(&ep->pending_link);
@@ -156,6 +159,7 @@ static tmx_status_t tmx_ep_send_wireup(tmx_ep_t *ep, uint8_t type, uint64_t dst_
     msg.src_ep_id    = ep->id;
     msg.dst_ep_id    = dst_ep_id;
     msg.src_ud_qpn   = iface->ud_qpn;
+    msg.eager_max    = (uint32_t)ep->worker->eager_max;
     msg.dev_addr_len = (uint16_t)iface->dev_addr_len;
     msg.qp_addr_len  = (uint16_t)qp_len;
     memcpy(buf, &msg, sizeof(msg));
@@ -208,8 +212,9 @@ void tmx_ep_destroy(tmx_ep_t *ep)
     ep->magic = TMX_MAGIC_DEAD;
     if (ep->passive) {
         free(ep); /* never handed to the user */
+    } else {
+        tmx_core_bury(ep);
     }
-    /* user endpoints keep their struct (dead magic) so stale handles are recognised */
 }
 
 /* Fails everything queued or outstanding on the endpoint. */
@@ -334,6 +339,9 @@ static void tmx_ep_wireup_req(tmx_iface_t *iface, const tmx_wireup_msg_t *msg,
     ep->remote_uuid   = msg->src_uuid;
     ep->remote_id     = msg->src_ep_id;
     ep->remote_ud_qpn = msg->src_ud_qpn;
+    if (msg->eager_max < ep->eager_max) {
+        ep->eager_max = msg->eager_max;
+    }
     status = iface->ops->ah_create(iface->pd, dev_addr, msg->dev_addr_len, &ep->ah);
     if (status != TMX_OK) {
         tmx_warn("wire-up request from %016llx: bad device address (%s)",
@@ -379,7 +387,10 @@ static void tmx_ep_wireup_rep(tmx_iface_t *iface, const tmx_wireup_msg_t *msg,
         return;
     }
     ep->remote_id = msg->src_ep_id;
-    ep->state     = TMX_EP_CONNECTED;
+    if (msg->eager_max < ep->eager_max) {
+        ep->eager_max = msg->eager_max;
+    }
+    ep->state = TMX_EP_CONNECTED;
     /* stays on the pending list if sends were queued; removed there when empty */
 }
 

@@ -46,7 +46,7 @@ TMX_API tmx_status_t tmx_tag_send_nb(tmx_ep_h ep, const void *buf, size_t len, t
         goto out;
     }
     /* Fast path: connected, nothing queued before us, eager: done on return. */
-    if (!sync && len <= w->eager_max && ep->state == TMX_EP_CONNECTED &&
+    if (!sync && len <= ep->eager_max && ep->state == TMX_EP_CONNECTED &&
         tmx_list_is_empty(&ep->pending)) {
         status = tmx_proto_eager_try(ep, buf, len, tag);
         if (status == TMX_OK) {
@@ -66,9 +66,6 @@ TMX_API tmx_status_t tmx_tag_send_nb(tmx_ep_h ep, const void *buf, size_t len, t
     req->buf = (void *)buf;
     req->len = len;
     req->tag = tag;
-    if (len > w->eager_max) {
-        req->flags |= TMX_REQ_FLAG_RNDV;
-    }
     status = TMX_ERR_NO_RESOURCE;
     if (ep->state == TMX_EP_CONNECTED && tmx_list_is_empty(&ep->pending)) {
         status = tmx_proto_send(ep, req);

@@ -382,7 +382,7 @@ TMX_API tmx_status_t tmx_worker_destroy(tmx_worker_h w)
     tmx_tag_engine_cleanup(&w->tm);
     pthread_mutex_destroy(&w->lock);
     w->ctx->num_workers--;
-    /* The struct stays allocated with a dead magic, so stale handles are recognised. */
+    tmx_core_bury(w);
     return TMX_OK;
 }
 

@@ -224,7 +224,9 @@ tmx_status_t tmx_proto_send(tmx_ep_t *ep, tmx_request_t *req)
         ep->worker->num_credit_stalls++;
         return TMX_ERR_NO_RESOURCE;
     }
-    if (req->flags & TMX_REQ_FLAG_RNDV) {
+    /* decided here, not at post time: the limit is agreed only once connected */
+    if (req->len > ep->eager_max) {
+        req->flags |= TMX_REQ_FLAG_RNDV;
         return tmx_proto_rndv_send(ep, req);
     }
     if (!(req->flags & TMX_REQ_FLAG_SYNC)) {

@@ -352,12 +352,15 @@ static int pp_agree(pp_ctx_t *pp, int ok)
 {
     int          all[2] = {0, 0};
     tmx_status_t status;
+    int          ret;
 
     status = tmx_job_allgather(pp->job, &ok, sizeof(ok), all);
     if (status != TMX_OK) {
-        return pp_fail(pp, "allgather", status);
+        ret = pp_fail(pp, "allgather", status);
+    } else {
+        ret = ((all[0] != 0) && (all[1] != 0)) ? 0 : -1;
     }
-    return ((all[0] != 0) && (all[1] != 0)) ? 0 : -1;
+    return ret;
 }
 
 static int pp_send(pp_ctx_t *pp, const void *buf, size_t size, tmx_tag_t tag)
@@ -400,35 +403,37 @@ static int pp_wait_all(pp_ctx_t *pp, unsigned count, const char *what)
 /* One non-blocking send; a full queue (TMX_ERR_NO_RESOURCE) is retried after progress. */
 static int pp_isend(pp_ctx_t *pp, const void *buf, size_t size, tmx_tag_t tag, tmx_request_h *req)
 {
-    tmx_status_t status;
+    tmx_request_h request = NULL;
+    tmx_status_t  status;
+    int           ret = 0;
 
-    *req = NULL;
     do {
-        status = tmx_tag_send_nb(pp->peer_ep, buf, size, tag, NULL, req);
+        status = tmx_tag_send_nb(pp->peer_ep, buf, size, tag, NULL, &request);
         if (status == TMX_ERR_NO_RESOURCE) {
             tmx_worker_progress(pp->worker);
         }
     } while (status == TMX_ERR_NO_RESOURCE);
-    if (status == TMX_OK) {
-        *req = NULL; /* completed in place */
-    } else if (status != TMX_INPROGRESS) {
-        *req = NULL;
-        return pp_fail(pp, "non-blocking send", status);
+    /* TMX_OK: completed in place, there is no request to wait for */
+    *req = (status == TMX_INPROGRESS) ? request : NULL;
+    if ((status != TMX_OK) && (status != TMX_INPROGRESS)) {
+        ret = pp_fail(pp, "non-blocking send", status);
     }
-    return 0;
+    return ret;
 }
 
 static int pp_irecv(pp_ctx_t *pp, void *buf, size_t size, tmx_tag_t tag, tmx_request_h *req)
 {
-    tmx_status_t status;
+    tmx_request_h request = NULL;
+    tmx_status_t  status;
+    int           ret = 0;
 
-    *req   = NULL;
-    status = tmx_tag_recv_nb(pp->worker, buf, size, tag, PP_TAG_MASK, NULL, req);
+    status = tmx_tag_recv_nb(pp->worker, buf, size, tag, PP_TAG_MASK, NULL, &request);
+    *req   = (status == TMX_INPROGRESS) ? request : NULL;
     if (status != TMX_INPROGRESS) {
-        *req = NULL;
-        return pp_fail(pp, "non-blocking recv", (status == TMX_OK) ? TMX_ERR_INTERNAL : status);
+        /* the API never completes a receive in place; anything else is an error */
+        ret = pp_fail(pp, "non-blocking recv", (status == TMX_OK) ? TMX_ERR_INTERNAL : status);
     }
-    return 0;
+    return ret;
 }
 
 /* Untimed check round of the latency test: each side verifies the one message it receives. */
@@ -436,24 +441,27 @@ static int pp_lat_check(pp_ctx_t *pp, size_t size)
 {
     tmx_tag_recv_info_t info;
     int                 peer = 1 - pp->rank;
-    int                 ok   = 1;
+    int                 ret;
 
     memset(pp->rbuf, 0, size);
     if (pp->rank == 0) {
-        if ((pp_send(pp, pp->sbuf, size, PP_TAG_LAT) != 0) ||
-            (pp_recv(pp, pp->rbuf, size, PP_TAG_LAT, &info) != 0)) {
-            return -1;
-        }
+        ret = pp_send(pp, pp->sbuf, size, PP_TAG_LAT);
+        ret = (ret == 0) ? pp_recv(pp, pp->rbuf, size, PP_TAG_LAT, &info) : ret;
     } else {
-        if ((pp_recv(pp, pp->rbuf, size, PP_TAG_LAT, &info) != 0) ||
-            (pp_send(pp, pp->sbuf, size, PP_TAG_LAT) != 0)) {
-            return -1;
-        }
+        ret = pp_recv(pp, pp->rbuf, size, PP_TAG_LAT, &info);
+        ret = (ret == 0) ? pp_send(pp, pp->sbuf, size, PP_TAG_LAT) : ret;
     }
-    if (pp_verify(pp, pp->rbuf, size, peer, &info, PP_TAG_LAT, "latency") != 0) {
-        ok = 0;
+    if (ret == 0) {
+        ret = pp_agree(pp, pp_verify(pp, pp->rbuf, size, peer, &info, PP_TAG_LAT, "latency") == 0);
     }
-    return pp_agree(pp, ok);
+    return ret;
+}
+
+static int pp_barrier(pp_ctx_t *pp)
+{
+    tmx_status_t status = tmx_job_barrier(pp->job);
+
+    return (status == TMX_OK) ? 0 : pp_fail(pp, "barrier", status);
 }
 
 /* Returns the latency in microseconds (on rank 0), or a negative value on error. */
@@ -462,31 +470,28 @@ static double pp_lat(pp_ctx_t *pp, size_t size)
     long   iters  = pp_count(pp->opts->iters, 10000, 10, size);
     long   warmup = pp_count(pp->opts->warmup, 100, 10, size);
     double start  = 0.0;
+    double lat    = -1.0;
     long   i;
+    int    ret;
 
-    if (pp_lat_check(pp, size) != 0) {
-        return -1.0;
-    }
-    if (tmx_job_barrier(pp->job) != TMX_OK) {
-        return -1.0;
-    }
-    for (i = 0; i < warmup + iters; i++) {
+    ret = pp_lat_check(pp, size);
+    ret = (ret == 0) ? pp_barrier(pp) : ret;
+    for (i = 0; (i < warmup + iters) && (ret == 0); i++) {
         if (i == warmup) {
             start = pp_now_us();
         }
         if (pp->rank == 0) {
-            if ((pp_send(pp, pp->sbuf, size, PP_TAG_LAT) != 0) ||
-                (pp_recv(pp, pp->rbuf, size, PP_TAG_LAT, NULL) != 0)) {
-                return -1.0;
-            }
+            ret = pp_send(pp, pp->sbuf, size, PP_TAG_LAT);
+            ret = (ret == 0) ? pp_recv(pp, pp->rbuf, size, PP_TAG_LAT, NULL) : ret;
         } else {
-            if ((pp_recv(pp, pp->rbuf, size, PP_TAG_LAT, NULL) != 0) ||
-                (pp_send(pp, pp->sbuf, size, PP_TAG_LAT) != 0)) {
-                return -1.0;
-            }
+            ret = pp_recv(pp, pp->rbuf, size, PP_TAG_LAT, NULL);
+            ret = (ret == 0) ? pp_send(pp, pp->sbuf, size, PP_TAG_LAT) : ret;
         }
     }
-    return (pp_now_us() - start) / (2.0 * (double)iters);
+    if (ret == 0) {
+        lat = (pp_now_us() - start) / (2.0 * (double)iters);
+    }
+    return lat;
 }
 
 /* One window: rank 0 sends W messages and waits for the ack; rank 1 receives them (all into
@@ -497,22 +502,21 @@ static int pp_bw_window(pp_ctx_t *pp, size_t size)
     unsigned window = pp->opts->window;
     int      ret    = 0;
 
+    /* the 0-byte ack still passes a valid buffer: a NULL one is the caller's business only
+     * when the length is 0, and not every stack agrees that it is */
     if (pp->rank == 0) {
         for (w = 0; (w < window) && (ret == 0); w++) {
             ret = pp_isend(pp, pp->sbuf, size, PP_TAG_BW, &pp->reqs[w]);
         }
-        if ((pp_wait_all(pp, w, "window send") != 0) || (ret != 0)) {
-            return -1;
-        }
-        ret = pp_recv(pp, NULL, 0, PP_TAG_ACK, NULL);
+        /* wait even after a failed post: the requests already posted own sbuf */
+        ret = (pp_wait_all(pp, w, "window send") != 0) ? -1 : ret;
+        ret = (ret == 0) ? pp_recv(pp, pp->rbuf, 0, PP_TAG_ACK, NULL) : ret;
     } else {
         for (w = 0; (w < window) && (ret == 0); w++) {
             ret = pp_irecv(pp, pp->rbuf, size, PP_TAG_BW, &pp->reqs[w]);
         }
-        if ((pp_wait_all(pp, w, "window recv") != 0) || (ret != 0)) {
-            return -1;
-        }
-        ret = pp_send(pp, NULL, 0, PP_TAG_ACK);
+        ret = (pp_wait_all(pp, w, "window recv") != 0) ? -1 : ret;
+        ret = (ret == 0) ? pp_send(pp, pp->sbuf, 0, PP_TAG_ACK) : ret;
     }
     return ret;
 }
@@ -523,27 +527,23 @@ static int pp_bw_check(pp_ctx_t *pp, size_t size)
 {
     tmx_tag_recv_info_t info;
     unsigned            w;
-    int                 ok = 1;
+    int                 ok  = 1;
+    int                 ret = 0;
 
     if (pp->rank == 0) {
-        if (pp_bw_window(pp, size) != 0) {
-            return -1;
-        }
+        ret = pp_bw_window(pp, size);
     } else {
-        for (w = 0; w < pp->opts->window; w++) {
+        for (w = 0; (w < pp->opts->window) && (ret == 0); w++) {
             memset(pp->rbuf, 0, size);
-            if (pp_recv(pp, pp->rbuf, size, PP_TAG_BW, &info) != 0) {
-                return -1;
-            }
-            if (ok && (pp_verify(pp, pp->rbuf, size, 0, &info, PP_TAG_BW, "bandwidth") != 0)) {
+            ret = pp_recv(pp, pp->rbuf, size, PP_TAG_BW, &info);
+            if ((ret == 0) && ok &&
+                (pp_verify(pp, pp->rbuf, size, 0, &info, PP_TAG_BW, "bandwidth") != 0)) {
                 ok = 0;
             }
         }
-        if (pp_send(pp, NULL, 0, PP_TAG_ACK) != 0) {
-            return -1;
-        }
+        ret = (ret == 0) ? pp_send(pp, pp->sbuf, 0, PP_TAG_ACK) : ret;
     }
-    return pp_agree(pp, ok);
+    return (ret == 0) ? pp_agree(pp, ok) : ret;
 }
 
 /* Returns the seconds per window (on rank 0), or a negative value on error. */
@@ -552,23 +552,22 @@ static double pp_bw(pp_ctx_t *pp, size_t size)
     long   iters  = pp_count(pp->opts->iters, 100, 5, size);
     long   warmup = pp_count(pp->opts->warmup, 10, 5, size);
     double start  = 0.0;
+    double sec    = -1.0;
     long   i;
+    int    ret;
 
-    if (pp_bw_check(pp, size) != 0) {
-        return -1.0;
-    }
-    if (tmx_job_barrier(pp->job) != TMX_OK) {
-        return -1.0;
-    }
-    for (i = 0; i < warmup + iters; i++) {
+    ret = pp_bw_check(pp, size);
+    ret = (ret == 0) ? pp_barrier(pp) : ret;
+    for (i = 0; (i < warmup + iters) && (ret == 0); i++) {
         if (i == warmup) {
             start = pp_now_us();
         }
-        if (pp_bw_window(pp, size) != 0) {
-            return -1.0;
-        }
+        ret = pp_bw_window(pp, size);
     }
-    return (pp_now_us() - start) * 1e-6 / (double)iters;
+    if (ret == 0) {
+        sec = (pp_now_us() - start) * 1e-6 / (double)iters;
+    }
+    return sec;
 }
 
 static void pp_print_header(const pp_ctx_t *pp)
@@ -594,13 +593,13 @@ static void pp_print_header(const pp_ctx_t *pp)
     if (o->tests & PP_TEST_LAT) {
         printf("# latency: half round trip of blocking send/recv, us\n");
     }
-    if (o->tests & (PP_TEST_BW | PP_TEST_RATE)) {
-        printf("# %s: window of %u non-blocking sends, then a 0-byte ack%s\n",
-               (o->tests & PP_TEST_BW) ? "bandwidth" : "rate", o->window,
-               (o->tests & PP_TEST_BW) ? "; MB/s, 1 MB = 10^6 bytes" : "");
+    if (o->tests & PP_TEST_BW) {
+        printf("# bandwidth: window of %u non-blocking sends, then a 0-byte ack; "
+               "MB/s, 1 MB = 10^6 bytes\n", o->window);
     }
     if (o->tests & PP_TEST_RATE) {
-        printf("# rate: messages of that window loop, millions per second\n");
+        printf("# rate: window of %u non-blocking sends, then a 0-byte ack; "
+               "millions of messages/s\n", o->window);
     }
     if (o->format == PP_FMT_CSV) {
         printf("size");
@@ -652,66 +651,68 @@ static void pp_print_row(const pp_ctx_t *pp, size_t size, double lat, double win
 static int pp_run(pp_ctx_t *pp)
 {
     const pp_opts_t *o = pp->opts;
-    size_t           size;
+    size_t           size = o->min_size;
     double           lat;
     double           win;
+    int              more = 1;
+    int              ret  = 0;
 
-    pp_fill(pp->sbuf, o->max_size, pp->rank);
     if (pp->rank == 0) {
         pp_print_header(pp);
     }
-    size = o->min_size;
-    while (size <= o->max_size) {
+    while (more && (ret == 0)) {
         /* the pattern depends on the size, so the send buffer is refilled per size */
         pp_fill(pp->sbuf, size, pp->rank);
         lat = 0.0;
         win = 0.0;
         if ((o->tests & PP_TEST_LAT) && ((lat = pp_lat(pp, size)) < 0.0)) {
-            return -1;
-        }
-        if ((o->tests & (PP_TEST_BW | PP_TEST_RATE)) && ((win = pp_bw(pp, size)) < 0.0)) {
-            return -1;
-        }
-        if (pp->rank == 0) {
+            ret = -1;
+        } else if ((o->tests & (PP_TEST_BW | PP_TEST_RATE)) && ((win = pp_bw(pp, size)) < 0.0)) {
+            ret = -1;
+        } else if (pp->rank == 0) {
             pp_print_row(pp, size, lat, win);
         }
-        if (size == 0) {
-            size = 1;
-        } else if (size > o->max_size / 2) {
-            break;
-        } else {
-            size *= 2;
-        }
+        /* doubling; 0 is followed by 1, and the test avoids overflowing size */
+        more = (size < o->max_size) && ((size == 0) || (size <= o->max_size / 2));
+        size = (size == 0) ? 1 : size * 2;
     }
-    return 0;
+    return ret;
 }
 
+/* Whatever it creates before a failure is released by pp_cleanup. */
 static int pp_setup(pp_ctx_t *pp)
 {
     size_t       bufsize = (pp->opts->max_size > 0) ? pp->opts->max_size : 1;
     tmx_status_t status;
+    int          ret = -1;
 
     status = tmx_context_create(NULL, &pp->context);
     if (status != TMX_OK) {
-        return pp_fail(pp, "context create", status);
+        pp_fail(pp, "context create", status);
+        goto out;
     }
     status = tmx_worker_create(pp->context, NULL, &pp->worker);
     if (status != TMX_OK) {
-        return pp_fail(pp, "worker create", status);
+        pp_fail(pp, "worker create", status);
+        goto out;
     }
     pp->eps  = calloc((size_t)pp->size, sizeof(*pp->eps));
     pp->reqs = calloc(pp->opts->window, sizeof(*pp->reqs));
     if ((pp->eps == NULL) || (pp->reqs == NULL) ||
         (posix_memalign((void **)&pp->sbuf, 4096, bufsize) != 0) ||
         (posix_memalign((void **)&pp->rbuf, 4096, bufsize) != 0)) {
-        return pp_fail(pp, "allocation", TMX_ERR_NO_MEMORY);
+        pp_fail(pp, "allocation", TMX_ERR_NO_MEMORY);
+        goto out;
     }
     status = tmx_job_connect(pp->job, pp->worker, pp->eps);
     if (status != TMX_OK) {
-        return pp_fail(pp, "connect", status);
+        pp_fail(pp, "connect", status);
+        goto out;
     }
     pp->peer_ep = pp->eps[1 - pp->rank];
-    return 0;
+    ret         = 0;
+out:
+    return ret;
 }
 
 static void pp_cleanup(pp_ctx_t *pp)
@@ -755,20 +756,30 @@ int main(int argc, char **argv)
     pp.opts = &opts;
     parsed  = pp_parse_opts(argc, argv, &opts, err, sizeof(err));
 
+    /* joined even for bad options, so that only rank 0 prints the usage */
     status = tmx_job_init(&pp.job);
-    if (status != TMX_OK) {
-        if (parsed != 0) {
-            /* still say what was wrong with the options, from every rank */
-            goto out_usage;
+    if (status == TMX_OK) {
+        pp.rank = tmx_job_rank(pp.job);
+        pp.size = tmx_job_size(pp.job);
+    } else {
+        pp.job = NULL;
+        if (parsed == 0) {
+            fprintf(stderr, "tmx_pingpong: joining the job failed: %s (run under tmxrun -n 2)\n",
+                    tmx_status_string(status));
+            goto out;
         }
-        fprintf(stderr, "tmx_pingpong: joining the job failed: %s (run under tmxrun -n 2)\n",
-                tmx_status_string(status));
-        goto out;
     }
-    pp.rank = tmx_job_rank(pp.job);
-    pp.size = tmx_job_size(pp.job);
     if (parsed != 0) {
-        goto out_usage;
+        if (pp.rank == 0) {
+            if (parsed < 0) {
+                pp_usage(stdout);
+            } else {
+                fprintf(stderr, "tmx_pingpong: %s\n", err);
+                pp_usage(stderr);
+            }
+        }
+        ret = (parsed < 0) ? PP_EXIT_OK : PP_EXIT_USAGE;
+        goto out_job;
     }
     if (pp.size != 2) {
         if (pp.rank == 0) {
@@ -781,29 +792,16 @@ int main(int argc, char **argv)
         goto out_cleanup;
     }
     /* the peer may still be flushing its last message; close only when both are done */
-    if (tmx_job_barrier(pp.job) != TMX_OK) {
+    if (pp_barrier(&pp) != 0) {
         goto out_cleanup;
     }
     ret = PP_EXIT_OK;
 out_cleanup:
     pp_cleanup(&pp);
 out_job:
-    tmx_job_finalize(pp.job);
-out:
-    return ret;
-
-out_usage:
-    if (pp.rank == 0) {
-        if (parsed < 0) {
-            pp_usage(stdout);
-        } else {
-            fprintf(stderr, "tmx_pingpong: %s\n", err);
-            pp_usage(stderr);
-        }
-    }
-    ret = (parsed < 0) ? PP_EXIT_OK : PP_EXIT_USAGE;
     if (pp.job != NULL) {
         tmx_job_finalize(pp.job);
     }
+out:
     return ret;
 }

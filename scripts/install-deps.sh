@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Installs the Debian/Ubuntu packages tmx needs to build and test, and only those that are
+# missing, so that running it on a ready machine costs nothing (no apt-get update, no sudo).
+#
+#   scripts/install-deps.sh [--bench] [--dry-run]
+#
+#   --bench    also the packages bench/compare.sh compares against (UCX, Open MPI)
+#   --dry-run  print what would be installed, install nothing
+set -euo pipefail
+
+PACKAGES=(autoconf automake libtool pkg-config make gcc
+          libibverbs-dev librdmacm-dev libhwloc-dev libfabric-dev libcriterion-dev)
+BENCH_PACKAGES=(ucx-utils openmpi-bin libopenmpi-dev)
+
+bench=no
+dry_run=no
+for arg in "$@"; do
+    case "$arg" in
+        --bench)   bench=yes ;;
+        --dry-run) dry_run=yes ;;
+        -h|--help) sed -n '2,8s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        *)         echo "install-deps: unknown option '$arg' (try --help)" >&2; exit 2 ;;
+    esac
+done
+if [ "$bench" = yes ]; then
+    PACKAGES+=("${BENCH_PACKAGES[@]}")
+fi
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+    # Not Debian: we cannot tell what is installed, so say what is needed and let the build
+    # (configure) report what is really missing.
+    echo "install-deps: no dpkg-query (not a Debian system); please install the equivalents of:"
+    echo "  ${PACKAGES[*]}"
+    exit 0
+fi
+
+# "install ok installed" is the only state in which a package is usable; "deinstall" or
+# half-configured packages count as missing.
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+    state=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+    if [ "$state" != "install ok installed" ]; then
+        missing+=("$pkg")
+    fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+    echo "install-deps: all ${#PACKAGES[@]} packages already installed"
+    exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+if [ "$dry_run" = yes ]; then
+    exit 0
+fi
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then
+    if ! command -v sudo >/dev/null 2>&1; then
+        echo "install-deps: not root and no sudo; install these as root: ${missing[*]}" >&2
+        exit 1
+    fi
+    # -n: never wait for a password on a CI machine without a terminal.
+    if [ -t 0 ]; then sudo_cmd=(sudo); else sudo_cmd=(sudo -n); fi
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+apt_opts=(-q -y -o Dpkg::Use-Pty=0 --no-install-recommends)
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+# Quiet on success, the whole apt output on failure so the cause is visible.
+if ! "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -q update >"$log" 2>&1 ||
+   ! "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get install "${apt_opts[@]}" "${missing[@]}" >>"$log" 2>&1; then
+    cat "$log" >&2
+    echo "install-deps: apt-get failed (output above)" >&2
+    exit 1
+fi
+echo "install-deps: done"

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Checks that what the README and the man pages promise is true of the tree:
+#   1. the example program of README.md ("A first program") compiles warning-free as strict
+#      C11 against the public headers and the built libtmx, and runs: alone (a job of one that
+#      sends to itself) and, when tmxrun is built, as 2 ranks under tmxrun;
+#   2. every public function of include/tmx/tmx.h has its section in doc/man/tmx.3.md;
+#   3. every doc/ file the README links to exists, and the scripts parse.
+# Run by `make check` (TMX_BUILDDIR, TMX_SRCDIR set); exit 77 (skip) when run without them.
+set -u
+
+if [ -z "${TMX_BUILDDIR:-}" ] || [ -z "${TMX_SRCDIR:-}" ]; then
+    echo "check_tree: TMX_BUILDDIR/TMX_SRCDIR not set (run through make check)"
+    exit 77
+fi
+src=$TMX_SRCDIR
+bld=$TMX_BUILDDIR
+failures=0
+
+fail()
+{
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+# A make variable of the configured build (CC, CFLAGS, LDFLAGS, TMX_CFLAGS), so the example is
+# built the way the library was (a sanitized library needs a sanitized program).
+make_var()
+{
+    sed -n "s/^$1 = //p" "$bld/Makefile" | head -n 1
+}
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tmx_check_tree.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT
+
+# --- 1. the README example ---------------------------------------------------------------
+# The first ```c block after the "## A first program" heading, fences excluded.
+awk '/^## A first program/ { sect = 1 }
+     sect && /^```c$/      { code = 1; next }
+     code && /^```$/       { exit }
+     code                  { print }' "$src/README.md" >"$tmp/ring.c"
+if [ ! -s "$tmp/ring.c" ]; then
+    fail "no \`\`\`c block under '## A first program' in README.md"
+elif [ ! -e "$bld/.libs/libtmx.so" ]; then
+    fail "$bld/.libs/libtmx.so is not built"
+else
+    cc=$(make_var CC)
+    # shellcheck disable=SC2046 # flags are lists of words
+    if ! ${cc:-cc} $(make_var TMX_CFLAGS) $(make_var CFLAGS) -std=c11 -Wpedantic -Werror \
+            -I"$src/include" "$tmp/ring.c" -o "$tmp/ring" $(make_var LDFLAGS) \
+            -L"$bld/.libs" -Wl,-rpath,"$bld/.libs" -ltmx 2>"$tmp/cc.err"; then
+        cat "$tmp/cc.err"
+        fail "the README example does not compile"
+    else
+        echo "README example compiled"
+        if ! (cd "$tmp" && timeout 60 ./ring) >"$tmp/run1.out" 2>&1; then
+            cat "$tmp/run1.out"
+            fail "the README example fails as a job of one"
+        elif ! grep -q '^rank 0 of 1: got 0 with tag 0$' "$tmp/run1.out"; then
+            cat "$tmp/run1.out"
+            fail "the README example printed something else than 'rank 0 of 1: got 0 with tag 0'"
+        else
+            echo "README example ran alone: $(cat "$tmp/run1.out")"
+        fi
+        if [ -x "$bld/tools/tmxrun" ]; then
+            if ! (cd "$tmp" && timeout 120 "$bld/tools/tmxrun" -n 2 --timeout 60 ./ring) \
+                    >"$tmp/run2.out" 2>&1; then
+                cat "$tmp/run2.out"
+                fail "the README example fails under tmxrun -n 2"
+            elif [ "$(grep -c -E '^rank [01] of 2: got [01] with tag [01]$' "$tmp/run2.out")" != 2 ]
+            then
+                cat "$tmp/run2.out"
+                fail "the README example under tmxrun -n 2 did not print one line per rank"
+            else
+                echo "README example ran under tmxrun -n 2"
+            fi
+        else
+            echo "note: tools/tmxrun not built, README example not run with 2 ranks"
+        fi
+    fi
+fi
+
+# --- 2. every public function of tmx.h is in tmx.3.md -------------------------------------
+man3="$src/doc/man/tmx.3.md"
+if [ ! -f "$man3" ]; then
+    fail "doc/man/tmx.3.md is missing"
+else
+    # Declarations look like "TMX_API <type> <name>(" possibly with a '*' before the name.
+    funcs=$(sed -n 's/^TMX_API .*[ *]\(tmx_[a-z0-9_]*\)(.*/\1/p' "$src/include/tmx/tmx.h")
+    for f in $funcs tmx_context_create; do
+        if ! grep -q "^### .*\b$f\b" "$man3"; then
+            fail "doc/man/tmx.3.md has no '### $f' section"
+        fi
+    done
+fi
+
+# --- 3. README links and scripts -----------------------------------------------------------
+# shellcheck disable=SC2013 # links never hold spaces
+for link in $(grep -o '](doc/[^)#]*)' "$src/README.md" | sed 's/^](//; s/)$//' | sort -u); do
+    if [ ! -e "$src/$link" ]; then
+        fail "README.md links to $link, which does not exist"
+    fi
+done
+for script in "$src"/scripts/*.sh "$src/.ci/run"; do
+    if [ -f "$script" ] && ! bash -n "$script"; then
+        fail "$script does not parse"
+    fi
+done
+
+if [ "$failures" -gt 0 ]; then
+    echo "check_tree: $failures failure(s)"
+    exit 1
+fi
+echo "check_tree: ok"
+exit 0

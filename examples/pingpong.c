@@ -679,6 +679,27 @@ static int pp_run(pp_ctx_t *pp)
     return ret;
 }
 
+/* The largest size asked for must fit what the device sends to a local peer. */
+static int pp_check_max_msg(pp_ctx_t *pp)
+{
+    tmx_worker_attr_t attr;
+    size_t            max_msg;
+    int               ret = 0;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.field_mask = TMX_WORKER_ATTR_PEERS;
+    if (tmx_worker_query(pp->worker, &attr) == TMX_OK) {
+        max_msg = attr.peer[TMX_PEER_LOCAL].max_msg;
+        if ((max_msg > 0) && (pp->opts->max_size > max_msg)) {
+            fprintf(stderr, "tmx_pingpong: rank %d: size %zu exceeds the largest message %zu of "
+                            "device %s\n", pp->rank, pp->opts->max_size, max_msg,
+                    attr.peer[TMX_PEER_LOCAL].device);
+            ret = -1;
+        }
+    }
+    return ret;
+}
+
 /* Whatever it creates before a failure is released by pp_cleanup. */
 static int pp_setup(pp_ctx_t *pp)
 {
@@ -710,7 +731,10 @@ static int pp_setup(pp_ctx_t *pp)
         goto out;
     }
     pp->peer_ep = pp->eps[1 - pp->rank];
-    ret         = 0;
+    if (pp_check_max_msg(pp) != 0) {
+        goto out;
+    }
+    ret = 0;
 out:
     return ret;
 }

@@ -1,2 +1,586 @@
-/* placeholder: being written */
-typedef int tmx_placeholder_config_t;
+/* The configuration table: the only place where tmx reads the environment. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "util/config.h"
+#include "util/log.h"
+
+#define TMX_CONFIG_PREFIX "TMX_"
+
+extern char **environ;
+
+typedef enum {
+    TMX_CONFIG_INT,
+    TMX_CONFIG_UINT,
+    TMX_CONFIG_SIZE,
+    TMX_CONFIG_DOUBLE,
+    TMX_CONFIG_BOOL,
+    TMX_CONFIG_STRING,
+    TMX_CONFIG_ENUM,
+} tmx_config_type_t;
+
+/* Range and shape checks a field may ask for. */
+enum {
+    TMX_CONFIG_F_MIN  = 1u << 0, /* value >= min */
+    TMX_CONFIG_F_MAX  = 1u << 1, /* value <= max */
+    TMX_CONFIG_F_POW2 = 1u << 2, /* value is a power of two */
+    TMX_CONFIG_F_POS  = 1u << 3, /* double strictly > 0 */
+};
+
+typedef struct tmx_config_enum {
+    const char *word;
+    int         value;
+} tmx_config_enum_t;
+
+typedef struct tmx_config_field {
+    const char              *name;  /* without the TMX_ prefix */
+    tmx_config_type_t        type;
+    const char              *dflt;  /* parsed by the same code as the environment */
+    const char              *doc;
+    size_t                   offset;
+    size_t                   size;  /* sizeof the member; bounds string copies */
+    const tmx_config_enum_t *words; /* ENUM only; terminated by a NULL word */
+    unsigned                 flags;
+    double                   min;
+    double                   max;
+} tmx_config_field_t;
+
+static const tmx_config_enum_t tmx_config_log_levels[] = {
+    {"error", TMX_LOG_ERROR}, {"warn", TMX_LOG_WARN},   {"info", TMX_LOG_INFO},
+    {"debug", TMX_LOG_DEBUG}, {"trace", TMX_LOG_TRACE}, {NULL, 0},
+};
+
+static const tmx_config_enum_t tmx_config_ternary[] = {
+    {"auto", -1}, {"yes", 1}, {"no", 0}, {NULL, 0},
+};
+
+#define TMX_CONFIG_FIELD(_name, _type, _dflt, _member, _doc)                                       \
+    .name = (_name), .type = (_type), .dflt = (_dflt), .doc = (_doc),                              \
+    .offset = offsetof(tmx_config_t, _member), .size = sizeof(((tmx_config_t *)0)->_member)
+
+/* Every member of tmx_config_t has exactly one row; test_util checks the count. */
+static const tmx_config_field_t tmx_config_table[] = {
+    {TMX_CONFIG_FIELD("LOG_LEVEL", TMX_CONFIG_ENUM, "warn", log_level,
+                      "Messages at this level and more severe are logged."),
+     .words = tmx_config_log_levels},
+    {TMX_CONFIG_FIELD("LOG_FILE", TMX_CONFIG_STRING, "", log_file,
+                      "Log destination file; empty means stderr, %p is replaced by the pid.")},
+    {TMX_CONFIG_FIELD("PROVIDERS", TMX_CONFIG_STRING, "", providers,
+                      "Comma-separated device providers to use; empty means all that were built.")},
+    {TMX_CONFIG_FIELD("EAGER_MAX", TMX_CONFIG_SIZE, "8k", eager_max,
+                      "Largest message sent eagerly; larger ones use rendezvous.")},
+    {TMX_CONFIG_FIELD("UNEXP_BUDGET", TMX_CONFIG_SIZE, "64m", unexp_budget,
+                      "Bytes of unexpected eager messages buffered per worker.")},
+    {TMX_CONFIG_FIELD("EAGER_CREDITS", TMX_CONFIG_UINT, "64", eager_credits,
+                      "Eager messages in flight per endpoint before the sender waits for credits."),
+     .flags = TMX_CONFIG_F_MIN, .min = 1},
+    {TMX_CONFIG_FIELD("TAG_HASH_BITS", TMX_CONFIG_UINT, "10", tag_hash_bits,
+                      "Log2 of the number of hash bins of the tag matching queues."),
+     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX, .min = 1, .max = 24},
+    {TMX_CONFIG_FIELD("PEER_TIMEOUT", TMX_CONFIG_DOUBLE, "10.0", peer_timeout,
+                      "Seconds of silence after which a peer is declared failed."),
+     .flags = TMX_CONFIG_F_POS},
+    {TMX_CONFIG_FIELD("SOFT_RING_SIZE", TMX_CONFIG_SIZE, "256k", soft_ring_size,
+                      "Soft device: bytes of each queue pair's receive ring."),
+     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_POW2, .min = 4096},
+    {TMX_CONFIG_FIELD("SOFT_MAX_QPS", TMX_CONFIG_UINT, "256", soft_max_qps,
+                      "Soft device: maximum number of queue pairs per device."),
+     .flags = TMX_CONFIG_F_MIN, .min = 1},
+    {TMX_CONFIG_FIELD("SOFT_MAX_MRS", TMX_CONFIG_UINT, "4096", soft_max_mrs,
+                      "Soft device: maximum number of memory regions per device."),
+     .flags = TMX_CONFIG_F_MIN, .min = 1},
+    {TMX_CONFIG_FIELD("SOFT_CMA", TMX_CONFIG_ENUM, "auto", soft_cma,
+                      "Soft device: use cross-memory attach (process_vm_readv) for large copies."),
+     .words = tmx_config_ternary},
+    {TMX_CONFIG_FIELD("RANK", TMX_CONFIG_INT, "-1", rank,
+                      "Rank of this process in the job (set by tmxrun); -1 means not launched."),
+     .flags = TMX_CONFIG_F_MIN, .min = -1},
+    {TMX_CONFIG_FIELD("SIZE", TMX_CONFIG_INT, "-1", size,
+                      "Number of processes in the job (set by tmxrun); -1 means not launched."),
+     .flags = TMX_CONFIG_F_MIN, .min = -1},
+    {TMX_CONFIG_FIELD("BOOT_ADDR", TMX_CONFIG_STRING, "", boot_addr,
+                      "Address (host:port) of the bootstrap server (set by tmxrun).")},
+    {TMX_CONFIG_FIELD("BOOT_TIMEOUT", TMX_CONFIG_DOUBLE, "60.0", boot_timeout,
+                      "Seconds to wait for the bootstrap exchange to finish."),
+     .flags = TMX_CONFIG_F_POS},
+};
+
+#define TMX_CONFIG_NUM_FIELDS (sizeof(tmx_config_table) / sizeof(tmx_config_table[0]))
+
+/* Variables that are not configuration but share the prefix: the test harness's and the
+ * launcher's own. They must not trigger the typo warning. */
+static const char *const tmx_config_ignored[] = {
+    "BUILDDIR",
+    "SRCDIR",
+    "LOCAL_RANK",
+    NULL,
+};
+
+static void tmx_config_complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Configuration errors are printed directly: the log is configured from the configuration,
+ * so it cannot report on it. Same prefix as log.c so the lines look alike. */
+static void tmx_config_complain(const char *fmt, ...)
+{
+    char    msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "[tmx %d config error] %s\n", (int)getpid(), msg);
+}
+
+int tmx_config_parse_size(const char *str, size_t *out)
+{
+    unsigned long long value;
+    unsigned long long mult = 1;
+    char              *end;
+    int                ret  = -1;
+
+    if (str == NULL || out == NULL || !isdigit((unsigned char)str[0])) {
+        goto out;
+    }
+    errno = 0;
+    value = strtoull(str, &end, 10);
+    if (errno != 0) {
+        goto out;
+    }
+    switch (tolower((unsigned char)*end)) {
+    case 'k':
+        mult = 1ULL << 10;
+        end++;
+        break;
+    case 'm':
+        mult = 1ULL << 20;
+        end++;
+        break;
+    case 'g':
+        mult = 1ULL << 30;
+        end++;
+        break;
+    default:
+        break;
+    }
+    /* "64kb" and "64KB" read naturally too; a lone "b" means bytes. */
+    if (*end == 'b' || *end == 'B') {
+        end++;
+    }
+    if (*end != '\0' || value > SIZE_MAX / mult) {
+        goto out;
+    }
+    *out = (size_t)(value * mult);
+    ret  = 0;
+out:
+    return ret;
+}
+
+static int tmx_config_parse_bool(const char *str, int *out)
+{
+    static const char *const yes[] = {"1", "y", "yes", "on", "true", NULL};
+    static const char *const no[]  = {"0", "n", "no", "off", "false", NULL};
+
+    for (int i = 0; yes[i] != NULL; i++) {
+        if (strcasecmp(str, yes[i]) == 0) {
+            *out = 1;
+            return 0;
+        }
+    }
+    for (int i = 0; no[i] != NULL; i++) {
+        if (strcasecmp(str, no[i]) == 0) {
+            *out = 0;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Describes what a field accepts, for error messages and the printed table. */
+static void tmx_config_syntax(const tmx_config_field_t *f, char *buf, size_t len)
+{
+    size_t pos = 0;
+
+    buf[0] = '\0';
+    switch (f->type) {
+    case TMX_CONFIG_INT:
+        pos = (size_t)snprintf(buf, len, "integer");
+        break;
+    case TMX_CONFIG_UINT:
+        pos = (size_t)snprintf(buf, len, "unsigned integer");
+        break;
+    case TMX_CONFIG_SIZE:
+        pos = (size_t)snprintf(buf, len, "size in bytes with optional k|m|g suffix (binary)");
+        break;
+    case TMX_CONFIG_DOUBLE:
+        pos = (size_t)snprintf(buf, len, "floating point number%s",
+                               (f->flags & TMX_CONFIG_F_POS) ? " > 0" : "");
+        break;
+    case TMX_CONFIG_BOOL:
+        pos = (size_t)snprintf(buf, len, "yes|no");
+        break;
+    case TMX_CONFIG_STRING:
+        pos = (size_t)snprintf(buf, len, "string of at most %zu characters", f->size - 1);
+        break;
+    case TMX_CONFIG_ENUM:
+        for (const tmx_config_enum_t *w = f->words; w->word != NULL && pos < len; w++) {
+            pos += (size_t)snprintf(buf + pos, len - pos, "%s%s", (w == f->words) ? "" : "|",
+                                    w->word);
+        }
+        break;
+    }
+    if (pos < len && (f->flags & TMX_CONFIG_F_POW2)) {
+        pos += (size_t)snprintf(buf + pos, len - pos, ", power of two");
+    }
+    if (pos < len && (f->flags & TMX_CONFIG_F_MIN) && (f->flags & TMX_CONFIG_F_MAX)) {
+        pos += (size_t)snprintf(buf + pos, len - pos, ", %g..%g", f->min, f->max);
+    } else if (pos < len && (f->flags & TMX_CONFIG_F_MIN)) {
+        pos += (size_t)snprintf(buf + pos, len - pos, ", >= %g", f->min);
+    } else if (pos < len && (f->flags & TMX_CONFIG_F_MAX)) {
+        pos += (size_t)snprintf(buf + pos, len - pos, ", <= %g", f->max);
+    }
+}
+
+/* Range checks shared by the numeric types; doubles hold every bound we use exactly. */
+static int tmx_config_check_range(const tmx_config_field_t *f, double v, unsigned long long u)
+{
+    if ((f->flags & TMX_CONFIG_F_MIN) && v < f->min) {
+        return -1;
+    }
+    if ((f->flags & TMX_CONFIG_F_MAX) && v > f->max) {
+        return -1;
+    }
+    if ((f->flags & TMX_CONFIG_F_POW2) && (u == 0 || (u & (u - 1)) != 0)) {
+        return -1;
+    }
+    if ((f->flags & TMX_CONFIG_F_POS) && !(v > 0)) {
+        return -1;
+    }
+    return 0;
+}
+
+/* Parses str into the member of cfg; -1 if malformed or out of range (cfg untouched). */
+static int tmx_config_parse_field(const tmx_config_field_t *f, const char *str, tmx_config_t *cfg)
+{
+    void              *dst = (char *)cfg + f->offset;
+    char              *end;
+    long               l;
+    unsigned long long u;
+    double             d;
+    size_t             sz;
+    int                b;
+
+    errno = 0;
+    switch (f->type) {
+    case TMX_CONFIG_INT:
+        l = strtol(str, &end, 10);
+        if (str[0] == '\0' || isspace((unsigned char)str[0]) || *end != '\0' || errno != 0 ||
+            l < INT_MIN || l > INT_MAX || tmx_config_check_range(f, (double)l, 0) != 0) {
+            return -1;
+        }
+        *(int *)dst = (int)l;
+        return 0;
+    case TMX_CONFIG_UINT:
+        /* strtoull accepts "-1" and wraps it; only plain digits are an unsigned. */
+        if (!isdigit((unsigned char)str[0])) {
+            return -1;
+        }
+        u = strtoull(str, &end, 10);
+        if (*end != '\0' || errno != 0 || u > UINT_MAX ||
+            tmx_config_check_range(f, (double)u, u) != 0) {
+            return -1;
+        }
+        *(unsigned *)dst = (unsigned)u;
+        return 0;
+    case TMX_CONFIG_SIZE:
+        if (tmx_config_parse_size(str, &sz) != 0 ||
+            tmx_config_check_range(f, (double)sz, sz) != 0) {
+            return -1;
+        }
+        *(size_t *)dst = sz;
+        return 0;
+    case TMX_CONFIG_DOUBLE:
+        d = strtod(str, &end);
+        if (str[0] == '\0' || isspace((unsigned char)str[0]) || *end != '\0' || errno != 0 ||
+            !isfinite(d) || tmx_config_check_range(f, d, 0) != 0) {
+            return -1;
+        }
+        *(double *)dst = d;
+        return 0;
+    case TMX_CONFIG_BOOL:
+        if (tmx_config_parse_bool(str, &b) != 0) {
+            return -1;
+        }
+        *(int *)dst = b;
+        return 0;
+    case TMX_CONFIG_STRING:
+        /* Truncating a path or an address silently would be worse than refusing it. */
+        if (strlen(str) >= f->size) {
+            return -1;
+        }
+        memcpy(dst, str, strlen(str) + 1);
+        return 0;
+    case TMX_CONFIG_ENUM:
+        for (const tmx_config_enum_t *w = f->words; w->word != NULL; w++) {
+            if (strcasecmp(str, w->word) == 0) {
+                *(int *)dst = w->value;
+                return 0;
+            }
+        }
+        return -1;
+    }
+    return -1;
+}
+
+static const tmx_config_field_t *tmx_config_find(const char *name)
+{
+    if (strncmp(name, TMX_CONFIG_PREFIX, strlen(TMX_CONFIG_PREFIX)) == 0) {
+        name += strlen(TMX_CONFIG_PREFIX);
+    }
+    for (size_t i = 0; i < TMX_CONFIG_NUM_FIELDS; i++) {
+        if (strcmp(tmx_config_table[i].name, name) == 0) {
+            return &tmx_config_table[i];
+        }
+    }
+    return NULL;
+}
+
+tmx_status_t tmx_config_set(tmx_config_t *cfg, const char *name, const char *value)
+{
+    const tmx_config_field_t *f;
+    char                      syntax[256];
+    tmx_status_t              status = TMX_ERR_INVALID_PARAM;
+
+    if (cfg == NULL || name == NULL || value == NULL) {
+        goto out;
+    }
+    f = tmx_config_find(name);
+    if (f == NULL) {
+        tmx_config_complain("unknown configuration variable %s%s", TMX_CONFIG_PREFIX, name);
+        goto out;
+    }
+    if (tmx_config_parse_field(f, value, cfg) != 0) {
+        tmx_config_syntax(f, syntax, sizeof(syntax));
+        tmx_config_complain("invalid value '%s' for %s%s: expected %s", value,
+                            TMX_CONFIG_PREFIX, f->name, syntax);
+        goto out;
+    }
+    status = TMX_OK;
+out:
+    return status;
+}
+
+void tmx_config_set_defaults(tmx_config_t *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    for (size_t i = 0; i < TMX_CONFIG_NUM_FIELDS; i++) {
+        /* The defaults pass the same checks as user values (test_util asserts it). */
+        (void)tmx_config_parse_field(&tmx_config_table[i], tmx_config_table[i].dflt, cfg);
+    }
+}
+
+size_t tmx_config_num_vars(void)
+{
+    return TMX_CONFIG_NUM_FIELDS;
+}
+
+const char *tmx_config_var_name(size_t index)
+{
+    return (index < TMX_CONFIG_NUM_FIELDS) ? tmx_config_table[index].name : NULL;
+}
+
+const char *tmx_config_var_default(size_t index)
+{
+    return (index < TMX_CONFIG_NUM_FIELDS) ? tmx_config_table[index].dflt : NULL;
+}
+
+static int tmx_config_is_known(const char *name, size_t len)
+{
+    for (size_t i = 0; i < TMX_CONFIG_NUM_FIELDS; i++) {
+        if (strlen(tmx_config_table[i].name) == len &&
+            strncmp(tmx_config_table[i].name, name, len) == 0) {
+            return 1;
+        }
+    }
+    for (size_t i = 0; tmx_config_ignored[i] != NULL; i++) {
+        if (strlen(tmx_config_ignored[i]) == len &&
+            strncmp(tmx_config_ignored[i], name, len) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+size_t tmx_config_find_unknown(char *buf, size_t len)
+{
+    const size_t plen  = strlen(TMX_CONFIG_PREFIX);
+    size_t       count = 0;
+    size_t       pos   = 0;
+
+    if (buf != NULL && len > 0) {
+        buf[0] = '\0';
+    }
+    for (char **env = environ; env != NULL && *env != NULL; env++) {
+        const char *var = *env;
+        const char *eq  = strchr(var, '=');
+        size_t      nlen;
+
+        if (eq == NULL || strncmp(var, TMX_CONFIG_PREFIX, plen) != 0) {
+            continue;
+        }
+        nlen = (size_t)(eq - var) - plen;
+        if (tmx_config_is_known(var + plen, nlen)) {
+            continue;
+        }
+        count++;
+        if (buf != NULL && pos < len) {
+            int n = snprintf(buf + pos, len - pos, "%s%.*s", (count > 1) ? " " : "",
+                             (int)(nlen + plen), var);
+            pos += (n > 0) ? (size_t)n : 0;
+        }
+    }
+    return count;
+}
+
+/* The typo warning is printed once per process even if the configuration is loaded again. */
+static void tmx_config_warn_unknown(void)
+{
+    static pthread_mutex_t lock   = PTHREAD_MUTEX_INITIALIZER;
+    static int             warned = 0;
+    char                   names[512];
+
+    pthread_mutex_lock(&lock);
+    if (!warned && tmx_config_find_unknown(names, sizeof(names)) > 0) {
+        warned = 1;
+        fprintf(stderr, "[tmx %d config warn] unknown variables in the environment (ignored): "
+                        "%s\n", (int)getpid(), names);
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+tmx_status_t tmx_config_load(tmx_config_t *cfg)
+{
+    tmx_config_t tmp;
+    char         name[64];
+    tmx_status_t status = TMX_ERR_INVALID_PARAM;
+
+    if (cfg == NULL) {
+        goto out;
+    }
+    tmx_config_set_defaults(&tmp);
+    for (size_t i = 0; i < TMX_CONFIG_NUM_FIELDS; i++) {
+        const char *value;
+
+        snprintf(name, sizeof(name), "%s%s", TMX_CONFIG_PREFIX, tmx_config_table[i].name);
+        value = getenv(name);
+        if (value != NULL && tmx_config_set(&tmp, tmx_config_table[i].name, value) != TMX_OK) {
+            goto out;
+        }
+    }
+    tmx_config_warn_unknown();
+    *cfg   = tmp;
+    status = TMX_OK;
+out:
+    return status;
+}
+
+static pthread_once_t tmx_config_once = PTHREAD_ONCE_INIT;
+static tmx_config_t   tmx_config_global;
+static tmx_status_t   tmx_config_global_status = TMX_ERR_INTERNAL;
+
+static void tmx_config_load_global(void)
+{
+    tmx_config_global_status = tmx_config_load(&tmx_config_global);
+}
+
+const tmx_config_t *tmx_config_get(void)
+{
+    pthread_once(&tmx_config_once, tmx_config_load_global);
+    return (tmx_config_global_status == TMX_OK) ? &tmx_config_global : NULL;
+}
+
+/* Formats a member in the syntax the parser accepts, so printed lines can be pasted back. */
+static void tmx_config_format(const tmx_config_field_t *f, const tmx_config_t *cfg, char *buf,
+                              size_t len)
+{
+    const void *src = (const char *)cfg + f->offset;
+    size_t      sz;
+
+    switch (f->type) {
+    case TMX_CONFIG_INT:
+        snprintf(buf, len, "%d", *(const int *)src);
+        break;
+    case TMX_CONFIG_UINT:
+        snprintf(buf, len, "%u", *(const unsigned *)src);
+        break;
+    case TMX_CONFIG_SIZE:
+        sz = *(const size_t *)src;
+        if (sz != 0 && sz % (1u << 30) == 0) {
+            snprintf(buf, len, "%zug", sz >> 30);
+        } else if (sz != 0 && sz % (1u << 20) == 0) {
+            snprintf(buf, len, "%zum", sz >> 20);
+        } else if (sz != 0 && sz % (1u << 10) == 0) {
+            snprintf(buf, len, "%zuk", sz >> 10);
+        } else {
+            snprintf(buf, len, "%zu", sz);
+        }
+        break;
+    case TMX_CONFIG_DOUBLE:
+        snprintf(buf, len, "%g", *(const double *)src);
+        break;
+    case TMX_CONFIG_BOOL:
+        snprintf(buf, len, "%s", *(const int *)src ? "yes" : "no");
+        break;
+    case TMX_CONFIG_STRING:
+        snprintf(buf, len, "%.*s", (int)f->size, (const char *)src);
+        break;
+    case TMX_CONFIG_ENUM:
+        snprintf(buf, len, "<%d>", *(const int *)src);
+        for (const tmx_config_enum_t *w = f->words; w->word != NULL; w++) {
+            if (w->value == *(const int *)src) {
+                snprintf(buf, len, "%s", w->word);
+                break;
+            }
+        }
+        break;
+    }
+}
+
+void tmx_config_print_table(FILE *stream, const tmx_config_t *cfg, unsigned flags)
+{
+    tmx_config_t defaults;
+    char         value[512];
+    char         syntax[256];
+
+    if (stream == NULL) {
+        return;
+    }
+    if (cfg == NULL) {
+        /* Still worth printing: the user needs the table to fix the value that failed. */
+        fprintf(stream, "# the environment holds an invalid TMX_* value; showing defaults\n");
+        tmx_config_set_defaults(&defaults);
+        cfg = &defaults;
+    }
+    for (size_t i = 0; i < TMX_CONFIG_NUM_FIELDS; i++) {
+        const tmx_config_field_t *f = &tmx_config_table[i];
+
+        tmx_config_format(f, cfg, value, sizeof(value));
+        if (flags & TMX_CONFIG_PRINT_DOC) {
+            tmx_config_syntax(f, syntax, sizeof(syntax));
+            fprintf(stream, "#\n# %s\n#\n# syntax:  %s\n# default: %s\n#\n", f->doc, syntax,
+                    (f->dflt[0] != '\0') ? f->dflt : "(empty)");
+        }
+        fprintf(stream, "%s%s=%s\n", TMX_CONFIG_PREFIX, f->name, value);
+        if ((flags & TMX_CONFIG_PRINT_DOC) && i + 1 < TMX_CONFIG_NUM_FIELDS) {
+            fprintf(stream, "\n");
+        }
+    }
+}

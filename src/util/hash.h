@@ -14,9 +14,13 @@ typedef struct tmx_hash {
     size_t    used;     /* count + tombstones */
 } tmx_hash_t;
 
+/* Marks a deleted slot; a value that can never be a caller's pointer. */
+extern char tmx_hash_tombstone_obj;
+#define TMX_HASH_TOMBSTONE ((void *)&tmx_hash_tombstone_obj)
+
 tmx_status_t tmx_hash_init(tmx_hash_t *h, size_t initial_cap);
 void tmx_hash_cleanup(tmx_hash_t *h);
-/* TMX_ERR_BUSY if the key is present. */
+/* TMX_ERR_BUSY if the key is present; TMX_ERR_INVALID_PARAM for a NULL value. */
 tmx_status_t tmx_hash_put(tmx_hash_t *h, uint64_t key, void *val);
 void *tmx_hash_get(const tmx_hash_t *h, uint64_t key);
 /* Returns the removed value or NULL. */

@@ -1,0 +1,65 @@
+/* The one configuration table: every TMX_* variable, its type, default and doc line.
+ * No getenv() outside config.c. */
+#ifndef TMX_UTIL_CONFIG_H
+#define TMX_UTIL_CONFIG_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <tmx/tmx.h>
+
+typedef struct tmx_config {
+    /* logging */
+    int      log_level;        /* TMX_LOG_LEVEL: error|warn|info|debug|trace (tmx_log_level_t) */
+    char     log_file[256];    /* TMX_LOG_FILE: "" = stderr; %p expands to the pid */
+    /* devices */
+    char     providers[128];   /* TMX_PROVIDERS: comma list, "" = all built */
+    /* protocols */
+    size_t   eager_max;        /* TMX_EAGER_MAX: largest eager message (bytes) */
+    size_t   unexp_budget;     /* TMX_UNEXP_BUDGET: unexpected eager bytes buffered per worker */
+    unsigned eager_credits;    /* TMX_EAGER_CREDITS: eager messages in flight per endpoint */
+    unsigned tag_hash_bits;    /* TMX_TAG_HASH_BITS: log2 of matching hash bins */
+    double   peer_timeout;     /* TMX_PEER_TIMEOUT: seconds of silence before a peer is dead */
+    /* soft device */
+    size_t   soft_ring_size;   /* TMX_SOFT_RING_SIZE: bytes of each QP's receive ring */
+    unsigned soft_max_qps;     /* TMX_SOFT_MAX_QPS */
+    unsigned soft_max_mrs;     /* TMX_SOFT_MAX_MRS */
+    int      soft_cma;         /* TMX_SOFT_CMA: -1 auto, 0 no, 1 yes */
+    /* job bootstrap (set by tmxrun) */
+    int      rank;             /* TMX_RANK: -1 unset */
+    int      size;             /* TMX_SIZE: -1 unset */
+    char     boot_addr[128];   /* TMX_BOOT_ADDR */
+    double   boot_timeout;     /* TMX_BOOT_TIMEOUT: seconds */
+} tmx_config_t;
+
+/* Defaults, then TMX_* from the environment. A malformed value fails with
+ * TMX_ERR_INVALID_PARAM and an error message naming the variable. */
+tmx_status_t tmx_config_load(tmx_config_t *cfg);
+
+/* The configuration loaded once per process (thread-safe); NULL if it failed to parse. */
+const tmx_config_t *tmx_config_get(void);
+
+/* Prints every variable: name, current value, default, and with TMX_CONFIG_PRINT_DOC the doc. */
+void tmx_config_print_table(FILE *stream, const tmx_config_t *cfg, unsigned flags);
+
+/* Parses "8k", "64M", "1g", "4096" into bytes; -1 on error. */
+int tmx_config_parse_size(const char *str, size_t *out);
+
+/* Fills cfg with the defaults of the table (never fails). */
+void tmx_config_set_defaults(tmx_config_t *cfg);
+
+/* Sets one variable (name with or without the TMX_ prefix) from its string form, with the
+ * checks of tmx_config_load; TMX_ERR_INVALID_PARAM (and a message on stderr) if unknown or
+ * invalid, cfg unchanged then. */
+tmx_status_t tmx_config_set(tmx_config_t *cfg, const char *name, const char *value);
+
+/* The table, for tests and tools: number of variables, name (without TMX_) and default of
+ * each; NULL past the end. */
+size_t tmx_config_num_vars(void);
+const char *tmx_config_var_name(size_t index);
+const char *tmx_config_var_default(size_t index);
+
+/* Counts TMX_* variables in the environment that are not in the table (nor TMX_BUILDDIR,
+ * TMX_SRCDIR, TMX_LOCAL_RANK) and writes their names, space-separated, into buf. */
+size_t tmx_config_find_unknown(char *buf, size_t len);
+
+#endif

@@ -1,0 +1,1430 @@
+/*
+ * tmxrun: starts N processes of a program on this host as the ranks of one tmx job, serves
+ * their bootstrap (src/boot/boot_wire.h) while they run, forwards their output and returns the
+ * first failure.
+ *
+ *   tmxrun -n N [--timeout SEC] [--bind core|none] [--tag-output] [--] prog [args...]
+ *
+ * One thread, one poll() loop over: a self-pipe that the signal handlers write to, the
+ * bootstrap listener, the ranks' bootstrap connections and (with --tag-output) their stdout
+ * and stderr pipes. Every socket is non-blocking, so a rank that sends garbage, stalls or
+ * disappears can fail the job but never block the launcher.
+ */
+#define _GNU_SOURCE
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "boot/boot_wire.h"
+
+#define TMXRUN_EXIT_USAGE   2
+#define TMXRUN_EXIT_FAILED  1 /* the launcher or the bootstrap failed, not a rank */
+#define TMXRUN_EXIT_TIMEOUT 124
+#define TMXRUN_KILL_GRACE   2.0  /* seconds from SIGTERM to SIGKILL */
+#define TMXRUN_HELLO_TIME   10.0 /* seconds a new connection has to say hello */
+#define TMXRUN_LEFT_GRACE   2.0  /* seconds a rank that closed the bootstrap may take to exit */
+#define TMXRUN_MAX_STRAYS   16   /* connections without hello at once beyond the ranks */
+#define TMXRUN_LINE_MAX     16384
+
+enum { TMXRUN_BIND_AUTO = -1, TMXRUN_BIND_NONE = 0, TMXRUN_BIND_CORE = 1 };
+
+typedef struct tmxrun_opts {
+    int    np;
+    double timeout; /* 0: none */
+    int    bind;
+    int    tag_output;
+    char **argv; /* the program and its arguments */
+    char   path[PATH_MAX];
+} tmxrun_opts_t;
+
+/* A gathered result; shared by the connections still sending it. */
+typedef struct tmxrun_buf {
+    unsigned refcnt;
+    size_t   len;
+    char     data[];
+} tmxrun_buf_t;
+
+/* One forwarded output stream of a rank (--tag-output). */
+typedef struct tmxrun_out {
+    int    fd; /* -1 when closed */
+    int    dest;
+    size_t used;
+    char  *line;
+} tmxrun_out_t;
+
+typedef struct tmxrun_rank {
+    pid_t        pid;
+    int          alive;     /* not reaped yet */
+    int          joined;    /* said a valid hello */
+    int          left;      /* the bootstrap connection closed */
+    int          bye;       /* ... after a BYE */
+    double       left_time; /* when it closed */
+    int          in_round;  /* contributed to the allgather in progress */
+    int          conn;      /* index into conns or -1 */
+    tmxrun_out_t out[2];
+} tmxrun_rank_t;
+
+typedef struct tmxrun_conn {
+    int            fd; /* -1: free slot */
+    int            rank; /* -1 before hello */
+    double         hello_deadline;
+    /* input: a header, then its payload */
+    tmx_boot_hdr_t hdr;
+    size_t         hdr_got;
+    int            in_payload;
+    char          *pay_dst;
+    size_t         pay_len;
+    size_t         pay_got;
+    tmx_boot_hello_t hello;
+    /* output: one message at a time; input is not read while it is pending */
+    tmx_boot_hdr_t ohdr;
+    size_t         ohdr_sent;
+    int            out_pending;
+    tmxrun_buf_t  *obuf;
+    size_t         obuf_sent;
+} tmxrun_conn_t;
+
+typedef struct tmxrun {
+    tmxrun_opts_t  opts;
+    tmxrun_rank_t *ranks;
+    int            nalive;
+    pid_t          pgid;
+    tmxrun_conn_t *conns;
+    int            nconns_max;
+    int            listen_fd;
+    uint64_t       cookie;
+    int            cpus[CPU_SETSIZE];
+    int            ncpus;
+    /* the allgather in progress */
+    tmxrun_buf_t  *round;
+    uint32_t       round_len;
+    int            round_count;
+    unsigned       round_no;
+    /* ending */
+    int            exit_code; /* first failure, -1 none */
+    int            killing;   /* SIGTERM sent to the ranks */
+    double         kill_deadline;
+    int            sigkilled;
+    double         deadline; /* --timeout, 0 none */
+    int            timed_out;
+    int            user_sig;
+} tmxrun_t;
+
+static int tmxrun_sigpipe[2] = {-1, -1};
+
+static double tmxrun_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void tmxrun_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void tmxrun_msg(const char *fmt, ...)
+{
+    char    buf[1024] = "tmxrun: ";
+    size_t  pre       = strlen(buf);
+    va_list ap;
+    int     n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(buf + pre, sizeof(buf) - pre - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        return;
+    }
+    if ((size_t)n > sizeof(buf) - pre - 2) {
+        n = (int)(sizeof(buf) - pre - 2);
+    }
+    buf[pre + (size_t)n] = '\n';
+    /* one write, so that the message is not torn by the ranks' output */
+    if (write(STDERR_FILENO, buf, pre + (size_t)n + 1) < 0) {
+        return;
+    }
+}
+
+static void tmxrun_usage(FILE *stream)
+{
+    fprintf(stream,
+            "usage: tmxrun -n N [--timeout SEC] [--bind core|none] [--tag-output] [--] prog "
+            "[args...]\n"
+            "  -n N             start N ranks (1..%d) of prog on this host\n"
+            "  --timeout SEC    kill the job after SEC seconds and exit 124\n"
+            "  --bind core|none pin rank r to the r-th allowed CPU (default: core when N <= "
+            "CPUs)\n"
+            "  --tag-output     prefix every output line with [rank]\n"
+            "  -h, --help       this text\n",
+            TMX_BOOT_MAX_SIZE);
+}
+
+/* ------------------------------------------------------------------ arguments */
+
+static int tmxrun_parse_np(const char *s, int *np_p)
+{
+    char *end;
+    long  v;
+
+    if (s == NULL || !isdigit((unsigned char)s[0])) {
+        tmxrun_msg("-n needs a number of ranks, got '%s'", s != NULL ? s : "");
+        return -1;
+    }
+    errno = 0;
+    v     = strtol(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < 1 || v > TMX_BOOT_MAX_SIZE) {
+        tmxrun_msg("-n %s: the number of ranks must be 1..%d", s, TMX_BOOT_MAX_SIZE);
+        return -1;
+    }
+    *np_p = (int)v;
+    return 0;
+}
+
+static int tmxrun_parse_timeout(const char *s, double *t_p)
+{
+    char  *end;
+    double v;
+
+    if (s == NULL || !(isdigit((unsigned char)s[0]) || s[0] == '.')) {
+        tmxrun_msg("--timeout needs a number of seconds, got '%s'", s != NULL ? s : "");
+        return -1;
+    }
+    errno = 0;
+    v     = strtod(s, &end);
+    if (errno != 0 || *end != '\0' || !isfinite(v) || v <= 0 || v > 1e8) {
+        tmxrun_msg("--timeout %s: seconds must be a positive number", s);
+        return -1;
+    }
+    *t_p = v;
+    return 0;
+}
+
+/* Finds prog the way execvp would and checks that it can be executed, so that a typo is a
+ * clear usage error before any rank starts. */
+static int tmxrun_resolve(const char *prog, char *out, size_t outlen)
+{
+    struct stat st;
+    const char *path;
+    const char *p;
+
+    if (prog[0] == '\0') {
+        tmxrun_msg("empty program name");
+        return -1;
+    }
+    if (strchr(prog, '/') != NULL) {
+        if (stat(prog, &st) != 0) {
+            tmxrun_msg("cannot execute '%s': %s", prog, strerror(errno));
+            return -1;
+        }
+        if (!S_ISREG(st.st_mode) || access(prog, X_OK) != 0) {
+            tmxrun_msg("cannot execute '%s': not an executable file", prog);
+            return -1;
+        }
+        if (strlen(prog) >= outlen) {
+            tmxrun_msg("program path too long");
+            return -1;
+        }
+        strcpy(out, prog);
+        return 0;
+    }
+    path = getenv("PATH");
+    if (path == NULL) {
+        path = "/usr/local/bin:/usr/bin:/bin";
+    }
+    for (p = path;; ) {
+        const char *end = strchr(p, ':');
+        size_t      dlen = (end != NULL) ? (size_t)(end - p) : strlen(p);
+        int         n;
+
+        /* an empty PATH entry means the current directory */
+        n = snprintf(out, outlen, "%.*s%s%s", (int)dlen, p, dlen > 0 ? "/" : "", prog);
+        if (n > 0 && (size_t)n < outlen && stat(out, &st) == 0 && S_ISREG(st.st_mode) &&
+            access(out, X_OK) == 0) {
+            return 0;
+        }
+        if (end == NULL) {
+            break;
+        }
+        p = end + 1;
+    }
+    tmxrun_msg("cannot execute '%s': not found in PATH or not executable", prog);
+    return -1;
+}
+
+/* 0 ok, 1 help printed, -1 usage error */
+static int tmxrun_parse_args(int argc, char **argv, tmxrun_opts_t *opts)
+{
+    int i;
+
+    memset(opts, 0, sizeof(*opts));
+    opts->bind = TMXRUN_BIND_AUTO;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val;
+
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            tmxrun_usage(stdout);
+            return 1;
+        } else if (strcmp(a, "-n") == 0 || strcmp(a, "--np") == 0) {
+            if (i + 1 >= argc) {
+                tmxrun_msg("%s needs a number of ranks", a);
+                return -1;
+            }
+            if (tmxrun_parse_np(argv[++i], &opts->np) != 0) {
+                return -1;
+            }
+        } else if (strncmp(a, "-n", 2) == 0 && isdigit((unsigned char)a[2])) {
+            if (tmxrun_parse_np(a + 2, &opts->np) != 0) {
+                return -1;
+            }
+        } else if (strcmp(a, "--timeout") == 0 || strncmp(a, "--timeout=", 10) == 0) {
+            val = (a[9] == '=') ? a + 10 : ((i + 1 < argc) ? argv[++i] : NULL);
+            if (tmxrun_parse_timeout(val, &opts->timeout) != 0) {
+                return -1;
+            }
+        } else if (strcmp(a, "--bind") == 0 || strncmp(a, "--bind=", 7) == 0) {
+            val = (a[6] == '=') ? a + 7 : ((i + 1 < argc) ? argv[++i] : NULL);
+            if (val != NULL && strcmp(val, "core") == 0) {
+                opts->bind = TMXRUN_BIND_CORE;
+            } else if (val != NULL && strcmp(val, "none") == 0) {
+                opts->bind = TMXRUN_BIND_NONE;
+            } else {
+                tmxrun_msg("--bind takes 'core' or 'none', got '%s'", val != NULL ? val : "");
+                return -1;
+            }
+        } else if (strcmp(a, "--tag-output") == 0) {
+            opts->tag_output = 1;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            tmxrun_msg("unknown option '%s' (try --help)", a);
+            return -1;
+        } else {
+            break; /* the program: everything after it is its own */
+        }
+    }
+    if (opts->np == 0) {
+        tmxrun_msg("missing -n N (the number of ranks)");
+        return -1;
+    }
+    if (i >= argc) {
+        tmxrun_msg("missing the program to run");
+        return -1;
+    }
+    opts->argv = &argv[i];
+    return tmxrun_resolve(argv[i], opts->path, sizeof(opts->path));
+}
+
+/* ------------------------------------------------------------------ signals and killing */
+
+static void tmxrun_on_signal(int sig)
+{
+    int           saved = errno;
+    unsigned char b     = (unsigned char)sig;
+
+    /* a full pipe drops the byte; the loop then still wakes for the ones already queued */
+    if (write(tmxrun_sigpipe[1], &b, 1) < 0) {
+        (void)0;
+    }
+    errno = saved;
+}
+
+static int tmxrun_signals_setup(void)
+{
+    static const int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+    struct sigaction sa;
+
+    if (pipe2(tmxrun_sigpipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+        tmxrun_msg("pipe: %s", strerror(errno));
+        return -1;
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = tmxrun_on_signal;
+    sa.sa_flags   = SA_RESTART | SA_NOCLDSTOP;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+        sigaction(sigs[i], &sa, NULL);
+    }
+    /* a rank that closes its socket or an output reader that goes away must not kill us */
+    signal(SIGPIPE, SIG_IGN);
+    return 0;
+}
+
+static void tmxrun_signal_ranks(tmxrun_t *run, int sig)
+{
+    int any = 0;
+
+    for (int r = 0; r < run->opts.np; r++) {
+        if (run->ranks[r].alive) {
+            kill(run->ranks[r].pid, sig);
+            any = 1;
+        }
+    }
+    /* The group also holds what the ranks started (a shell's children). Only while a rank is
+     * unreaped: then the group id cannot have been reused by another process. */
+    if (any && run->pgid > 0) {
+        kill(-run->pgid, sig);
+    }
+}
+
+static void tmxrun_kill_all(tmxrun_t *run)
+{
+    if (!run->killing) {
+        run->killing       = 1;
+        run->kill_deadline = tmxrun_now() + TMXRUN_KILL_GRACE;
+        tmxrun_signal_ranks(run, SIGTERM);
+    }
+}
+
+static void tmxrun_conn_close(tmxrun_t *run, int c);
+
+/* The job fails for a reason of the bootstrap (not a rank's exit): say why, tell the ranks
+ * that are connected (their tmx_job call returns an error instead of waiting for the kill)
+ * and kill them. */
+static void tmxrun_fail(tmxrun_t *run, int blamed, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void tmxrun_fail(tmxrun_t *run, int blamed, const char *fmt, ...)
+{
+    char    buf[512];
+    va_list ap;
+
+    if (run->killing) {
+        return; /* the first failure is the one reported */
+    }
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    tmxrun_msg("bootstrap: %s; killing the job", buf);
+    if (run->exit_code < 0) {
+        run->exit_code = TMXRUN_EXIT_FAILED;
+    }
+    for (int c = 0; c < run->nconns_max; c++) {
+        if (run->conns[c].fd >= 0 && run->conns[c].rank >= 0) {
+            tmx_boot_hdr_t hdr;
+            tmx_boot_hdr_pack(&hdr, TMX_BOOT_OP_ABORT, (uint32_t)blamed, 0);
+            /* best effort: if the socket is full the rank learns it from the close */
+            if (run->conns[c].ohdr_sent == 0 && run->conns[c].obuf_sent == 0 &&
+                send(run->conns[c].fd, &hdr, sizeof(hdr), MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+                (void)0;
+            }
+        }
+        if (run->conns[c].fd >= 0) {
+            tmxrun_conn_close(run, c);
+        }
+    }
+    if (run->listen_fd >= 0) {
+        close(run->listen_fd);
+        run->listen_fd = -1;
+    }
+    tmxrun_kill_all(run);
+}
+
+/* ------------------------------------------------------------------ starting the ranks */
+
+static int tmxrun_cpus_init(tmxrun_t *run)
+{
+    cpu_set_t set;
+
+    run->ncpus = 0;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+        /* the CPUs we may use (taskset, cgroups), not all that exist */
+        for (int c = 0; c < CPU_SETSIZE; c++) {
+            if (CPU_ISSET(c, &set)) {
+                run->cpus[run->ncpus++] = c;
+            }
+        }
+    }
+    if (run->ncpus == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        for (int c = 0; c < n && c < CPU_SETSIZE; c++) {
+            run->cpus[run->ncpus++] = c;
+        }
+    }
+    if (run->opts.bind == TMXRUN_BIND_AUTO) {
+        run->opts.bind = (run->ncpus > 0 && run->opts.np <= run->ncpus) ? TMXRUN_BIND_CORE
+                                                                        : TMXRUN_BIND_NONE;
+    }
+    return 0;
+}
+
+static int tmxrun_listen(tmxrun_t *run)
+{
+    struct sockaddr_in sin;
+    socklen_t          slen = sizeof(sin);
+    uint64_t           cookie;
+
+    if (getrandom(&cookie, sizeof(cookie), 0) != (ssize_t)sizeof(cookie)) {
+        tmxrun_msg("getrandom: %s", strerror(errno));
+        return -1;
+    }
+    run->cookie    = cookie;
+    run->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (run->listen_fd < 0) {
+        tmxrun_msg("bootstrap socket: %s", strerror(errno));
+        return -1;
+    }
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family      = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sin.sin_port        = 0;
+    if (bind(run->listen_fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
+        listen(run->listen_fd, SOMAXCONN) != 0 ||
+        getsockname(run->listen_fd, (struct sockaddr *)&sin, &slen) != 0) {
+        tmxrun_msg("bootstrap listener on 127.0.0.1: %s", strerror(errno));
+        return -1;
+    }
+    return ntohs(sin.sin_port);
+}
+
+static void tmxrun_setenv_int(const char *name, int v)
+{
+    char buf[16];
+
+    snprintf(buf, sizeof(buf), "%d", v);
+    setenv(name, buf, 1);
+}
+
+/* In the child, between fork and exec. Only the rank's own setup; any failure is reported and
+ * ends the child with 127 like a shell does for a program it cannot run. */
+static void tmxrun_child(tmxrun_t *run, int rank, const char *addr, int outfd[2], pid_t parent)
+{
+    struct sigaction sa;
+    sigset_t         empty;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    for (int s = 1; s < NSIG; s++) {
+        sigaction(s, &sa, NULL);
+    }
+    sigemptyset(&empty);
+    sigprocmask(SIG_SETMASK, &empty, NULL);
+    /* the ranks form one process group, so that killing it reaches what they started */
+    setpgid(0, run->pgid);
+    /* a launcher killed with SIGKILL cannot clean up: the kernel kills the ranks for it */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) {
+        _exit(127);
+    }
+    if (run->opts.tag_output) {
+        if (dup2(outfd[0], STDOUT_FILENO) < 0 || dup2(outfd[1], STDERR_FILENO) < 0) {
+            _exit(127);
+        }
+    }
+    /* Only rank 0 may read our stdin, and only when it is not a terminal: the ranks run in
+     * their own process group, where a terminal read would stop them (SIGTTIN). */
+    if (rank != 0 || isatty(STDIN_FILENO)) {
+        int fd = open("/dev/null", O_RDONLY);
+        if (fd >= 0) {
+            dup2(fd, STDIN_FILENO);
+            close(fd);
+        }
+    }
+    tmxrun_setenv_int("TMX_RANK", rank);
+    tmxrun_setenv_int("TMX_SIZE", run->opts.np);
+    tmxrun_setenv_int("TMX_LOCAL_RANK", rank);
+    setenv("TMX_BOOT_ADDR", addr, 1);
+    if (run->opts.bind == TMXRUN_BIND_CORE && run->ncpus > 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(run->cpus[rank % run->ncpus], &set);
+        if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+            fprintf(stderr, "tmxrun: rank %d: binding to cpu %d failed: %s\n", rank,
+                    run->cpus[rank % run->ncpus], strerror(errno));
+        }
+    }
+    execv(run->opts.path, run->opts.argv);
+    fprintf(stderr, "tmxrun: rank %d: cannot execute '%s': %s\n", rank, run->opts.path,
+            strerror(errno));
+    _exit(127);
+}
+
+static int tmxrun_spawn(tmxrun_t *run, const char *addr)
+{
+    pid_t parent = getpid();
+
+    for (int r = 0; r < run->opts.np; r++) {
+        tmxrun_rank_t *rk       = &run->ranks[r];
+        int            pout[2]  = {-1, -1};
+        int            perr[2]  = {-1, -1};
+        int            child[2] = {-1, -1};
+        pid_t          pid;
+
+        if (run->opts.tag_output) {
+            if (pipe2(pout, O_CLOEXEC) != 0 || pipe2(perr, O_CLOEXEC) != 0) {
+                tmxrun_msg("pipe for rank %d: %s", r, strerror(errno));
+                goto err_pipes;
+            }
+            child[0] = pout[1];
+            child[1] = perr[1];
+        }
+        pid = fork();
+        if (pid < 0) {
+            tmxrun_msg("fork for rank %d: %s", r, strerror(errno));
+            goto err_pipes;
+        }
+        if (pid == 0) {
+            tmxrun_child(run, r, addr, child, parent);
+        }
+        /* also in the parent: whichever runs first, the child is in the group before we
+         * might signal the group */
+        if (run->pgid == 0) {
+            run->pgid = pid;
+        }
+        setpgid(pid, run->pgid);
+        rk->pid   = pid;
+        rk->alive = 1;
+        run->nalive++;
+        if (run->opts.tag_output) {
+            close(pout[1]);
+            close(perr[1]);
+            fcntl(pout[0], F_SETFL, O_NONBLOCK);
+            fcntl(perr[0], F_SETFL, O_NONBLOCK);
+            rk->out[0].fd = pout[0];
+            rk->out[1].fd = perr[0];
+        }
+        continue;
+err_pipes:
+        for (int k = 0; k < 2; k++) {
+            if (pout[k] >= 0) {
+                close(pout[k]);
+            }
+            if (perr[k] >= 0) {
+                close(perr[k]);
+            }
+        }
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ reaping */
+
+static void tmxrun_reap(tmxrun_t *run)
+{
+    int   st;
+    pid_t pid;
+
+    while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+        int r;
+        int code;
+
+        for (r = 0; r < run->opts.np; r++) {
+            if (run->ranks[r].pid == pid && run->ranks[r].alive) {
+                break;
+            }
+        }
+        if (r == run->opts.np) {
+            continue;
+        }
+        run->ranks[r].alive = 0;
+        run->nalive--;
+        code = WIFEXITED(st) ? WEXITSTATUS(st) : (WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1);
+        if (code == 0) {
+            continue;
+        }
+        if (!run->killing) {
+            if (WIFSIGNALED(st)) {
+                tmxrun_msg("rank %d (pid %d) was killed by signal %d (%s)%s", r, (int)pid,
+                           WTERMSIG(st), strsignal(WTERMSIG(st)),
+                           run->nalive > 0 ? "; killing the other ranks" : "");
+            } else {
+                tmxrun_msg("rank %d (pid %d) exited with status %d%s", r, (int)pid, code,
+                           run->nalive > 0 ? "; killing the other ranks" : "");
+            }
+        }
+        if (run->exit_code < 0) {
+            run->exit_code = code;
+        }
+        tmxrun_kill_all(run);
+    }
+}
+
+/* ------------------------------------------------------------------ forwarded output */
+
+static void tmxrun_write_all(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return; /* our reader went away: the output is lost, the job goes on */
+        }
+        buf += n;
+        len -= (size_t)n;
+    }
+}
+
+static void tmxrun_emit_line(int rank, int dest, const char *line, size_t len)
+{
+    char   buf[TMXRUN_LINE_MAX + 32];
+    int    n = snprintf(buf, sizeof(buf), "[%d] ", rank);
+
+    if (len > TMXRUN_LINE_MAX) {
+        len = TMXRUN_LINE_MAX;
+    }
+    memcpy(buf + n, line, len);
+    buf[(size_t)n + len] = '\n';
+    tmxrun_write_all(dest, buf, (size_t)n + len + 1);
+}
+
+/* Reads what the pipe has; returns 0 while it stays open. */
+static int tmxrun_out_read(tmxrun_out_t *o, int rank)
+{
+    char    buf[8192];
+    ssize_t n;
+
+    for (;;) {
+        n = read(o->fd, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            return 0;
+        }
+        if (n <= 0) {
+            break;
+        }
+        for (ssize_t i = 0; i < n; i++) {
+            if (buf[i] == '\n') {
+                tmxrun_emit_line(rank, o->dest, o->line, o->used);
+                o->used = 0;
+            } else {
+                if (o->used == TMXRUN_LINE_MAX) {
+                    /* a line longer than the buffer goes out in pieces, each tagged */
+                    tmxrun_emit_line(rank, o->dest, o->line, o->used);
+                    o->used = 0;
+                }
+                o->line[o->used++] = buf[i];
+            }
+        }
+    }
+    if (o->used > 0) {
+        tmxrun_emit_line(rank, o->dest, o->line, o->used);
+        o->used = 0;
+    }
+    close(o->fd);
+    o->fd = -1;
+    return -1;
+}
+
+/* ------------------------------------------------------------------ bootstrap connections */
+
+static void tmxrun_buf_put(tmxrun_buf_t *b)
+{
+    if (b != NULL && --b->refcnt == 0) {
+        free(b);
+    }
+}
+
+static void tmxrun_conn_close(tmxrun_t *run, int c)
+{
+    tmxrun_conn_t *cn = &run->conns[c];
+
+    if (cn->rank >= 0) {
+        tmxrun_rank_t *rk = &run->ranks[cn->rank];
+        rk->conn          = -1;
+        rk->left          = 1;
+        rk->left_time     = tmxrun_now();
+    }
+    close(cn->fd);
+    tmxrun_buf_put(cn->obuf);
+    memset(cn, 0, sizeof(*cn));
+    cn->fd   = -1;
+    cn->rank = -1;
+}
+
+static void tmxrun_conn_send(tmxrun_conn_t *cn, tmx_boot_op_t op, uint32_t arg, tmxrun_buf_t *b)
+{
+    tmx_boot_hdr_pack(&cn->ohdr, op, arg, (b != NULL) ? (uint32_t)b->len : 0);
+    cn->ohdr_sent   = 0;
+    cn->obuf        = b;
+    cn->obuf_sent   = 0;
+    cn->out_pending = 1;
+    if (b != NULL) {
+        b->refcnt++;
+    }
+}
+
+static void tmxrun_accept(tmxrun_t *run)
+{
+    for (;;) {
+        int fd = accept4(run->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int free_slot = -1;
+        int strays    = 0;
+
+        if (fd < 0) {
+            return; /* EAGAIN, or a connection that went away before we took it */
+        }
+        for (int c = 0; c < run->nconns_max; c++) {
+            if (run->conns[c].fd < 0) {
+                if (free_slot < 0) {
+                    free_slot = c;
+                }
+            } else if (run->conns[c].rank < 0) {
+                strays++;
+            }
+        }
+        if (free_slot < 0 || strays >= TMXRUN_MAX_STRAYS) {
+            /* more connections than ranks can be: somebody else's, not a reason to fail */
+            close(fd);
+            continue;
+        }
+        memset(&run->conns[free_slot], 0, sizeof(run->conns[free_slot]));
+        run->conns[free_slot].fd             = fd;
+        run->conns[free_slot].rank           = -1;
+        run->conns[free_slot].hello_deadline = tmxrun_now() + TMXRUN_HELLO_TIME;
+    }
+}
+
+/* Is rank r known to be unable to join the allgather in progress? */
+static int tmxrun_rank_absent(tmxrun_t *run, int r, double now)
+{
+    tmxrun_rank_t *rk = &run->ranks[r];
+
+    if (rk->in_round) {
+        return 0;
+    }
+    if (rk->bye) {
+        return 1;
+    }
+    if (rk->conn >= 0) {
+        return 0;
+    }
+    /* closed without BYE: give the process time to be reaped, so that a rank that crashed is
+     * reported with its exit status rather than as a bootstrap failure */
+    if (rk->left) {
+        return !rk->alive || now - rk->left_time > TMXRUN_LEFT_GRACE;
+    }
+    return !rk->alive; /* never connected: only once it has exited */
+}
+
+static void tmxrun_round_check(tmxrun_t *run)
+{
+    double now = tmxrun_now();
+
+    if (run->round_count == 0 || run->killing) {
+        return;
+    }
+    for (int r = 0; r < run->opts.np; r++) {
+        if (tmxrun_rank_absent(run, r, now)) {
+            tmxrun_fail(run, r,
+                        "rank %d %s without joining allgather #%u that %d rank(s) wait in", r,
+                        run->ranks[r].alive ? "left the bootstrap" : "exited", run->round_no,
+                        run->round_count);
+            return;
+        }
+    }
+}
+
+static void tmxrun_round_complete(tmxrun_t *run)
+{
+    tmxrun_buf_t *b = run->round;
+
+    for (int r = 0; r < run->opts.np; r++) {
+        tmxrun_rank_t *rk = &run->ranks[r];
+        if (rk->conn >= 0) {
+            tmxrun_conn_send(&run->conns[rk->conn], TMX_BOOT_OP_RESULT, run->round_len, b);
+        }
+        rk->in_round = 0;
+    }
+    tmxrun_buf_put(b); /* the round's own reference */
+    run->round       = NULL;
+    run->round_count = 0;
+    run->round_len   = 0;
+    run->round_no++;
+}
+
+/* A header has arrived on connection c; prepares the payload read. 0 ok, -1 the connection
+ * was closed or the job failed. */
+static int tmxrun_conn_header(tmxrun_t *run, int c)
+{
+    tmxrun_conn_t  *cn  = &run->conns[c];
+    tmx_boot_hdr_t *hdr = &cn->hdr;
+    int             bad = tmx_boot_hdr_unpack(hdr);
+    int             r   = cn->rank;
+
+    if (r < 0) {
+        if (bad || hdr->op != TMX_BOOT_OP_HELLO || hdr->len != sizeof(tmx_boot_hello_t)) {
+            tmxrun_msg("bootstrap: dropped a connection that is not a rank of this job "
+                       "(no valid hello)");
+            tmxrun_conn_close(run, c);
+            return -1;
+        }
+        cn->pay_dst = (char *)&cn->hello;
+        cn->pay_len = sizeof(cn->hello);
+        goto out;
+    }
+    if (bad) {
+        tmxrun_fail(run, r, "rank %d sent a message with a bad magic or version", r);
+        return -1;
+    }
+    switch (hdr->op) {
+    case TMX_BOOT_OP_ALLGATHER:
+        if (run->ranks[r].in_round) {
+            tmxrun_fail(run, r, "rank %d sent a second contribution to allgather #%u", r,
+                        run->round_no);
+            return -1;
+        }
+        if (hdr->len > TMX_BOOT_MAX_LEN) {
+            tmxrun_fail(run, r, "rank %d sent %u bytes to allgather #%u, more than the cap "
+                        "of %u", r, hdr->len, run->round_no, TMX_BOOT_MAX_LEN);
+            return -1;
+        }
+        if (run->round == NULL) {
+            size_t total = (size_t)hdr->len * (size_t)run->opts.np;
+            if (total > TMX_BOOT_MAX_TOTAL) {
+                tmxrun_fail(run, r, "allgather #%u of %u bytes from %d ranks exceeds the cap "
+                            "of %u bytes in all", run->round_no, hdr->len, run->opts.np,
+                            TMX_BOOT_MAX_TOTAL);
+                return -1;
+            }
+            run->round = malloc(sizeof(*run->round) + total);
+            if (run->round == NULL) {
+                tmxrun_fail(run, r, "out of memory for allgather #%u", run->round_no);
+                return -1;
+            }
+            run->round->refcnt = 1;
+            run->round->len    = total;
+            run->round_len     = hdr->len;
+        } else if (hdr->len != run->round_len) {
+            tmxrun_fail(run, r, "rank %d sent %u bytes to allgather #%u, other ranks %u", r,
+                        hdr->len, run->round_no, run->round_len);
+            return -1;
+        }
+        cn->pay_dst = run->round->data + (size_t)r * run->round_len;
+        cn->pay_len = hdr->len;
+        break;
+    case TMX_BOOT_OP_BYE:
+        if (hdr->len != 0) {
+            tmxrun_fail(run, r, "rank %d sent a goodbye with %u bytes of payload", r, hdr->len);
+            return -1;
+        }
+        cn->pay_len = 0;
+        break;
+    default:
+        tmxrun_fail(run, r, "rank %d sent an unknown operation %u", r, (unsigned)hdr->op);
+        return -1;
+    }
+out:
+    cn->in_payload = 1;
+    cn->pay_got    = 0;
+    return 0;
+}
+
+/* A whole message (header and payload) has arrived. 0 ok, -1 closed or failed. */
+static int tmxrun_conn_message(tmxrun_t *run, int c)
+{
+    tmxrun_conn_t *cn = &run->conns[c];
+    int            r  = cn->rank;
+
+    cn->in_payload = 0;
+    cn->hdr_got    = 0;
+    if (r < 0) {
+        uint64_t cookie = ((uint64_t)ntohl(cn->hello.cookie_hi) << 32) |
+                          ntohl(cn->hello.cookie_lo);
+        uint32_t rank   = cn->hdr.arg;
+        uint32_t size   = ntohl(cn->hello.size);
+
+        if (cookie != run->cookie) {
+            tmxrun_msg("bootstrap: dropped a connection with a wrong cookie (a process of "
+                       "another job?)");
+            tmxrun_conn_close(run, c);
+            return -1;
+        }
+        if (size != (uint32_t)run->opts.np) {
+            tmxrun_fail(run, -1, "a rank (pid %u) believes the job has %u ranks, not %d",
+                        ntohl(cn->hello.pid), size, run->opts.np);
+            return -1;
+        }
+        if (rank >= (uint32_t)run->opts.np) {
+            tmxrun_fail(run, -1, "a process (pid %u) said hello as rank %u, out of range 0..%d",
+                        ntohl(cn->hello.pid), rank, run->opts.np - 1);
+            return -1;
+        }
+        if (run->ranks[rank].joined) {
+            tmxrun_fail(run, (int)rank, "rank %u said hello twice (second from pid %u)", rank,
+                        ntohl(cn->hello.pid));
+            return -1;
+        }
+        cn->rank                  = (int)rank;
+        run->ranks[rank].joined   = 1;
+        run->ranks[rank].conn     = c;
+        tmxrun_conn_send(cn, TMX_BOOT_OP_WELCOME, (uint32_t)run->opts.np, NULL);
+        return 0;
+    }
+    if (cn->hdr.op == TMX_BOOT_OP_BYE) {
+        run->ranks[r].bye = 1;
+        tmxrun_conn_close(run, c);
+        tmxrun_round_check(run);
+        return -1;
+    }
+    /* an allgather contribution is complete */
+    run->ranks[r].in_round = 1;
+    run->round_count++;
+    if (run->round_count == run->opts.np) {
+        tmxrun_round_complete(run);
+    }
+    return 0;
+}
+
+static void tmxrun_conn_input(tmxrun_t *run, int c)
+{
+    tmxrun_conn_t *cn = &run->conns[c];
+
+    while (cn->fd >= 0 && !cn->out_pending && !run->killing) {
+        char   *dst;
+        size_t  want;
+        ssize_t n;
+
+        if (!cn->in_payload) {
+            dst  = (char *)&cn->hdr + cn->hdr_got;
+            want = sizeof(cn->hdr) - cn->hdr_got;
+        } else {
+            dst  = cn->pay_dst + cn->pay_got;
+            want = cn->pay_len - cn->pay_got;
+        }
+        if (want > 0) {
+            n = recv(cn->fd, dst, want, 0);
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                return;
+            }
+            if (n <= 0) {
+                /* EOF or reset: a partial contribution is dropped with the connection */
+                int r = cn->rank;
+                tmxrun_conn_close(run, c);
+                if (r >= 0) {
+                    tmxrun_round_check(run);
+                }
+                return;
+            }
+            if (!cn->in_payload) {
+                cn->hdr_got += (size_t)n;
+            } else {
+                cn->pay_got += (size_t)n;
+            }
+        }
+        if (!cn->in_payload) {
+            if (cn->hdr_got == sizeof(cn->hdr) && tmxrun_conn_header(run, c) != 0) {
+                return;
+            }
+        }
+        if (cn->in_payload && cn->pay_got == cn->pay_len) {
+            if (tmxrun_conn_message(run, c) != 0) {
+                return;
+            }
+        }
+    }
+}
+
+static void tmxrun_conn_output(tmxrun_t *run, int c)
+{
+    tmxrun_conn_t *cn = &run->conns[c];
+
+    while (cn->out_pending) {
+        const char *src;
+        size_t      want;
+        ssize_t     n;
+
+        if (cn->ohdr_sent < sizeof(cn->ohdr)) {
+            src  = (const char *)&cn->ohdr + cn->ohdr_sent;
+            want = sizeof(cn->ohdr) - cn->ohdr_sent;
+        } else if (cn->obuf != NULL && cn->obuf_sent < cn->obuf->len) {
+            src  = cn->obuf->data + cn->obuf_sent;
+            want = cn->obuf->len - cn->obuf_sent;
+        } else {
+            tmxrun_buf_put(cn->obuf);
+            cn->obuf        = NULL;
+            cn->out_pending = 0;
+            break;
+        }
+        n = send(cn->fd, src, want, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            return;
+        }
+        if (n < 0) {
+            int r = cn->rank;
+            tmxrun_conn_close(run, c);
+            if (r >= 0) {
+                tmxrun_round_check(run);
+            }
+            return;
+        }
+        if (cn->ohdr_sent < sizeof(cn->ohdr)) {
+            cn->ohdr_sent += (size_t)n;
+        } else {
+            cn->obuf_sent += (size_t)n;
+        }
+    }
+    /* input that arrived while we were sending (e.g. the next contribution) */
+    tmxrun_conn_input(run, c);
+}
+
+/* ------------------------------------------------------------------ the loop */
+
+enum { TMXRUN_FD_SIG, TMXRUN_FD_LISTEN, TMXRUN_FD_CONN, TMXRUN_FD_OUT };
+
+typedef struct tmxrun_fdref {
+    int kind;
+    int idx;
+    int sub;
+} tmxrun_fdref_t;
+
+static void tmxrun_handle_signals(tmxrun_t *run)
+{
+    unsigned char sigs[64];
+    ssize_t       n;
+
+    while ((n = read(tmxrun_sigpipe[0], sigs, sizeof(sigs))) > 0) {
+        for (ssize_t i = 0; i < n; i++) {
+            int sig = sigs[i];
+            if (sig == SIGCHLD) {
+                continue; /* reaped below in any case */
+            }
+            if (run->user_sig == 0) {
+                tmxrun_msg("got signal %d (%s); passing it on to the ranks", sig,
+                           strsignal(sig));
+                run->user_sig = sig;
+                tmxrun_signal_ranks(run, sig);
+                if (!run->killing) {
+                    run->killing       = 1;
+                    run->kill_deadline = tmxrun_now() + TMXRUN_KILL_GRACE;
+                }
+            } else if (!run->sigkilled) {
+                tmxrun_msg("second signal; killing the ranks with SIGKILL");
+                run->sigkilled = 1;
+                tmxrun_signal_ranks(run, SIGKILL);
+            }
+        }
+    }
+    tmxrun_reap(run);
+    tmxrun_round_check(run);
+}
+
+static void tmxrun_timers(tmxrun_t *run)
+{
+    double now = tmxrun_now();
+
+    if (run->deadline > 0 && now >= run->deadline && !run->timed_out) {
+        run->timed_out = 1;
+        tmxrun_msg("timeout: the job ran longer than %g s; killing all ranks", run->opts.timeout);
+        if (!run->killing) {
+            for (int c = 0; c < run->nconns_max; c++) {
+                if (run->conns[c].fd >= 0) {
+                    tmxrun_conn_close(run, c);
+                }
+            }
+        }
+        tmxrun_kill_all(run);
+    }
+    if (run->killing && !run->sigkilled && now >= run->kill_deadline && run->nalive > 0) {
+        tmxrun_msg("%d rank(s) still alive %g s after SIGTERM; sending SIGKILL", run->nalive,
+                   TMXRUN_KILL_GRACE);
+        run->sigkilled = 1;
+        tmxrun_signal_ranks(run, SIGKILL);
+    }
+    for (int c = 0; c < run->nconns_max; c++) {
+        if (run->conns[c].fd >= 0 && run->conns[c].rank < 0 &&
+            now >= run->conns[c].hello_deadline) {
+            tmxrun_msg("bootstrap: dropped a connection that said no hello in %g s",
+                       TMXRUN_HELLO_TIME);
+            tmxrun_conn_close(run, c);
+        }
+    }
+    tmxrun_round_check(run);
+}
+
+static double tmxrun_min(double a, double b)
+{
+    return (a < b) ? a : b;
+}
+
+static int tmxrun_poll_timeout(tmxrun_t *run)
+{
+    double now = tmxrun_now();
+    double t   = 1.0; /* also the tick for hello deadlines and the left-rank grace */
+
+    if (run->deadline > 0 && !run->timed_out) {
+        t = tmxrun_min(t, run->deadline - now);
+    }
+    if (run->killing && !run->sigkilled) {
+        t = tmxrun_min(t, run->kill_deadline - now);
+    }
+    if (run->round_count > 0) {
+        t = tmxrun_min(t, 0.25);
+    }
+    return (t <= 0) ? 0 : (int)(t * 1000.0) + 1;
+}
+
+static int tmxrun_loop(tmxrun_t *run)
+{
+    int             maxfds = 2 + run->nconns_max + 2 * run->opts.np;
+    struct pollfd  *pfds   = calloc((size_t)maxfds, sizeof(*pfds));
+    tmxrun_fdref_t *refs   = calloc((size_t)maxfds, sizeof(*refs));
+
+    if (pfds == NULL || refs == NULL) {
+        tmxrun_msg("out of memory");
+        free(pfds);
+        free(refs);
+        return -1;
+    }
+    while (run->nalive > 0) {
+        int n = 0;
+
+        pfds[n] = (struct pollfd){.fd = tmxrun_sigpipe[0], .events = POLLIN};
+        refs[n++] = (tmxrun_fdref_t){TMXRUN_FD_SIG, 0, 0};
+        if (run->listen_fd >= 0) {
+            pfds[n]   = (struct pollfd){.fd = run->listen_fd, .events = POLLIN};
+            refs[n++] = (tmxrun_fdref_t){TMXRUN_FD_LISTEN, 0, 0};
+        }
+        for (int c = 0; c < run->nconns_max; c++) {
+            if (run->conns[c].fd >= 0) {
+                short ev  = run->conns[c].out_pending ? POLLOUT : POLLIN;
+                pfds[n]   = (struct pollfd){.fd = run->conns[c].fd, .events = ev};
+                refs[n++] = (tmxrun_fdref_t){TMXRUN_FD_CONN, c, 0};
+            }
+        }
+        for (int r = 0; r < run->opts.np; r++) {
+            for (int s = 0; s < 2; s++) {
+                if (run->ranks[r].out[s].fd >= 0) {
+                    pfds[n]   = (struct pollfd){.fd = run->ranks[r].out[s].fd, .events = POLLIN};
+                    refs[n++] = (tmxrun_fdref_t){TMXRUN_FD_OUT, r, s};
+                }
+            }
+        }
+        if (poll(pfds, (nfds_t)n, tmxrun_poll_timeout(run)) < 0 && errno != EINTR) {
+            tmxrun_msg("poll: %s", strerror(errno));
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            if (pfds[i].revents == 0) {
+                continue;
+            }
+            switch (refs[i].kind) {
+            case TMXRUN_FD_SIG:
+                break; /* below, always */
+            case TMXRUN_FD_LISTEN:
+                if (run->listen_fd >= 0) {
+                    tmxrun_accept(run);
+                }
+                break;
+            case TMXRUN_FD_CONN:
+                /* the slot may have been closed (and reused by accept) meanwhile */
+                if (run->conns[refs[i].idx].fd == pfds[i].fd) {
+                    if (run->conns[refs[i].idx].out_pending) {
+                        tmxrun_conn_output(run, refs[i].idx);
+                    } else {
+                        tmxrun_conn_input(run, refs[i].idx);
+                    }
+                }
+                break;
+            case TMXRUN_FD_OUT:
+                if (run->ranks[refs[i].idx].out[refs[i].sub].fd == pfds[i].fd) {
+                    tmxrun_out_read(&run->ranks[refs[i].idx].out[refs[i].sub], refs[i].idx);
+                }
+                break;
+            }
+        }
+        tmxrun_handle_signals(run);
+        tmxrun_timers(run);
+    }
+    free(pfds);
+    free(refs);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ cleanup and main */
+
+/* The soft device's shared segments are named /dev/shm/tmx-<uid>-<pid>-*; a rank that was
+ * killed could not unlink its own. Only our regular files are removed. */
+static void tmxrun_shm_cleanup(tmxrun_t *run)
+{
+    uid_t uid = getuid();
+
+    for (int r = 0; r < run->opts.np; r++) {
+        char   pat[96];
+        glob_t g;
+
+        if (run->ranks[r].pid <= 0) {
+            continue;
+        }
+        snprintf(pat, sizeof(pat), "/dev/shm/tmx-%u-%d-*", (unsigned)uid, (int)run->ranks[r].pid);
+        if (glob(pat, GLOB_NOSORT, NULL, &g) != 0) {
+            continue;
+        }
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+            struct stat st;
+            if (lstat(g.gl_pathv[i], &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == uid) {
+                unlink(g.gl_pathv[i]);
+            }
+        }
+        globfree(&g);
+    }
+}
+
+static int tmxrun_fd_limit(int need)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        return 0;
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)need) {
+        rl.rlim_cur = (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > (rlim_t)need)
+                          ? (rlim_t)need
+                          : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur < (rlim_t)need) {
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    tmxrun_t run;
+    char     addr[TMX_BOOT_ADDR_MAX];
+    int      port;
+    int      rc;
+    int      ret = TMXRUN_EXIT_FAILED;
+
+    memset(&run, 0, sizeof(run));
+    run.listen_fd = -1;
+    run.exit_code = -1;
+    rc            = tmxrun_parse_args(argc, argv, &run.opts);
+    if (rc != 0) {
+        return (rc > 0) ? 0 : TMXRUN_EXIT_USAGE;
+    }
+    /* per rank: a bootstrap socket and (--tag-output) two pipes; strays; stdio and spare */
+    if (tmxrun_fd_limit(run.opts.np * 3 + TMXRUN_MAX_STRAYS + 32) != 0) {
+        tmxrun_msg("-n %d needs more open files than the limit allows (ulimit -n)",
+                   run.opts.np);
+        return TMXRUN_EXIT_USAGE;
+    }
+    run.nconns_max = run.opts.np + TMXRUN_MAX_STRAYS;
+    run.ranks      = calloc((size_t)run.opts.np, sizeof(*run.ranks));
+    run.conns      = calloc((size_t)run.nconns_max, sizeof(*run.conns));
+    if (run.ranks == NULL || run.conns == NULL) {
+        tmxrun_msg("out of memory");
+        goto err_free;
+    }
+    for (int c = 0; c < run.nconns_max; c++) {
+        run.conns[c].fd   = -1;
+        run.conns[c].rank = -1;
+    }
+    for (int r = 0; r < run.opts.np; r++) {
+        run.ranks[r].conn = -1;
+        for (int s = 0; s < 2; s++) {
+            run.ranks[r].out[s].fd   = -1;
+            run.ranks[r].out[s].dest = (s == 0) ? STDOUT_FILENO : STDERR_FILENO;
+            if (run.opts.tag_output) {
+                run.ranks[r].out[s].line = malloc(TMXRUN_LINE_MAX);
+                if (run.ranks[r].out[s].line == NULL) {
+                    tmxrun_msg("out of memory");
+                    goto err_free;
+                }
+            }
+        }
+    }
+    tmxrun_cpus_init(&run);
+    /* what a rank leaves behind (a shell's children) is re-parented to us, not to init, so that
+     * we reap it while the job runs */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    if (tmxrun_signals_setup() != 0) {
+        goto err_free;
+    }
+    port = tmxrun_listen(&run);
+    if (port < 0 || tmx_boot_addr_format(addr, sizeof(addr), (uint16_t)port, run.cookie) != 0) {
+        goto err_listen;
+    }
+    if (run.opts.timeout > 0) {
+        run.deadline = tmxrun_now() + run.opts.timeout;
+    }
+    if (tmxrun_spawn(&run, addr) != 0) {
+        /* the ranks already started must not outlive us */
+        run.exit_code = TMXRUN_EXIT_FAILED;
+        tmxrun_kill_all(&run);
+    }
+    tmxrun_loop(&run);
+    if (run.nalive > 0) {
+        /* the loop failed: do not leave ranks behind */
+        tmxrun_signal_ranks(&run, SIGKILL);
+        while (run.nalive > 0 && waitpid(-1, NULL, 0) > 0) {
+            run.nalive--;
+        }
+    }
+    for (int r = 0; r < run.opts.np; r++) {
+        for (int s = 0; s < 2; s++) {
+            if (run.ranks[r].out[s].fd >= 0) {
+                /* what the rank wrote before it exited; a grandchild that keeps the pipe open
+                 * does not hold us (non-blocking read stops at EAGAIN) */
+                tmxrun_out_read(&run.ranks[r].out[s], r);
+                if (run.ranks[r].out[s].fd >= 0) {
+                    close(run.ranks[r].out[s].fd);
+                }
+            }
+        }
+    }
+    tmxrun_shm_cleanup(&run);
+    if (run.timed_out) {
+        ret = TMXRUN_EXIT_TIMEOUT;
+    } else if (run.exit_code >= 0) {
+        ret = run.exit_code;
+    } else if (run.user_sig != 0) {
+        ret = 128 + run.user_sig;
+    } else {
+        ret = 0;
+    }
+    for (int c = 0; c < run.nconns_max; c++) {
+        if (run.conns[c].fd >= 0) {
+            tmxrun_conn_close(&run, c);
+        }
+    }
+    tmxrun_buf_put(run.round);
+err_listen:
+    if (run.listen_fd >= 0) {
+        close(run.listen_fd);
+    }
+err_free:
+    if (run.ranks != NULL) {
+        for (int r = 0; r < run.opts.np; r++) {
+            free(run.ranks[r].out[0].line);
+            free(run.ranks[r].out[1].line);
+        }
+    }
+    free(run.ranks);
+    free(run.conns);
+    return ret;
+}

@@ -1,0 +1,175 @@
+/* tmx_info: version, devices and capabilities, configuration variables, and what a worker
+ * would use to reach each class of peer. Uses only the public API. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <tmx/tmx.h>
+
+enum {
+    TMX_INFO_VERSION = 1u << 0,
+    TMX_INFO_DEVICES = 1u << 1,
+    TMX_INFO_CONFIG  = 1u << 2,
+    TMX_INFO_WORKER  = 1u << 3,
+    TMX_INFO_ALL     = TMX_INFO_VERSION | TMX_INFO_DEVICES | TMX_INFO_CONFIG | TMX_INFO_WORKER,
+};
+
+static const char *const tmx_info_peer_names[TMX_PEER_CLASS_LAST] = {
+    [TMX_PEER_SELF]  = "self",
+    [TMX_PEER_LOCAL] = "local (same host)",
+    [TMX_PEER_NET]   = "network (other hosts)",
+};
+
+static const char *const tmx_info_thread_modes[] = {
+    [TMX_THREAD_MODE_SINGLE]     = "single",
+    [TMX_THREAD_MODE_SERIALIZED] = "serialized",
+    [TMX_THREAD_MODE_MULTI]      = "multi",
+};
+
+static void tmx_info_usage(FILE *stream, const char *prog)
+{
+    fprintf(stream,
+            "usage: %s [-v] [-d] [-c] [-w] [-a] [-h]\n"
+            "  -v  print the library version\n"
+            "  -d  print providers, devices and their capabilities\n"
+            "  -c  print every TMX_* configuration variable with its value, default and doc\n"
+            "  -w  create a worker and print how it reaches each class of peer\n"
+            "  -a  all of the above\n"
+            "  -h  this help\n"
+            "With no option, -v is assumed.\n",
+            prog);
+}
+
+static void tmx_info_print_size(const char *label, size_t value)
+{
+    /* SIZE_MAX means "no limit" in the worker attributes. */
+    if (value == (size_t)-1) {
+        printf("#     %-16s unlimited\n", label);
+    } else {
+        printf("#     %-16s %zu\n", label, value);
+    }
+}
+
+static int tmx_info_worker(tmx_context_h context)
+{
+    tmx_worker_params_t params = {.field_mask = 0};
+    tmx_worker_attr_t   attr   = {.field_mask = TMX_WORKER_ATTR_THREAD_MODE |
+                                                TMX_WORKER_ATTR_PEERS | TMX_WORKER_ATTR_LIMITS};
+    tmx_worker_h        worker;
+    tmx_status_t        status;
+    int                 ret    = 1;
+
+    status = tmx_worker_create(context, &params, &worker);
+    if (status != TMX_OK) {
+        fprintf(stderr, "tmx_info: worker create failed: %s\n", tmx_status_string(status));
+        goto out;
+    }
+    status = tmx_worker_query(worker, &attr);
+    if (status != TMX_OK) {
+        fprintf(stderr, "tmx_info: worker query failed: %s\n", tmx_status_string(status));
+        goto out_destroy;
+    }
+    printf("#\n# worker\n#\n");
+    if ((unsigned)attr.thread_mode <= TMX_THREAD_MODE_MULTI) {
+        printf("#   thread mode      %s\n", tmx_info_thread_modes[attr.thread_mode]);
+    }
+    printf("#   unexp budget     %zu bytes\n", attr.unexp_budget);
+    printf("#   eager credits    %u per endpoint\n", attr.eager_credits);
+    for (int c = 0; c < TMX_PEER_CLASS_LAST; c++) {
+        const tmx_peer_class_attr_t *p = &attr.peer[c];
+
+        printf("#   peer class %s:\n", tmx_info_peer_names[c]);
+        if (!p->available) {
+            printf("#     unreachable (no device)\n");
+            continue;
+        }
+        /* The strings come from the library; bound them anyway. */
+        printf("#     provider         %.*s\n", (int)sizeof(p->provider), p->provider);
+        printf("#     device           %.*s\n", (int)sizeof(p->device), p->device);
+        printf("#     protocol         %.*s\n", (int)sizeof(p->protocol), p->protocol);
+        tmx_info_print_size("eager max", p->eager_max);
+        tmx_info_print_size("rndv threshold", p->rndv_threshold);
+        tmx_info_print_size("max message", p->max_msg);
+    }
+    ret = 0;
+out_destroy:
+    tmx_worker_destroy(worker);
+out:
+    return ret;
+}
+
+static int tmx_info_run(unsigned what)
+{
+    tmx_context_h context = NULL;
+    tmx_status_t  status;
+    int           ret     = 0;
+
+    if (what & TMX_INFO_VERSION) {
+        printf("# tmx version %s (API %d.%d)\n", tmx_version_string(), TMX_API_MAJOR,
+               TMX_API_MINOR);
+    }
+    if (what & TMX_INFO_CONFIG) {
+        tmx_config_print(stdout, TMX_CONFIG_PRINT_DOC);
+    }
+    if (what & (TMX_INFO_DEVICES | TMX_INFO_WORKER)) {
+        status = tmx_context_create(NULL, &context);
+        if (status != TMX_OK) {
+            fprintf(stderr, "tmx_info: context create failed: %s\n", tmx_status_string(status));
+            ret = 1;
+            goto out;
+        }
+    }
+    if ((what & TMX_INFO_DEVICES) && tmx_context_print_info(context, stdout) != TMX_OK) {
+        fprintf(stderr, "tmx_info: cannot print devices\n");
+        ret = 1;
+    }
+    if ((what & TMX_INFO_WORKER) && tmx_info_worker(context) != 0) {
+        ret = 1;
+    }
+    if (context != NULL) {
+        tmx_context_destroy(context);
+    }
+out:
+    return ret;
+}
+
+int main(int argc, char **argv)
+{
+    unsigned what = 0;
+    int      opt;
+
+    while ((opt = getopt(argc, argv, "vdcwah")) != -1) {
+        switch (opt) {
+        case 'v':
+            what |= TMX_INFO_VERSION;
+            break;
+        case 'd':
+            what |= TMX_INFO_DEVICES;
+            break;
+        case 'c':
+            what |= TMX_INFO_CONFIG;
+            break;
+        case 'w':
+            what |= TMX_INFO_WORKER;
+            break;
+        case 'a':
+            what |= TMX_INFO_ALL;
+            break;
+        case 'h':
+            tmx_info_usage(stdout, "tmx_info");
+            return 0;
+        default:
+            tmx_info_usage(stderr, "tmx_info");
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "tmx_info: unexpected argument '%s'\n", argv[optind]);
+        tmx_info_usage(stderr, "tmx_info");
+        return 2;
+    }
+    if (what == 0) {
+        what = TMX_INFO_VERSION;
+    }
+    return tmx_info_run(what);
+}

@@ -30,9 +30,11 @@ if ! "$info" -c > "$tmp/info.out"; then
 fi
 sed -n 's/^\(TMX_[A-Z0-9_]*\)=.*/\1/p' "$tmp/info.out" | sort > "$tmp/info"
 
-# Variables are listed in the ENVIRONMENT section as headings or terms starting with TMX_.
+# In the ENVIRONMENT section (from "# ENVIRONMENT" to the next top-level heading), a variable
+# is documented by a definition term that starts the line with its bold name: **TMX_NAME**.
+# Mentions inside descriptions are indented and do not count.
 awk '/^# /{ in_env = ($0 ~ /^# ENVIRONMENT/); next } in_env' "$man" |
-    sed -n 's/^[#* `]*\(TMX_[A-Z0-9_]*\).*/\1/p' | sort -u > "$tmp/man"
+    sed -n 's/^\*\*\(TMX_[A-Z0-9_]*\)\*\*.*/\1/p' | sort -u > "$tmp/man"
 
 if [ ! -s "$tmp/info" ]; then
     echo "check_man_env: $info -c printed no TMX_ variables" >&2

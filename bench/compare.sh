@@ -2,7 +2,8 @@
 # compare.sh: tmx_pingpong against ucx_perftest (UCP tag API) and Open MPI (osu_pingpong_mpi),
 # all over shared memory on this host, interleaved round by round. See bench/README.md.
 #
-#   bench/compare.sh [-r ROUNDS] [-d SECONDS] [--full] [-s SIZES] [-o DIR] [BUILDDIR]
+#   bench/compare.sh [-r ROUNDS] [-d SECONDS] [-i SECONDS] [--full] [-s SIZES] [-o DIR]
+#                    [BUILDDIR]
 #
 # BUILDDIR is a tmx build directory (tools/tmxrun and examples/tmx_pingpong in it); without it
 # tmxrun and tmx_pingpong are taken from PATH. Builds only bench/osu_pingpong_mpi.c (mpicc).
@@ -11,10 +12,12 @@ set -u
 
 usage() {
     cat <<EOF
-usage: $0 [-r ROUNDS] [-d SECONDS] [--full] [-s SIZES] [-o DIR] [BUILDDIR]
+usage: $0 [-r ROUNDS] [-d SECONDS] [-i SECONDS] [--full] [-s SIZES] [-o DIR] [BUILDDIR]
   -r ROUNDS  interleaved rounds (tmx, ucx, ompi in each); medians over them (default 3)
   -d SECONDS pause between rounds, to spread them over the VM's fast and slow
              phases (default 0)
+  -i SECONDS before each round, wait up to SECONDS for other processes to use less
+             than 10% of the CPUs (default 0: do not wait; the load is logged anyway)
   --full     every power of two from 1 B to 4 MiB (default 8 B, 1 KiB, 64 KiB, 1 MiB)
   -s SIZES   comma list of sizes in bytes (overrides --full)
   -o DIR     where raw outputs go (default bench/results/<date>-<time>)
@@ -26,12 +29,14 @@ EOF
 here=$(cd "$(dirname "$0")" && pwd)
 rounds=3
 delay=0
+idle_wait=0
 sizes="8 1024 65536 1048576"
 outdir=""
 builddir=""
 while [ $# -gt 0 ]; do
     case "$1" in
     -r) [ $# -ge 2 ] || { usage >&2; exit 2; }; rounds=$2; shift 2 ;;
+    -i) [ $# -ge 2 ] || { usage >&2; exit 2; }; idle_wait=$2; shift 2 ;;
     -d) [ $# -ge 2 ] || { usage >&2; exit 2; }; delay=$2; shift 2 ;;
     --full) sizes=""; s=1; while [ $s -le 4194304 ]; do sizes="$sizes $s"; s=$((s * 2)); done
             shift ;;
@@ -44,6 +49,7 @@ while [ $# -gt 0 ]; do
 done
 case "$rounds" in ''|*[!0-9]*|0) echo "$0: bad round count '$rounds'" >&2; exit 2 ;; esac
 case "$delay" in ''|*[!0-9]*) echo "$0: bad delay '$delay'" >&2; exit 2 ;; esac
+case "$idle_wait" in ''|*[!0-9]*) echo "$0: bad idle wait '$idle_wait'" >&2; exit 2 ;; esac
 for s in $sizes; do
     case "$s" in ''|*[!0-9]*) echo "$0: bad size '$s'" >&2; exit 2 ;; esac
 done
@@ -203,13 +209,33 @@ run_ucx() { # round
     done
 }
 
+# Percentage of CPU time that other processes used during one second, sampled between runs
+# while nothing of ours is running: the machine is shared, and a busy core makes any of the
+# three tools look slow (busy-polling peers lose their core).
+background_busy() {
+    local a b
+    a=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat)
+    sleep 1
+    b=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat)
+    echo "$a $b" | awk '{ busy = $3 - $1; idle = $4 - $2
+                          printf "%d", (busy + idle > 0) ? 100 * busy / (busy + idle) : 0 }'
+}
+max_busy=0
+
 # ---------------------------------------------------------------- the rounds
 
 for r in $(seq "$rounds"); do
     # interleaved, because this VM drifts between a fast and a slow mode every few minutes:
     # every tool sees both modes about equally often
     [ "$r" -gt 1 ] && [ "$delay" -gt 0 ] && sleep "$delay"
-    log "round $r/$rounds: $(date +%H:%M:%S)"
+    busy=$(background_busy)
+    waited=0
+    while [ "$busy" -ge 10 ] && [ "$waited" -lt "$idle_wait" ]; do
+        busy=$(background_busy) # takes one second
+        waited=$((waited + 1))
+    done
+    [ "$busy" -gt "$max_busy" ] && max_busy=$busy
+    log "round $r/$rounds: $(date +%H:%M:%S), other processes used $busy% of the CPUs"
     [ "$tmx_status" = ok ] && run_tmx "$r"
     [ "$ucx_status" = ok ] && run_ucx "$r"
     [ "$ompi_status" = ok ] && run_ompi "$r"
@@ -233,6 +259,10 @@ status_of() {
         st=$(status_of $t)
         [ "$st" = ok ] || echo "# $t: $st"
     done
+    if [ "$max_busy" -gt 10 ]; then
+        echo "# WARNING: other processes used up to $max_busy% of the CPUs between rounds;"
+        echo "# the numbers below are disturbed (see bench/README.md, caveats)"
+    fi
 } | tee -a "$outdir/summary.txt"
 
 awk -v sizes="$sizes" -v tmxst="$tmx_status" -v ucxst="$ucx_status" -v ompist="$ompi_status" '

@@ -1,2 +1,81 @@
-/* placeholder: being written */
-typedef int tmx_placeholder_prov_t;
+/*
+ * The static provider table and the stubs for ops a provider does not implement (so the core
+ * never tests an ops slot for NULL).
+ */
+#include "prov/prov.h"
+
+extern const tmx_prov_t tmx_soft_prov;
+
+/* In preference order; TMX_PROVIDERS filters it. */
+const tmx_prov_t *const tmx_providers[] = {
+    &tmx_soft_prov,
+    NULL,
+};
+
+tmx_status_t tmx_prov_unsupported_xrcd_open(tmx_dev_t *dev, tmx_xrcd_t **xrcd_p)
+{
+    (void)dev;
+    (void)xrcd_p;
+    return TMX_ERR_UNSUPPORTED;
+}
+
+void tmx_prov_unsupported_xrcd_close(tmx_xrcd_t *xrcd)
+{
+    (void)xrcd;
+}
+
+tmx_status_t tmx_prov_unsupported_srq_post_ops(tmx_srq_t *srq, tmx_srq_op_t *op,
+                                               tmx_srq_op_t **bad_p)
+{
+    (void)srq;
+    if (bad_p != NULL) {
+        *bad_p = op;
+    }
+    return TMX_ERR_UNSUPPORTED;
+}
+
+tmx_status_t tmx_prov_unsupported_srq_get_num(tmx_srq_t *srq, uint32_t *srqn_p)
+{
+    (void)srq;
+    (void)srqn_p;
+    return TMX_ERR_UNSUPPORTED;
+}
+
+unsigned tmx_prov_no_data_in_order(tmx_qp_t *qp, tmx_wr_opcode_t op)
+{
+    (void)qp;
+    (void)op;
+    return 0;
+}
+
+tmx_status_t tmx_prov_unsupported_ah_create(tmx_pd_t *pd, const void *dev_addr, size_t len,
+                                            tmx_ah_t **ah_p)
+{
+    (void)pd;
+    (void)dev_addr;
+    (void)len;
+    (void)ah_p;
+    return TMX_ERR_UNSUPPORTED;
+}
+
+void tmx_prov_unsupported_ah_destroy(tmx_ah_t *ah)
+{
+    (void)ah;
+}
+
+const char *tmx_wc_status_string(tmx_wc_status_t status)
+{
+    switch (status) {
+    case TMX_WC_SUCCESS:            return "success";
+    case TMX_WC_LOC_LEN_ERR:        return "local length error";
+    case TMX_WC_LOC_PROT_ERR:       return "local protection error";
+    case TMX_WC_WR_FLUSH_ERR:       return "work request flushed";
+    case TMX_WC_REM_ACCESS_ERR:     return "remote access error";
+    case TMX_WC_REM_INV_REQ_ERR:    return "remote invalid request";
+    case TMX_WC_RETRY_EXC_ERR:      return "transport retry exceeded (peer gone)";
+    case TMX_WC_TM_ERR:             return "tag matching error";
+    case TMX_WC_TM_RNDV_INCOMPLETE: return "rendezvous incomplete";
+    case TMX_WC_GENERAL_ERR:        return "general error";
+    }
+    return "unknown completion status";
+}

@@ -1,0 +1,307 @@
+/*
+ * The soft device, shared-memory fabric: private structures shared by soft_dev.c (segment,
+ * addresses, memory, completion and receive queues) and soft_qp.c (queue pairs, the rings
+ * that are the wire, progress).
+ *
+ * Segment of one opened device (POSIX shm "/tmx-<uid>-<pid>-<n>", mapped by its owner and by
+ * every peer that talks to it):
+ *
+ *   header | MR table (max_mrs entries) | UD mailbox control + ring | per-QP ring control
+ *   lines (max_qps) | max_qps inbound rings of ring_size bytes
+ *
+ * Every ring is a byte ring of 64-byte lines written by one producer (the connected peer's QP;
+ * the UD mailbox has many, serialized by a lock word) and read by the owner. A record starts
+ * on a line with tmx_soft_rec_t; its stamp is the record's position + 1, stored last with a
+ * release store, so the reader never mistakes stale data of an earlier lap for a new record.
+ */
+#ifndef TMX_PROV_SOFT_H
+#define TMX_PROV_SOFT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "prov/prov.h"
+#include "util/list.h"
+
+#define TMX_SOFT_MAGIC      0x746d78736f667431ULL /* "tmxsoft1" */
+#define TMX_SOFT_ADDR_MAGIC 0x736d7431u
+#define TMX_SOFT_QP_MAGIC   0x71707431u
+#define TMX_SOFT_VERSION    1
+#define TMX_SOFT_LINE       64
+#define TMX_SOFT_MAX_SGE    4
+#define TMX_SOFT_NAME_MAX   40
+#define TMX_SOFT_UD_RING    (256 * 1024)
+#define TMX_SOFT_MAX_UD_MSG 4096
+#define TMX_SOFT_MAX_MSG    (1ul << 30)
+#define TMX_SOFT_MAX_RESP   16 /* fallback READs a target serves at once per QP */
+
+/* ---------------------------------------------------------------- shared memory (the wire) */
+
+typedef struct tmx_soft_seg_hdr {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t uid;
+    int32_t  pid;
+    uint32_t max_mrs;
+    uint32_t max_qps;
+    uint32_t pad;
+    uint64_t ring_size;
+    uint64_t map_addr; /* the owner's mapping address: peers read probe through CMA there */
+    uint64_t probe;    /* random; a CMA read of it that returns the same value proves CMA */
+    uint64_t mr_off;
+    uint64_t ud_off;
+    uint64_t ctrl_off;
+    uint64_t rings_off;
+    uint64_t total;
+} tmx_soft_seg_hdr_t;
+
+/* Registered memory, in the owner's segment so a CMA initiator checks the TARGET's table. */
+typedef struct tmx_soft_mr_ent {
+    _Atomic uint64_t addr;
+    _Atomic uint64_t length;
+    _Atomic uint32_t access;
+    _Atomic uint32_t gen_valid; /* bit 8: valid, bits 0..7: generation of the key */
+} tmx_soft_mr_ent_t;
+
+/* Control of one inbound ring, in its own line: written by the consumer, read by producers. */
+typedef struct tmx_soft_ring_ctrl {
+    _Atomic uint64_t consumed; /* published by the consumer now and then */
+    _Atomic uint32_t gen;      /* bumped when the ring is given to a new QP */
+    _Atomic uint32_t lock;     /* UD mailbox only: pid of the producer holding it, 0 free */
+    _Atomic uint64_t tail;     /* UD mailbox only: the shared producer position */
+    uint8_t          pad[TMX_SOFT_LINE - 24];
+} tmx_soft_ring_ctrl_t;
+
+enum tmx_soft_op {
+    TMX_SOFT_OP_PAD   = 1, /* skip to the end of the ring */
+    TMX_SOFT_OP_SEND  = 2, /* payload of a SEND (chunk) */
+    TMX_SOFT_OP_WIMM  = 3, /* WRITE_WITH_IMM done by CMA: consume a receive, no data */
+    TMX_SOFT_OP_WDATA = 4, /* fallback RDMA WRITE chunk */
+    TMX_SOFT_OP_RREQ  = 5, /* fallback RDMA READ request */
+    TMX_SOFT_OP_RRESP = 6, /* fallback READ response chunk */
+    TMX_SOFT_OP_ACK   = 7, /* fallback WRITE done / READ or WRITE refused */
+    TMX_SOFT_OP_UD    = 8, /* datagram in a mailbox */
+};
+
+enum tmx_soft_rec_flags {
+    TMX_SOFT_REC_FIRST = 1u << 0,
+    TMX_SOFT_REC_LAST  = 1u << 1,
+    TMX_SOFT_REC_IMM   = 1u << 2,
+};
+
+/* 24 bytes, so that an 8-byte SEND behind the core's 24-byte header fits in one line. */
+typedef struct tmx_soft_rec {
+    _Atomic uint64_t stamp;
+    uint32_t         len;   /* payload bytes behind the header (and extension) */
+    uint8_t          op;
+    uint8_t          flags;
+    uint16_t         pad;
+    uint32_t         imm;
+    uint32_t         seq;   /* RDMA: the initiator's work request sequence number */
+} tmx_soft_rec_t;
+
+/* Follows tmx_soft_rec_t for WDATA, RREQ, RRESP, ACK and UD records. */
+typedef struct tmx_soft_rec_ext {
+    uint64_t raddr;  /* WDATA/RREQ: target address; RRESP: offset in the READ */
+    uint64_t total;  /* RREQ: bytes to read; WDATA: bytes of the whole WRITE */
+    uint32_t rkey;   /* WDATA/RREQ; UD: source qp number */
+    uint32_t status; /* ACK: tmx_wc_status_t; UD: destination qp number */
+} tmx_soft_rec_ext_t;
+
+/* ---------------------------------------------------------------- process-local objects */
+
+/* A peer's segment, mapped once per remote device and cached. */
+typedef struct tmx_soft_rseg {
+    tmx_list_t          list;
+    char                name[TMX_SOFT_NAME_MAX];
+    pid_t               pid;
+    void               *base;
+    size_t              size;
+    tmx_soft_seg_hdr_t *hdr;
+    int                 refs;
+    int                 cma; /* -1 not tried, 0 no, 1 yes */
+} tmx_soft_rseg_t;
+
+typedef struct tmx_soft_cq {
+    tmx_cq_t  super;
+    tmx_wc_t *wc;
+    unsigned  cap;   /* grows for local completions; draining stops at super.cqe */
+    unsigned  head;
+    unsigned  count;
+} tmx_soft_cq_t;
+
+typedef struct tmx_soft_rwr {
+    uint64_t  wr_id;
+    int       num_sge;
+    tmx_sge_t sge[TMX_SOFT_MAX_SGE];
+} tmx_soft_rwr_t;
+
+/* A receive queue (SRQ or a QP's own). */
+typedef struct tmx_soft_rq {
+    tmx_soft_rwr_t *wr;
+    unsigned        size, head, count;
+} tmx_soft_rq_t;
+
+typedef struct tmx_soft_srq {
+    tmx_srq_t     super;
+    tmx_soft_rq_t rq;
+} tmx_soft_srq_t;
+
+typedef struct tmx_soft_mr {
+    tmx_mr_t super;
+    unsigned index;
+} tmx_soft_mr_t;
+
+typedef struct tmx_soft_ah {
+    tmx_ah_t         super;
+    tmx_soft_rseg_t *rseg;
+} tmx_soft_ah_t;
+
+enum tmx_soft_swr_state {
+    TMX_SOFT_SWR_QUEUED = 0, /* not (fully) written to the ring yet */
+    TMX_SOFT_SWR_WAIT   = 1, /* written; waiting for the target (fallback RDMA) */
+    TMX_SOFT_SWR_DONE   = 2,
+};
+
+typedef struct tmx_soft_swr {
+    uint64_t        wr_id;
+    uint32_t        seq;
+    tmx_wr_opcode_t opcode;
+    unsigned        flags;
+    int             signaled;
+    int             state;
+    tmx_wc_status_t status;
+    uint32_t        imm;
+    uint64_t        raddr;
+    uint32_t        rkey;
+    int             num_sge;
+    tmx_sge_t       sge[TMX_SOFT_MAX_SGE];
+    size_t          total;
+    size_t          off;     /* bytes written to the ring (or received, for a READ) */
+    void           *copy;    /* inline data kept while the WR waits in the queue */
+} tmx_soft_swr_t;
+
+/* A response the target owes its peer (fallback RDMA): an ACK or a READ being streamed. */
+typedef struct tmx_soft_resp {
+    uint32_t seq;
+    uint32_t status;
+    int      is_read;
+    uint64_t addr;  /* local address to read from */
+    uint64_t total;
+    uint64_t off;
+} tmx_soft_resp_t;
+
+typedef struct tmx_soft_dev tmx_soft_dev_t;
+
+typedef struct tmx_soft_qp {
+    tmx_qp_t        super;
+    tmx_soft_dev_t *dev;
+    unsigned        index;     /* ring slot in the segment */
+    int             active;    /* position in dev->active + 1, 0 if not there */
+    tmx_soft_rq_t   rq;
+    int             sig_all;
+    uint32_t        max_inline;
+
+    /* inbound ring (ours) */
+    uint8_t              *in_ring;
+    uint64_t              in_size;
+    tmx_soft_ring_ctrl_t *in_ctrl;
+    uint64_t              in_head;
+    uint64_t              in_published;
+    /* receive being assembled from SEND chunks */
+    int                   rx_busy;
+    tmx_soft_rwr_t        rx_wr;
+    uint64_t              rx_len;
+    tmx_wc_status_t       rx_status;
+    /* fallback WRITE whose chunks failed the key check: skip until its last chunk */
+    uint32_t              wfail_seq;
+    int                   wfail;
+
+    /* outbound ring (the peer's inbound ring) */
+    tmx_soft_rseg_t      *rseg;
+    uint8_t              *out_ring;
+    uint64_t              out_size;
+    tmx_soft_ring_ctrl_t *out_ctrl;
+    uint64_t              out_tail;
+    uint64_t              out_consumed; /* cached */
+    uint32_t              remote_qpn;
+    int                   cma;
+
+    /* send queue: entries complete in post order */
+    tmx_soft_swr_t *sq;
+    unsigned        sq_size, sq_head, sq_count;
+    uint32_t        head_seq;  /* seq of the entry at sq_head */
+    uint32_t        tx_seq;    /* first entry not fully written to the ring */
+    uint32_t        next_seq;  /* entry of seq s lives at sq[s % sq_size] */
+
+    tmx_soft_resp_t resp[TMX_SOFT_MAX_RESP];
+    unsigned        resp_head, resp_count;
+} tmx_soft_qp_t;
+
+struct tmx_soft_dev {
+    tmx_dev_t           super;
+    const tmx_config_t *cfg;
+    char                name[TMX_SOFT_NAME_MAX];
+    void               *base;
+    size_t              size;
+    tmx_soft_seg_hdr_t *hdr;
+    tmx_soft_mr_ent_t  *mrs;
+    tmx_soft_mr_t     **mr_objs;
+    uint64_t            boot_hash;
+    size_t              max_payload; /* of one RC record */
+
+    tmx_soft_qp_t     **qps;     /* by ring index */
+    tmx_soft_qp_t     **active;  /* QPs in RTR/RTS: drained by cq_poll */
+    unsigned            num_active;
+    tmx_soft_qp_t      *ud_qp;
+    uint64_t            ud_head; /* the mailbox position survives its UD QP */
+
+    tmx_list_t          rsegs;
+    unsigned            poll_count;
+    uint64_t            last_check_ns;
+};
+
+/* soft_dev.c */
+extern const tmx_prov_ops_t tmx_soft_ops;
+
+tmx_soft_rseg_t *tmx_soft_rseg_get(tmx_soft_dev_t *dev, const void *addr, size_t len,
+                                   tmx_status_t *status_p);
+void tmx_soft_rseg_put(tmx_soft_dev_t *dev, tmx_soft_rseg_t *rseg);
+int tmx_soft_rseg_cma(tmx_soft_dev_t *dev, tmx_soft_rseg_t *rseg);
+int tmx_soft_pid_dead(pid_t pid);
+/* 0 when [addr, addr+len) lies in a valid registration of key with the rights. */
+int tmx_soft_key_check(const tmx_soft_mr_ent_t *table, unsigned max, uint32_t key,
+                       uint64_t addr, uint64_t len, unsigned access);
+tmx_status_t tmx_soft_cq_push(tmx_soft_cq_t *cq, const tmx_wc_t *wc);
+static inline int tmx_soft_cq_has_room(tmx_cq_t *cq)
+{
+    tmx_soft_cq_t *c = (tmx_soft_cq_t *)cq;
+    return c->count < (unsigned)c->super.cqe;
+}
+int tmx_soft_rq_pop(tmx_soft_rq_t *rq, tmx_soft_rwr_t *out);
+tmx_status_t tmx_soft_rq_post(tmx_soft_dev_t *dev, tmx_soft_rq_t *rq, tmx_recv_wr_t *wr,
+                              tmx_recv_wr_t **bad_p);
+
+static inline tmx_soft_ring_ctrl_t *tmx_soft_ctrl(void *base, const tmx_soft_seg_hdr_t *hdr,
+                                                  unsigned index)
+{
+    return (tmx_soft_ring_ctrl_t *)((uint8_t *)base + hdr->ctrl_off) + index;
+}
+
+static inline uint8_t *tmx_soft_ring(void *base, const tmx_soft_seg_hdr_t *hdr, unsigned index)
+{
+    return (uint8_t *)base + hdr->rings_off + (size_t)index * hdr->ring_size;
+}
+
+/* soft_qp.c */
+tmx_status_t tmx_soft_qp_create(tmx_pd_t *pd, const tmx_qp_init_attr_t *attr, tmx_qp_t **qp_p);
+void tmx_soft_qp_destroy(tmx_qp_t *qp);
+tmx_status_t tmx_soft_qp_get_addr(tmx_qp_t *qp, void *buf, size_t *len_p);
+tmx_status_t tmx_soft_qp_modify(tmx_qp_t *qp, const tmx_qp_attr_t *attr, unsigned attr_mask);
+tmx_status_t tmx_soft_post_send(tmx_qp_t *qp, tmx_send_wr_t *wr, tmx_send_wr_t **bad_p);
+tmx_status_t tmx_soft_post_recv(tmx_qp_t *qp, tmx_recv_wr_t *wr, tmx_recv_wr_t **bad_p);
+int tmx_soft_cq_poll(tmx_cq_t *cq, int n, tmx_wc_t *wc);
+tmx_status_t tmx_soft_dev_addr_pack(tmx_soft_dev_t *dev, void *buf, size_t *len_p);
+
+#endif /* TMX_PROV_SOFT_H */

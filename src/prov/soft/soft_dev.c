@@ -1,0 +1,777 @@
+/*
+ * Soft device, shared-memory fabric: the segment, device addresses, peers' segments and the
+ * cross-memory-attach trial, protection domains, memory registration, completion queues,
+ * shared receive queues, address handles, and the ops table.
+ */
+#define _GNU_SOURCE
+#define TMX_LOG_SUBSYS "soft"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "prov/soft/soft.h"
+#include "util/log.h"
+
+/* The device address blob: everything a peer needs to find our segment and to tell whether
+ * it can reach us at all (same boot of the same host, same user). */
+typedef struct tmx_soft_dev_addr {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t len;
+    uint32_t uid;
+    int32_t  pid;
+    uint64_t boot_hash;
+    char     name[TMX_SOFT_NAME_MAX];
+} tmx_soft_dev_addr_t;
+
+#define TMX_SOFT_ALIGN(_x) (((_x) + 4095) & ~(size_t)4095)
+
+static _Atomic unsigned tmx_soft_seg_counter;
+static _Atomic int      tmx_soft_cma_logged;
+
+int tmx_soft_pid_dead(pid_t pid)
+{
+    return pid <= 0 || (kill(pid, 0) == -1 && errno == ESRCH);
+}
+
+static uint64_t tmx_soft_boot_hash(void)
+{
+    char     buf[64] = {0};
+    uint64_t h       = 0xcbf29ce484222325ULL; /* FNV-1a */
+    int      fd      = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    ssize_t  n       = -1;
+
+    if (fd >= 0) {
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+    }
+    if (n <= 0) {
+        /* No boot id: fall back to the host name, still different between hosts. */
+        gethostname(buf, sizeof(buf) - 1);
+    }
+    for (size_t i = 0; buf[i] != '\0' && buf[i] != '\n'; i++) {
+        h = (h ^ (uint8_t)buf[i]) * 0x100000001b3ULL;
+    }
+    return h;
+}
+
+/* Unlinks segments of this uid whose owner is gone, so killed processes leave nothing. */
+static void tmx_soft_sweep(void)
+{
+    char           prefix[32];
+    DIR           *d = opendir("/dev/shm");
+    struct dirent *e;
+
+    if (d == NULL) {
+        return;
+    }
+    snprintf(prefix, sizeof(prefix), "tmx-%u-", (unsigned)getuid());
+    while ((e = readdir(d)) != NULL) {
+        char  path[300];
+        char *end;
+        long  pid;
+
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0) {
+            continue;
+        }
+        pid = strtol(e->d_name + strlen(prefix), &end, 10);
+        if (end == e->d_name + strlen(prefix) || *end != '-' || pid <= 0) {
+            continue;
+        }
+        if (tmx_soft_pid_dead((pid_t)pid)) {
+            snprintf(path, sizeof(path), "/%s", e->d_name);
+            if (shm_unlink(path) == 0) {
+                tmx_debug("removed stale segment %s of dead process %ld", path, pid);
+            }
+        }
+    }
+    closedir(d);
+}
+
+static size_t tmx_soft_pow2(size_t v, size_t min)
+{
+    size_t p = min;
+    while (p < v) {
+        p <<= 1;
+    }
+    return p;
+}
+
+static tmx_status_t tmx_soft_seg_create(tmx_soft_dev_t *dev, const tmx_config_t *cfg)
+{
+    size_t   ring_size = tmx_soft_pow2(cfg->soft_ring_size ? cfg->soft_ring_size : 256 * 1024,
+                                       4096);
+    unsigned max_qps   = cfg->soft_max_qps ? cfg->soft_max_qps : 64;
+    unsigned max_mrs   = cfg->soft_max_mrs ? cfg->soft_max_mrs : 1024;
+    size_t   off, mr_off, ud_off, ctrl_off, rings_off;
+    int      fd;
+    uint64_t probe = 0;
+    tmx_status_t status;
+
+    if (max_mrs > (1u << 24)) {
+        max_mrs = 1u << 24; /* the index must fit in 24 bits of a key */
+    }
+    mr_off    = TMX_SOFT_ALIGN(sizeof(tmx_soft_seg_hdr_t));
+    ud_off    = TMX_SOFT_ALIGN(mr_off + (size_t)max_mrs * sizeof(tmx_soft_mr_ent_t));
+    ctrl_off  = TMX_SOFT_ALIGN(ud_off + sizeof(tmx_soft_ring_ctrl_t) + TMX_SOFT_UD_RING);
+    rings_off = TMX_SOFT_ALIGN(ctrl_off + (size_t)max_qps * sizeof(tmx_soft_ring_ctrl_t));
+    off       = rings_off + (size_t)max_qps * ring_size;
+
+    snprintf(dev->name, sizeof(dev->name), "/tmx-%u-%d-%u", (unsigned)getuid(), (int)getpid(),
+             atomic_fetch_add(&tmx_soft_seg_counter, 1));
+    fd = shm_open(dev->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        tmx_error("shm_open(%s) failed: %s", dev->name, strerror(errno));
+        status = TMX_ERR_IO;
+        goto err;
+    }
+    /* tmpfs is sparse: the full size costs only the pages that get touched. */
+    if (ftruncate(fd, (off_t)off) != 0) {
+        tmx_error("ftruncate(%s, %zu) failed: %s", dev->name, off, strerror(errno));
+        status = TMX_ERR_NO_MEMORY;
+        goto err_unlink;
+    }
+    dev->base = mmap(NULL, off, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (dev->base == MAP_FAILED) {
+        tmx_error("mmap of %s (%zu bytes) failed: %s", dev->name, off, strerror(errno));
+        dev->base = NULL;
+        status    = TMX_ERR_NO_MEMORY;
+        goto err_unlink;
+    }
+    close(fd);
+    if (getrandom(&probe, sizeof(probe), GRND_NONBLOCK) != sizeof(probe)) {
+        probe = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ULL ^ (uint64_t)getpid();
+    }
+    dev->size          = off;
+    dev->hdr           = dev->base;
+    dev->hdr->version  = TMX_SOFT_VERSION;
+    dev->hdr->uid      = (uint32_t)getuid();
+    dev->hdr->pid      = (int32_t)getpid();
+    dev->hdr->max_mrs  = max_mrs;
+    dev->hdr->max_qps  = max_qps;
+    dev->hdr->ring_size = ring_size;
+    dev->hdr->map_addr = (uint64_t)(uintptr_t)dev->base;
+    dev->hdr->probe    = probe | 1;
+    dev->hdr->mr_off   = mr_off;
+    dev->hdr->ud_off   = ud_off;
+    dev->hdr->ctrl_off = ctrl_off;
+    dev->hdr->rings_off = rings_off;
+    dev->hdr->total    = off;
+    dev->mrs           = (tmx_soft_mr_ent_t *)((uint8_t *)dev->base + mr_off);
+    /* Magic last: a peer that maps a half-built segment rejects it. */
+    atomic_thread_fence(memory_order_release);
+    dev->hdr->magic = TMX_SOFT_MAGIC;
+    return TMX_OK;
+
+err_unlink:
+    close(fd);
+    shm_unlink(dev->name);
+err:
+    return status;
+}
+
+static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t *cfg,
+                                      tmx_dev_t **devs, int max, int *num_p)
+{
+    tmx_soft_dev_t *dev;
+    tmx_status_t    status;
+
+    if (max < 1) {
+        *num_p = 0;
+        return TMX_OK;
+    }
+    tmx_soft_sweep();
+    dev = calloc(1, sizeof(*dev));
+    if (dev == NULL) {
+        status = TMX_ERR_NO_MEMORY;
+        goto err;
+    }
+    dev->cfg = cfg;
+    tmx_list_init(&dev->rsegs);
+    status = tmx_soft_seg_create(dev, cfg);
+    if (status != TMX_OK) {
+        goto err_free;
+    }
+    dev->qps     = calloc(dev->hdr->max_qps, sizeof(*dev->qps));
+    dev->active  = calloc(dev->hdr->max_qps, sizeof(*dev->active));
+    dev->mr_objs = calloc(dev->hdr->max_mrs, sizeof(*dev->mr_objs));
+    if (dev->qps == NULL || dev->active == NULL || dev->mr_objs == NULL) {
+        status = TMX_ERR_NO_MEMORY;
+        goto err_seg;
+    }
+    dev->boot_hash   = tmx_soft_boot_hash();
+    /* A record is at most a quarter ring: with the consumer publishing its position every
+     * quarter ring, a record and its wrap padding always fit once the ring has drained. */
+    dev->max_payload = dev->hdr->ring_size / 4 - sizeof(tmx_soft_rec_t) -
+                       sizeof(tmx_soft_rec_ext_t);
+
+    dev->super.prov = prov;
+    snprintf(dev->super.name, sizeof(dev->super.name), "soft:shm");
+    dev->super.attr.caps = TMX_DEV_CAP_RC | TMX_DEV_CAP_UD | TMX_DEV_CAP_SRQ | TMX_DEV_CAP_RMA |
+                           TMX_DEV_CAP_LOCAL_ONLY;
+    dev->super.attr.max_msg_sz = TMX_SOFT_MAX_MSG;
+    dev->super.attr.max_inline = dev->max_payload;
+    dev->super.attr.max_qp     = dev->hdr->max_qps;
+    dev->super.attr.max_qp_wr  = 4096;
+    dev->super.attr.max_srq_wr = 16384;
+    dev->super.attr.max_sge    = TMX_SOFT_MAX_SGE;
+    dev->super.attr.max_mr     = dev->hdr->max_mrs;
+    dev->super.attr.max_ud_msg = TMX_SOFT_MAX_UD_MSG;
+    dev->super.attr.numa_node  = -1;
+    dev->super.attr.addr_len   = sizeof(tmx_soft_dev_addr_t);
+    devs[0] = &dev->super;
+    *num_p  = 1;
+    return TMX_OK;
+
+err_seg:
+    munmap(dev->base, dev->size);
+    shm_unlink(dev->name);
+err_free:
+    free(dev->qps);
+    free(dev->active);
+    free(dev->mr_objs);
+    free(dev);
+err:
+    return status;
+}
+
+static void tmx_soft_dev_close(tmx_dev_t *d)
+{
+    tmx_soft_dev_t  *dev = (tmx_soft_dev_t *)d;
+    tmx_list_t      *pos, *tmp;
+
+    tmx_list_for_each_safe(pos, tmp, &dev->rsegs) {
+        tmx_soft_rseg_t *r = tmx_container_of(pos, tmx_soft_rseg_t, list);
+        tmx_list_del(&r->list);
+        munmap(r->base, r->size);
+        free(r);
+    }
+    munmap(dev->base, dev->size);
+    shm_unlink(dev->name);
+    free(dev->qps);
+    free(dev->active);
+    free(dev->mr_objs);
+    free(dev);
+}
+
+tmx_status_t tmx_soft_dev_addr_pack(tmx_soft_dev_t *dev, void *buf, size_t *len_p)
+{
+    tmx_soft_dev_addr_t a;
+
+    if (buf == NULL || len_p == NULL || *len_p < sizeof(a)) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    memset(&a, 0, sizeof(a));
+    a.magic     = TMX_SOFT_ADDR_MAGIC;
+    a.version   = TMX_SOFT_VERSION;
+    a.len       = sizeof(a);
+    a.uid       = (uint32_t)getuid();
+    a.pid       = (int32_t)getpid();
+    a.boot_hash = dev->boot_hash;
+    memcpy(a.name, dev->name, sizeof(a.name));
+    memcpy(buf, &a, sizeof(a));
+    *len_p = sizeof(a);
+    return TMX_OK;
+}
+
+static tmx_status_t tmx_soft_dev_get_addr(tmx_dev_t *d, void *buf, size_t *len_p)
+{
+    return tmx_soft_dev_addr_pack((tmx_soft_dev_t *)d, buf, len_p);
+}
+
+/* TMX_OK when the blob is well formed; *a gets a NUL-terminated copy. */
+static tmx_status_t tmx_soft_addr_parse(const void *addr, size_t len, tmx_soft_dev_addr_t *a)
+{
+    if (addr == NULL || len < sizeof(*a)) {
+        return TMX_ERR_INVALID_ADDR;
+    }
+    memcpy(a, addr, sizeof(*a));
+    if (a->magic != TMX_SOFT_ADDR_MAGIC || a->version != TMX_SOFT_VERSION ||
+        a->len != sizeof(*a) || a->pid <= 0 ||
+        memchr(a->name, '\0', sizeof(a->name)) == NULL ||
+        strncmp(a->name, "/tmx-", 5) != 0 || strchr(a->name + 1, '/') != NULL) {
+        return TMX_ERR_INVALID_ADDR;
+    }
+    return TMX_OK;
+}
+
+static int tmx_soft_dev_reachable(tmx_dev_t *d, const void *addr, size_t len)
+{
+    tmx_soft_dev_t     *dev = (tmx_soft_dev_t *)d;
+    tmx_soft_dev_addr_t a;
+
+    return tmx_soft_addr_parse(addr, len, &a) == TMX_OK && a.uid == (uint32_t)getuid() &&
+           a.boot_hash == dev->boot_hash;
+}
+
+/* Checks that a peer's segment header describes a layout inside the mapping. */
+static int tmx_soft_seg_valid(const tmx_soft_seg_hdr_t *h, size_t size, pid_t pid)
+{
+    uint64_t rings_end;
+
+    if (h->magic != TMX_SOFT_MAGIC || h->version != TMX_SOFT_VERSION || h->pid != pid ||
+        h->uid != (uint32_t)getuid() || h->total != size || h->max_qps == 0 ||
+        h->max_qps > (1u << 20) || h->max_mrs > (1u << 24) || h->ring_size < 4096 ||
+        (h->ring_size & (h->ring_size - 1)) != 0 || h->ring_size > (1ull << 32)) {
+        return 0;
+    }
+    rings_end = h->rings_off + (uint64_t)h->max_qps * h->ring_size;
+    return h->mr_off + (uint64_t)h->max_mrs * sizeof(tmx_soft_mr_ent_t) <= size &&
+           h->ud_off + sizeof(tmx_soft_ring_ctrl_t) + TMX_SOFT_UD_RING <= size &&
+           h->ctrl_off + (uint64_t)h->max_qps * sizeof(tmx_soft_ring_ctrl_t) <= size &&
+           rings_end <= size && h->rings_off % TMX_SOFT_LINE == 0 &&
+           h->ud_off % TMX_SOFT_LINE == 0 && h->ctrl_off % TMX_SOFT_LINE == 0;
+}
+
+tmx_soft_rseg_t *tmx_soft_rseg_get(tmx_soft_dev_t *dev, const void *addr, size_t len,
+                                   tmx_status_t *status_p)
+{
+    tmx_soft_dev_addr_t a;
+    tmx_soft_rseg_t    *r = NULL;
+    tmx_list_t         *pos;
+    struct stat         st;
+    int                 fd;
+    tmx_status_t        status;
+
+    status = tmx_soft_addr_parse(addr, len, &a);
+    if (status != TMX_OK) {
+        goto out;
+    }
+    if (a.uid != (uint32_t)getuid() || a.boot_hash != dev->boot_hash) {
+        status = TMX_ERR_UNREACHABLE;
+        goto out;
+    }
+    tmx_list_for_each(pos, &dev->rsegs) {
+        r = tmx_container_of(pos, tmx_soft_rseg_t, list);
+        if (r->pid == a.pid && strcmp(r->name, a.name) == 0) {
+            r->refs++;
+            goto out;
+        }
+    }
+    r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        status = TMX_ERR_NO_MEMORY;
+        goto out;
+    }
+    fd = shm_open(a.name, O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0) {
+        tmx_debug("peer segment %s: %s", a.name, strerror(errno));
+        status = TMX_ERR_UNREACHABLE;
+        goto err_free;
+    }
+    if (fstat(fd, &st) != 0 || (size_t)st.st_size < sizeof(tmx_soft_seg_hdr_t) ||
+        st.st_uid != getuid()) {
+        status = TMX_ERR_INVALID_ADDR;
+        goto err_close;
+    }
+    r->size = (size_t)st.st_size;
+    r->base = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (r->base == MAP_FAILED) {
+        status = TMX_ERR_NO_MEMORY;
+        goto err_close;
+    }
+    close(fd);
+    r->hdr = r->base;
+    if (!tmx_soft_seg_valid(r->hdr, r->size, a.pid)) {
+        tmx_warn("segment %s of pid %d is not a valid soft device segment", a.name, a.pid);
+        status = TMX_ERR_INVALID_ADDR;
+        goto err_unmap;
+    }
+    memcpy(r->name, a.name, sizeof(r->name));
+    r->pid  = a.pid;
+    r->refs = 1;
+    r->cma  = -1;
+    tmx_list_add_tail(&dev->rsegs, &r->list);
+    goto out;
+
+err_unmap:
+    munmap(r->base, r->size);
+    goto err_free;
+err_close:
+    close(fd);
+err_free:
+    free(r);
+    r = NULL;
+out:
+    *status_p = status;
+    return r;
+}
+
+void tmx_soft_rseg_put(tmx_soft_dev_t *dev, tmx_soft_rseg_t *rseg)
+{
+    (void)dev;
+    /* Mappings stay cached until dev_close: reconnecting to the same peer is then free. */
+    if (rseg != NULL) {
+        rseg->refs--;
+    }
+}
+
+/* 1 when cross-memory attach works toward this peer: a real read of its probe word. */
+int tmx_soft_rseg_cma(tmx_soft_dev_t *dev, tmx_soft_rseg_t *r)
+{
+    uint64_t     v = 0;
+    struct iovec l = {.iov_base = &v, .iov_len = sizeof(v)};
+    struct iovec rem;
+    ssize_t      n;
+    int          err;
+
+    if (r->cma >= 0) {
+        return r->cma;
+    }
+    if (dev->cfg->soft_cma == 0) {
+        r->cma = 0;
+        return 0;
+    }
+    rem.iov_base = (void *)(uintptr_t)(r->hdr->map_addr + offsetof(tmx_soft_seg_hdr_t, probe));
+    rem.iov_len  = sizeof(v);
+    n            = process_vm_readv(r->pid, &l, 1, &rem, 1, 0);
+    err          = errno;
+    r->cma       = (n == (ssize_t)sizeof(v) && v == r->hdr->probe) ? 1 : 0;
+    if (atomic_exchange(&tmx_soft_cma_logged, 1) == 0) {
+        if (r->cma) {
+            tmx_info("cross-memory attach works (tested on pid %d); rdma uses it", (int)r->pid);
+        } else {
+            tmx_warn("cross-memory attach to pid %d failed (%s); rdma goes through the rings. "
+                     "hint: check /proc/sys/kernel/yama/ptrace_scope (0 or 1 allows it)",
+                     (int)r->pid, n < 0 ? strerror(err) : "probe mismatch");
+        }
+    }
+    return r->cma;
+}
+
+/* ---------------------------------------------------------------- PD, MR */
+
+static tmx_status_t tmx_soft_pd_alloc(tmx_dev_t *dev, tmx_pd_t **pd_p)
+{
+    tmx_pd_t *pd = calloc(1, sizeof(*pd));
+
+    if (pd == NULL) {
+        return TMX_ERR_NO_MEMORY;
+    }
+    pd->dev = dev;
+    *pd_p   = pd;
+    return TMX_OK;
+}
+
+static void tmx_soft_pd_free(tmx_pd_t *pd)
+{
+    free(pd);
+}
+
+int tmx_soft_key_check(const tmx_soft_mr_ent_t *table, unsigned max, uint32_t key,
+                       uint64_t addr, uint64_t len, unsigned access)
+{
+    unsigned                 idx = key >> 8;
+    const tmx_soft_mr_ent_t *e;
+    uint64_t                 base, size;
+    uint32_t                 gv;
+
+    if (idx >= max) {
+        return -1;
+    }
+    e    = &table[idx];
+    gv   = atomic_load_explicit(&e->gen_valid, memory_order_acquire);
+    base = atomic_load_explicit(&e->addr, memory_order_relaxed);
+    size = atomic_load_explicit(&e->length, memory_order_relaxed);
+    if (gv != (0x100u | (key & 0xffu))) {
+        return -1;
+    }
+    /* Written so that no sum can overflow. */
+    if (addr < base || addr - base > size || len > size - (addr - base)) {
+        return -1;
+    }
+    if ((atomic_load_explicit(&e->access, memory_order_relaxed) & access) != access) {
+        return -1;
+    }
+    return 0;
+}
+
+static tmx_status_t tmx_soft_mr_reg(tmx_pd_t *pd, void *addr, size_t length, unsigned access,
+                                    tmx_mr_t **mr_p)
+{
+    tmx_soft_dev_t *dev = (tmx_soft_dev_t *)pd->dev;
+    tmx_soft_mr_t  *mr;
+    unsigned        i;
+    uint32_t        gen;
+
+    if ((addr == NULL && length != 0) || (uintptr_t)addr + length < (uintptr_t)addr) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    for (i = 0; i < dev->hdr->max_mrs; i++) {
+        if (dev->mr_objs[i] == NULL) {
+            break;
+        }
+    }
+    if (i == dev->hdr->max_mrs) {
+        return TMX_ERR_NO_RESOURCE;
+    }
+    mr = calloc(1, sizeof(*mr));
+    if (mr == NULL) {
+        return TMX_ERR_NO_MEMORY;
+    }
+    /* A new generation per registration: the key of a deregistered region stays dead. */
+    gen = (atomic_load(&dev->mrs[i].gen_valid) + 1) & 0xffu;
+    if (gen == 0) {
+        gen = 1;
+    }
+    atomic_store_explicit(&dev->mrs[i].addr, (uint64_t)(uintptr_t)addr, memory_order_relaxed);
+    atomic_store_explicit(&dev->mrs[i].length, length, memory_order_relaxed);
+    atomic_store_explicit(&dev->mrs[i].access, access, memory_order_relaxed);
+    atomic_store_explicit(&dev->mrs[i].gen_valid, 0x100u | gen, memory_order_release);
+    mr->super.pd     = pd;
+    mr->super.addr   = addr;
+    mr->super.length = length;
+    mr->super.access = access;
+    mr->super.lkey   = (i << 8) | gen;
+    mr->super.rkey   = mr->super.lkey;
+    mr->index        = i;
+    dev->mr_objs[i]  = mr;
+    *mr_p            = &mr->super;
+    return TMX_OK;
+}
+
+static void tmx_soft_mr_dereg(tmx_mr_t *m)
+{
+    tmx_soft_mr_t  *mr;
+    tmx_soft_dev_t *dev;
+
+    if (m == NULL) {
+        return;
+    }
+    mr  = (tmx_soft_mr_t *)m;
+    dev = (tmx_soft_dev_t *)m->pd->dev;
+    /* Keep the generation, drop the valid bit. */
+    atomic_store_explicit(&dev->mrs[mr->index].gen_valid, m->lkey & 0xffu, memory_order_release);
+    dev->mr_objs[mr->index] = NULL;
+    free(mr);
+}
+
+/* ---------------------------------------------------------------- CQ */
+
+static tmx_status_t tmx_soft_cq_create(tmx_dev_t *dev, int cqe, tmx_cq_t **cq_p)
+{
+    tmx_soft_cq_t *cq;
+
+    if (cqe <= 0 || cqe > (1 << 24)) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    cq = calloc(1, sizeof(*cq));
+    if (cq == NULL) {
+        return TMX_ERR_NO_MEMORY;
+    }
+    cq->cap = (unsigned)cqe;
+    cq->wc  = calloc(cq->cap, sizeof(*cq->wc));
+    if (cq->wc == NULL) {
+        free(cq);
+        return TMX_ERR_NO_MEMORY;
+    }
+    cq->super.dev = dev;
+    cq->super.cqe = cqe;
+    *cq_p         = &cq->super;
+    return TMX_OK;
+}
+
+static void tmx_soft_cq_destroy(tmx_cq_t *c)
+{
+    tmx_soft_cq_t *cq = (tmx_soft_cq_t *)c;
+
+    if (cq != NULL) {
+        free(cq->wc);
+        free(cq);
+    }
+}
+
+/* Local completions (sends, flushes) may exceed cqe: the ring grows rather than lose one;
+ * draining the wire stops at cqe, which is the backpressure. */
+tmx_status_t tmx_soft_cq_push(tmx_soft_cq_t *cq, const tmx_wc_t *wc)
+{
+    if (cq->count == cq->cap) {
+        unsigned  ncap = cq->cap * 2;
+        tmx_wc_t *nwc  = malloc(ncap * sizeof(*nwc));
+
+        if (nwc == NULL) {
+            tmx_error("completion queue full and out of memory: completion lost");
+            return TMX_ERR_NO_MEMORY;
+        }
+        for (unsigned i = 0; i < cq->count; i++) {
+            nwc[i] = cq->wc[(cq->head + i) % cq->cap];
+        }
+        free(cq->wc);
+        cq->wc   = nwc;
+        cq->cap  = ncap;
+        cq->head = 0;
+    }
+    cq->wc[(cq->head + cq->count) % cq->cap] = *wc;
+    cq->count++;
+    return TMX_OK;
+}
+
+/* ---------------------------------------------------------------- receive queues */
+
+int tmx_soft_rq_pop(tmx_soft_rq_t *rq, tmx_soft_rwr_t *out)
+{
+    if (rq->count == 0) {
+        return 0;
+    }
+    *out     = rq->wr[rq->head];
+    rq->head = (rq->head + 1) % rq->size;
+    rq->count--;
+    return 1;
+}
+
+tmx_status_t tmx_soft_rq_post(tmx_soft_dev_t *dev, tmx_soft_rq_t *rq, tmx_recv_wr_t *wr,
+                              tmx_recv_wr_t **bad_p)
+{
+    (void)dev;
+    for (; wr != NULL; wr = wr->next) {
+        tmx_soft_rwr_t *e;
+
+        if (wr->num_sge < 0 || wr->num_sge > TMX_SOFT_MAX_SGE ||
+            (wr->num_sge > 0 && wr->sg_list == NULL)) {
+            *bad_p = wr;
+            return TMX_ERR_INVALID_PARAM;
+        }
+        if (rq->count == rq->size) {
+            *bad_p = wr;
+            return TMX_ERR_NO_RESOURCE;
+        }
+        e          = &rq->wr[(rq->head + rq->count) % rq->size];
+        e->wr_id   = wr->wr_id;
+        e->num_sge = wr->num_sge;
+        if (wr->num_sge > 0) {
+            memcpy(e->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(tmx_sge_t));
+        }
+        rq->count++;
+    }
+    return TMX_OK;
+}
+
+static tmx_status_t tmx_soft_srq_create(tmx_pd_t *pd, const tmx_srq_init_attr_t *attr,
+                                        tmx_srq_t **srq_p)
+{
+    tmx_soft_srq_t *srq;
+
+    if (attr == NULL || attr->max_wr == 0 || attr->max_sge > TMX_SOFT_MAX_SGE ||
+        attr->max_wr > pd->dev->attr.max_srq_wr) {
+        return attr != NULL && attr->type != TMX_SRQT_BASIC ? TMX_ERR_UNSUPPORTED
+                                                           : TMX_ERR_INVALID_PARAM;
+    }
+    if (attr->type != TMX_SRQT_BASIC) {
+        return TMX_ERR_UNSUPPORTED;
+    }
+    srq = calloc(1, sizeof(*srq));
+    if (srq == NULL) {
+        return TMX_ERR_NO_MEMORY;
+    }
+    srq->rq.size = attr->max_wr;
+    srq->rq.wr   = calloc(srq->rq.size, sizeof(*srq->rq.wr));
+    if (srq->rq.wr == NULL) {
+        free(srq);
+        return TMX_ERR_NO_MEMORY;
+    }
+    srq->super.pd   = pd;
+    srq->super.type = TMX_SRQT_BASIC;
+    srq->super.cq   = attr->cq;
+    *srq_p          = &srq->super;
+    return TMX_OK;
+}
+
+static void tmx_soft_srq_destroy(tmx_srq_t *s)
+{
+    tmx_soft_srq_t *srq = (tmx_soft_srq_t *)s;
+
+    if (srq != NULL) {
+        free(srq->rq.wr);
+        free(srq);
+    }
+}
+
+static tmx_status_t tmx_soft_srq_post_recv(tmx_srq_t *s, tmx_recv_wr_t *wr,
+                                           tmx_recv_wr_t **bad_p)
+{
+    tmx_soft_srq_t *srq = (tmx_soft_srq_t *)s;
+
+    return tmx_soft_rq_post((tmx_soft_dev_t *)s->pd->dev, &srq->rq, wr, bad_p);
+}
+
+/* ---------------------------------------------------------------- AH */
+
+static tmx_status_t tmx_soft_ah_create(tmx_pd_t *pd, const void *dev_addr, size_t len,
+                                       tmx_ah_t **ah_p)
+{
+    tmx_soft_dev_t *dev = (tmx_soft_dev_t *)pd->dev;
+    tmx_soft_ah_t  *ah;
+    tmx_status_t    status;
+
+    ah = calloc(1, sizeof(*ah));
+    if (ah == NULL) {
+        return TMX_ERR_NO_MEMORY;
+    }
+    ah->rseg = tmx_soft_rseg_get(dev, dev_addr, len, &status);
+    if (ah->rseg == NULL) {
+        free(ah);
+        return status;
+    }
+    ah->super.pd = pd;
+    *ah_p        = &ah->super;
+    return TMX_OK;
+}
+
+static void tmx_soft_ah_destroy(tmx_ah_t *a)
+{
+    tmx_soft_ah_t *ah = (tmx_soft_ah_t *)a;
+
+    if (ah != NULL) {
+        tmx_soft_rseg_put((tmx_soft_dev_t *)a->pd->dev, ah->rseg);
+        free(ah);
+    }
+}
+
+/* ---------------------------------------------------------------- the provider */
+
+const tmx_prov_ops_t tmx_soft_ops = {
+    .dev_open         = tmx_soft_dev_open,
+    .dev_close        = tmx_soft_dev_close,
+    .dev_get_addr     = tmx_soft_dev_get_addr,
+    .dev_reachable    = tmx_soft_dev_reachable,
+    .pd_alloc         = tmx_soft_pd_alloc,
+    .pd_free          = tmx_soft_pd_free,
+    .mr_reg           = tmx_soft_mr_reg,
+    .mr_dereg         = tmx_soft_mr_dereg,
+    .cq_create        = tmx_soft_cq_create,
+    .cq_destroy       = tmx_soft_cq_destroy,
+    .cq_poll          = tmx_soft_cq_poll,
+    .xrcd_open        = tmx_prov_unsupported_xrcd_open,
+    .xrcd_close       = tmx_prov_unsupported_xrcd_close,
+    .srq_create       = tmx_soft_srq_create,
+    .srq_destroy      = tmx_soft_srq_destroy,
+    .srq_post_recv    = tmx_soft_srq_post_recv,
+    .srq_post_ops     = tmx_prov_unsupported_srq_post_ops,
+    .srq_get_num      = tmx_prov_unsupported_srq_get_num,
+    .qp_create        = tmx_soft_qp_create,
+    .qp_destroy       = tmx_soft_qp_destroy,
+    .qp_get_addr      = tmx_soft_qp_get_addr,
+    .qp_modify        = tmx_soft_qp_modify,
+    .qp_data_in_order = tmx_prov_no_data_in_order,
+    .post_send        = tmx_soft_post_send,
+    .post_recv        = tmx_soft_post_recv,
+    .ah_create        = tmx_soft_ah_create,
+    .ah_destroy       = tmx_soft_ah_destroy,
+};
+
+const tmx_prov_t tmx_soft_prov = {
+    .name        = "soft",
+    .description = "soft device: verbs semantics over shared memory between processes of a host",
+    .ops         = &tmx_soft_ops,
+};

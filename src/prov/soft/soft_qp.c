@@ -1,0 +1,1332 @@
+/*
+ * Soft device, shared-memory fabric: queue pairs, the rings (the wire), RDMA by cross-memory
+ * attach or through the rings, progress and completion polling.
+ *
+ * RC rings have one producer (the connected peer QP) and one consumer (the owner): the only
+ * synchronization is the release store of a record's stamp and the acquire load that sees
+ * it, plus the consumer's position published every quarter ring. The UD mailbox has many
+ * producers, serialized by a lock word holding the producer's pid (so a producer that dies
+ * holding it can be detected and the lock taken over).
+ *
+ * UD: one UD QP per device; its qp_num is its slot + 1 like any QP, and datagrams for it go
+ * to the device's mailbox ring (a datagram naming another qp number is dropped).
+ */
+#define _GNU_SOURCE
+#define TMX_LOG_SUBSYS "soft"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "prov/soft/soft.h"
+#include "util/log.h"
+#include "util/time.h"
+
+typedef struct tmx_soft_qp_addr {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t len;
+    uint32_t qp_num;
+    uint32_t index;
+    uint32_t gen;
+    uint32_t dev_len;
+    uint8_t  dev[TMX_DEV_ADDR_MAX - 24];
+} tmx_soft_qp_addr_t;
+
+#define TMX_SOFT_HDR      sizeof(tmx_soft_rec_t)
+#define TMX_SOFT_HDR_EXT  (sizeof(tmx_soft_rec_t) + sizeof(tmx_soft_rec_ext_t))
+#define TMX_SOFT_DRAIN    64                  /* records per QP per poll */
+#define TMX_SOFT_CHECK_NS (100ull * 1000000)  /* peer liveness check period */
+
+static inline size_t tmx_soft_lines(size_t bytes)
+{
+    return (bytes + TMX_SOFT_LINE - 1) & ~(size_t)(TMX_SOFT_LINE - 1);
+}
+
+static inline tmx_soft_rec_ext_t *tmx_soft_ext(tmx_soft_rec_t *rec)
+{
+    return (tmx_soft_rec_ext_t *)(rec + 1);
+}
+
+/* ---------------------------------------------------------------- scatter/gather */
+
+static void tmx_soft_sge_gather(const tmx_sge_t *sge, int n, size_t off, uint8_t *dst,
+                                size_t len)
+{
+    for (int i = 0; i < n && len > 0; i++) {
+        size_t c;
+
+        if (off >= sge[i].length) {
+            off -= sge[i].length;
+            continue;
+        }
+        c = sge[i].length - off < len ? sge[i].length - off : len;
+        memcpy(dst, (const uint8_t *)(uintptr_t)sge[i].addr + off, c);
+        dst += c;
+        len -= c;
+        off  = 0;
+    }
+}
+
+static void tmx_soft_sge_scatter(const tmx_sge_t *sge, int n, size_t off, const uint8_t *src,
+                                 size_t len)
+{
+    for (int i = 0; i < n && len > 0; i++) {
+        size_t c;
+
+        if (off >= sge[i].length) {
+            off -= sge[i].length;
+            continue;
+        }
+        c = sge[i].length - off < len ? sge[i].length - off : len;
+        memcpy((uint8_t *)(uintptr_t)sge[i].addr + off, src, c);
+        src += c;
+        len -= c;
+        off  = 0;
+    }
+}
+
+static size_t tmx_soft_sge_len(const tmx_sge_t *sge, int n)
+{
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        total += sge[i].length;
+    }
+    return total;
+}
+
+/* 0 when every local sge lies in a registration of this device with the rights. */
+static int tmx_soft_sge_check(tmx_soft_dev_t *dev, const tmx_sge_t *sge, int n, unsigned access)
+{
+    for (int i = 0; i < n; i++) {
+        if (sge[i].length != 0 &&
+            tmx_soft_key_check(dev->mrs, dev->hdr->max_mrs, sge[i].lkey, sge[i].addr,
+                               sge[i].length, access) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- QP bookkeeping */
+
+static void tmx_soft_active_add(tmx_soft_qp_t *qp)
+{
+    tmx_soft_dev_t *dev = qp->dev;
+
+    if (qp->active == 0) {
+        dev->active[dev->num_active++] = qp;
+        qp->active                     = (int)dev->num_active;
+    }
+}
+
+static void tmx_soft_active_del(tmx_soft_qp_t *qp)
+{
+    tmx_soft_dev_t *dev = qp->dev;
+
+    if (qp->active != 0) {
+        tmx_soft_qp_t *last = dev->active[--dev->num_active];
+
+        dev->active[qp->active - 1] = last;
+        last->active                = qp->active;
+        qp->active                  = 0;
+    }
+}
+
+static tmx_soft_swr_t *tmx_soft_swr(tmx_soft_qp_t *qp, uint32_t seq)
+{
+    return &qp->sq[seq & (qp->sq_size - 1)];
+}
+
+static tmx_wc_opcode_t tmx_soft_wc_opcode(tmx_wr_opcode_t op)
+{
+    switch (op) {
+    case TMX_WR_RDMA_WRITE:
+    case TMX_WR_RDMA_WRITE_WITH_IMM:
+        return TMX_WC_RDMA_WRITE;
+    case TMX_WR_RDMA_READ:
+        return TMX_WC_RDMA_READ;
+    default:
+        return TMX_WC_SEND;
+    }
+}
+
+/* Completes finished send WRs in post order, as an RC send queue does. */
+static void tmx_soft_sq_reap(tmx_soft_qp_t *qp)
+{
+    while (qp->sq_count > 0) {
+        tmx_soft_swr_t *swr = tmx_soft_swr(qp, qp->head_seq);
+
+        if (swr->state != TMX_SOFT_SWR_DONE) {
+            break;
+        }
+        if (swr->signaled || swr->status != TMX_WC_SUCCESS) {
+            tmx_wc_t wc;
+
+            memset(&wc, 0, sizeof(wc));
+            wc.wr_id    = swr->wr_id;
+            wc.status   = swr->status;
+            wc.opcode   = tmx_soft_wc_opcode(swr->opcode);
+            wc.byte_len = swr->opcode == TMX_WR_RDMA_READ ? (uint32_t)swr->total : 0;
+            wc.qp_num   = qp->super.qp_num;
+            tmx_soft_cq_push((tmx_soft_cq_t *)qp->super.send_cq, &wc);
+        }
+        free(swr->copy);
+        swr->copy = NULL;
+        qp->head_seq++;
+        qp->sq_count--;
+        if ((int32_t)(qp->tx_seq - qp->head_seq) < 0) {
+            qp->tx_seq = qp->head_seq;
+        }
+    }
+}
+
+/* Moves the QP to ERR: outstanding WRs complete with status for the first and FLUSH for the
+ * rest; with async, one TMX_WR_ID_ASYNC_ERROR completion tells the core even when nothing was
+ * outstanding. */
+static void tmx_soft_qp_fail(tmx_soft_qp_t *qp, tmx_wc_status_t status, int async)
+{
+    tmx_wc_status_t first = status;
+    tmx_soft_rwr_t  rwr;
+    tmx_wc_t        wc;
+
+    if (qp->super.state == TMX_QPS_ERR) {
+        return;
+    }
+    qp->super.state = TMX_QPS_ERR;
+    tmx_soft_active_del(qp);
+    for (uint32_t s = qp->head_seq; s != qp->next_seq; s++) {
+        tmx_soft_swr_t *swr = tmx_soft_swr(qp, s);
+
+        if (swr->state != TMX_SOFT_SWR_DONE) {
+            swr->state  = TMX_SOFT_SWR_DONE;
+            swr->status = first;
+            first       = TMX_WC_WR_FLUSH_ERR;
+        }
+    }
+    qp->tx_seq = qp->next_seq;
+    tmx_soft_sq_reap(qp);
+    qp->resp_count = 0;
+
+    memset(&wc, 0, sizeof(wc));
+    wc.status = TMX_WC_WR_FLUSH_ERR;
+    wc.opcode = TMX_WC_RECV;
+    wc.qp_num = qp->super.qp_num;
+    if (qp->rx_busy) {
+        wc.wr_id    = qp->rx_wr.wr_id;
+        qp->rx_busy = 0;
+        tmx_soft_cq_push((tmx_soft_cq_t *)qp->super.recv_cq, &wc);
+    }
+    while (tmx_soft_rq_pop(&qp->rq, &rwr)) {
+        wc.wr_id = rwr.wr_id;
+        tmx_soft_cq_push((tmx_soft_cq_t *)qp->super.recv_cq, &wc);
+    }
+    if (async) {
+        memset(&wc, 0, sizeof(wc));
+        wc.wr_id  = TMX_WR_ID_ASYNC_ERROR;
+        wc.status = status;
+        wc.opcode = TMX_WC_SEND;
+        wc.qp_num = qp->super.qp_num;
+        tmx_soft_cq_push((tmx_soft_cq_t *)qp->super.send_cq, &wc);
+    }
+}
+
+static int tmx_soft_qp_peer_dead(tmx_soft_qp_t *qp)
+{
+    if (qp->rseg != NULL && tmx_soft_pid_dead(qp->rseg->pid)) {
+        tmx_warn("qp %u: peer process %d is gone", qp->super.qp_num, (int)qp->rseg->pid);
+        tmx_soft_qp_fail(qp, TMX_WC_RETRY_EXC_ERR, 1);
+        return 1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the sending side */
+
+/* Room for a record of bytes (a multiple of the line) at the tail, after a PAD record if it
+ * would cross the end of the ring; NULL when the ring is full. */
+static tmx_soft_rec_t *tmx_soft_tx_reserve(uint8_t *ring, uint64_t size,
+                                           tmx_soft_ring_ctrl_t *ctrl, uint64_t *tail_p,
+                                           uint64_t *consumed_p, size_t bytes)
+{
+    uint64_t        tail = *tail_p;
+    uint64_t        pos  = tail & (size - 1);
+    uint64_t        pad  = pos + bytes > size ? size - pos : 0;
+    tmx_soft_rec_t *rec;
+
+    if (tail + pad + bytes - *consumed_p > size) {
+        *consumed_p = atomic_load_explicit(&ctrl->consumed, memory_order_acquire);
+        if (tail + pad + bytes - *consumed_p > size) {
+            return NULL;
+        }
+    }
+    if (pad != 0) {
+        rec        = (tmx_soft_rec_t *)(ring + pos);
+        rec->len   = 0;
+        rec->op    = TMX_SOFT_OP_PAD;
+        rec->flags = 0;
+        atomic_store_explicit(&rec->stamp, tail + 1, memory_order_release);
+        tail   += pad;
+        *tail_p = tail;
+    }
+    return (tmx_soft_rec_t *)(ring + (tail & (size - 1)));
+}
+
+static tmx_soft_rec_t *tmx_soft_qp_reserve(tmx_soft_qp_t *qp, size_t bytes)
+{
+    return tmx_soft_tx_reserve(qp->out_ring, qp->out_size, qp->out_ctrl, &qp->out_tail,
+                               &qp->out_consumed, tmx_soft_lines(bytes));
+}
+
+/* The stamp goes last, with release: the reader that sees it sees the whole record. */
+static void tmx_soft_qp_commit(tmx_soft_qp_t *qp, tmx_soft_rec_t *rec, size_t bytes)
+{
+    atomic_store_explicit(&rec->stamp, qp->out_tail + 1, memory_order_release);
+    qp->out_tail += tmx_soft_lines(bytes);
+}
+
+/* Serves the responses this QP owes its peer (fallback RDMA); 0 when the ring is full. */
+static int tmx_soft_resp_progress(tmx_soft_qp_t *qp)
+{
+    tmx_soft_dev_t *dev = qp->dev;
+
+    while (qp->resp_count > 0) {
+        tmx_soft_resp_t    *r = &qp->resp[qp->resp_head];
+        tmx_soft_rec_t     *rec;
+        tmx_soft_rec_ext_t *ext;
+        size_t              n = 0;
+
+        if (r->is_read &&
+            tmx_soft_key_check(dev->mrs, dev->hdr->max_mrs, (uint32_t)r->status, r->addr,
+                               r->total, TMX_ACCESS_REMOTE_READ) != 0) {
+            /* Deregistered while being read: refuse the rest. */
+            r->is_read = 0;
+            r->status  = TMX_WC_REM_ACCESS_ERR;
+        }
+        if (r->is_read) {
+            n = r->total - r->off < dev->max_payload ? r->total - r->off : dev->max_payload;
+        }
+        rec = tmx_soft_qp_reserve(qp, TMX_SOFT_HDR_EXT + n);
+        if (rec == NULL) {
+            return 0;
+        }
+        ext        = tmx_soft_ext(rec);
+        rec->len   = (uint32_t)n;
+        rec->seq   = r->seq;
+        rec->imm   = 0;
+        rec->flags = 0;
+        if (r->is_read) {
+            rec->op    = TMX_SOFT_OP_RRESP;
+            ext->raddr = r->off;
+            ext->total = r->total;
+            memcpy(ext + 1, (const uint8_t *)(uintptr_t)r->addr + r->off, n);
+            r->off += n;
+            if (r->off == r->total) {
+                rec->flags = TMX_SOFT_REC_LAST;
+            }
+        } else {
+            rec->op     = TMX_SOFT_OP_ACK;
+            ext->status = r->status;
+        }
+        tmx_soft_qp_commit(qp, rec, TMX_SOFT_HDR_EXT + n);
+        if (!r->is_read || r->off == r->total) {
+            qp->resp_head = (qp->resp_head + 1) % TMX_SOFT_MAX_RESP;
+            qp->resp_count--;
+        }
+    }
+    return 1;
+}
+
+static tmx_soft_resp_t *tmx_soft_resp_add(tmx_soft_qp_t *qp)
+{
+    tmx_soft_resp_t *r;
+
+    if (qp->resp_count == TMX_SOFT_MAX_RESP) {
+        return NULL;
+    }
+    r = &qp->resp[(qp->resp_head + qp->resp_count) % TMX_SOFT_MAX_RESP];
+    memset(r, 0, sizeof(*r));
+    qp->resp_count++;
+    return r;
+}
+
+static void tmx_soft_swr_data(tmx_soft_swr_t *swr, size_t off, uint8_t *dst, size_t n)
+{
+    if (swr->copy != NULL) {
+        memcpy(dst, (uint8_t *)swr->copy + off, n);
+    } else {
+        tmx_soft_sge_gather(swr->sge, swr->num_sge, off, dst, n);
+    }
+}
+
+/* Writes SEND or fallback WRITE chunks; 1 when all are written. */
+static int tmx_soft_tx_chunks(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr, int op)
+{
+    size_t hlen = op == TMX_SOFT_OP_SEND ? TMX_SOFT_HDR : TMX_SOFT_HDR_EXT;
+
+    do {
+        size_t          n = swr->total - swr->off;
+        tmx_soft_rec_t *rec;
+
+        if (n > qp->dev->max_payload) {
+            n = qp->dev->max_payload;
+        }
+        rec = tmx_soft_qp_reserve(qp, hlen + n);
+        if (rec == NULL) {
+            return 0;
+        }
+        rec->len   = (uint32_t)n;
+        rec->op    = (uint8_t)op;
+        rec->flags = (swr->off == 0 ? TMX_SOFT_REC_FIRST : 0) |
+                     (swr->off + n == swr->total ? TMX_SOFT_REC_LAST : 0);
+        if (swr->opcode == TMX_WR_SEND_WITH_IMM || swr->opcode == TMX_WR_RDMA_WRITE_WITH_IMM) {
+            rec->flags |= TMX_SOFT_REC_IMM;
+        }
+        rec->imm = swr->imm;
+        rec->seq = swr->seq;
+        if (op != TMX_SOFT_OP_SEND) {
+            tmx_soft_rec_ext_t *ext = tmx_soft_ext(rec);
+            ext->raddr = swr->raddr + swr->off;
+            ext->total = swr->total;
+            ext->rkey  = swr->rkey;
+        }
+        tmx_soft_swr_data(swr, swr->off, (uint8_t *)rec + hlen, n);
+        tmx_soft_qp_commit(qp, rec, hlen + n);
+        swr->off += n;
+    } while (swr->off < swr->total);
+    return 1;
+}
+
+static int tmx_soft_iov(const tmx_soft_swr_t *swr, struct iovec *iov)
+{
+    int n = 0;
+    for (int i = 0; i < swr->num_sge; i++) {
+        if (swr->sge[i].length != 0) {
+            iov[n].iov_base = (void *)(uintptr_t)swr->sge[i].addr;
+            iov[n].iov_len  = swr->sge[i].length;
+            n++;
+        }
+    }
+    return n;
+}
+
+/* RDMA by cross-memory attach, checked against the target's own MR table. */
+static int tmx_soft_tx_cma(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
+{
+    tmx_soft_rseg_t          *r     = qp->rseg;
+    const tmx_soft_mr_ent_t  *table = (tmx_soft_mr_ent_t *)((uint8_t *)r->base + r->hdr->mr_off);
+    int                       read  = swr->opcode == TMX_WR_RDMA_READ;
+    struct iovec              liov[TMX_SOFT_MAX_SGE], riov;
+    tmx_soft_rec_t           *rec   = NULL;
+    ssize_t                   n     = 0;
+    int                       cnt;
+
+    if (tmx_soft_key_check(table, r->hdr->max_mrs, swr->rkey, swr->raddr, swr->total,
+                           read ? TMX_ACCESS_REMOTE_READ : TMX_ACCESS_REMOTE_WRITE) != 0) {
+        swr->state  = TMX_SOFT_SWR_DONE;
+        swr->status = TMX_WC_REM_ACCESS_ERR;
+        return 1;
+    }
+    if (swr->opcode == TMX_WR_RDMA_WRITE_WITH_IMM) {
+        /* Room for the notification first: the WR is all or nothing. */
+        rec = tmx_soft_qp_reserve(qp, TMX_SOFT_HDR_EXT);
+        if (rec == NULL) {
+            return 0;
+        }
+    }
+    cnt           = tmx_soft_iov(swr, liov);
+    riov.iov_base = (void *)(uintptr_t)swr->raddr;
+    riov.iov_len  = swr->total;
+    if (swr->total != 0) {
+        n = read ? process_vm_readv(r->pid, liov, (unsigned long)cnt, &riov, 1, 0)
+                 : process_vm_writev(r->pid, liov, (unsigned long)cnt, &riov, 1, 0);
+    }
+    swr->state = TMX_SOFT_SWR_DONE;
+    if (n != (ssize_t)swr->total) {
+        tmx_debug("qp %u: cma %s of %zu bytes at 0x%llx failed: %s", qp->super.qp_num,
+                  read ? "read" : "write", swr->total, (unsigned long long)swr->raddr,
+                  n < 0 ? strerror(errno) : "short");
+        swr->status = TMX_WC_REM_ACCESS_ERR;
+        return 1;
+    }
+    swr->status = TMX_WC_SUCCESS;
+    if (rec != NULL) {
+        rec->len                    = 0;
+        rec->op                     = TMX_SOFT_OP_WIMM;
+        rec->flags                  = TMX_SOFT_REC_IMM;
+        rec->imm                    = swr->imm;
+        rec->seq                    = swr->seq;
+        tmx_soft_ext(rec)->total    = swr->total;
+        tmx_soft_qp_commit(qp, rec, TMX_SOFT_HDR_EXT);
+    }
+    return 1;
+}
+
+/* A WR with FENCE waits until the earlier RDMA READs of the QP completed. */
+static int tmx_soft_fenced(tmx_soft_qp_t *qp, const tmx_soft_swr_t *swr)
+{
+    if (!(swr->flags & TMX_SEND_FENCE)) {
+        return 0;
+    }
+    for (uint32_t s = qp->head_seq; s != swr->seq; s++) {
+        const tmx_soft_swr_t *e = tmx_soft_swr(qp, s);
+        if (e->opcode == TMX_WR_RDMA_READ && e->state != TMX_SOFT_SWR_DONE) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Writes one WR to the wire; 1 when it is fully written (or done), 0 when it must wait. */
+static int tmx_soft_tx_one(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
+{
+    tmx_soft_rec_t *rec;
+
+    if (swr->state == TMX_SOFT_SWR_DONE) {
+        return 1;
+    }
+    if (tmx_soft_fenced(qp, swr)) {
+        return 0;
+    }
+    switch (swr->opcode) {
+    case TMX_WR_SEND:
+    case TMX_WR_SEND_WITH_IMM:
+        if (!tmx_soft_tx_chunks(qp, swr, TMX_SOFT_OP_SEND)) {
+            return 0;
+        }
+        swr->state  = TMX_SOFT_SWR_DONE;
+        swr->status = TMX_WC_SUCCESS;
+        return 1;
+    case TMX_WR_RDMA_WRITE:
+    case TMX_WR_RDMA_WRITE_WITH_IMM:
+        if (qp->cma) {
+            return tmx_soft_tx_cma(qp, swr);
+        }
+        if (!tmx_soft_tx_chunks(qp, swr, TMX_SOFT_OP_WDATA)) {
+            return 0;
+        }
+        swr->state = TMX_SOFT_SWR_WAIT;
+        return 1;
+    case TMX_WR_RDMA_READ:
+        if (qp->cma) {
+            return tmx_soft_tx_cma(qp, swr);
+        }
+        rec = tmx_soft_qp_reserve(qp, TMX_SOFT_HDR_EXT);
+        if (rec == NULL) {
+            return 0;
+        }
+        rec->len                 = 0;
+        rec->op                  = TMX_SOFT_OP_RREQ;
+        rec->flags               = 0;
+        rec->seq                 = swr->seq;
+        tmx_soft_ext(rec)->raddr = swr->raddr;
+        tmx_soft_ext(rec)->total = swr->total;
+        tmx_soft_ext(rec)->rkey  = swr->rkey;
+        tmx_soft_qp_commit(qp, rec, TMX_SOFT_HDR_EXT);
+        swr->off   = 0;
+        swr->state = TMX_SOFT_SWR_WAIT;
+        return 1;
+    }
+    return 1;
+}
+
+static void tmx_soft_sq_progress(tmx_soft_qp_t *qp)
+{
+    while (qp->tx_seq != qp->next_seq) {
+        if (!tmx_soft_tx_one(qp, tmx_soft_swr(qp, qp->tx_seq))) {
+            break;
+        }
+        qp->tx_seq++;
+    }
+    tmx_soft_sq_reap(qp);
+}
+
+/* ---------------------------------------------------------------- the receiving side */
+
+enum { TMX_SOFT_RX_BLOCKED = 0, TMX_SOFT_RX_DONE = 1, TMX_SOFT_RX_BAD = -1 };
+
+static int tmx_soft_take_recv(tmx_soft_qp_t *qp, tmx_soft_rwr_t *rwr)
+{
+    if (!tmx_soft_cq_has_room(qp->super.recv_cq)) {
+        return 0; /* backpressure: leave the record in the ring */
+    }
+    if (qp->super.srq != NULL) {
+        return tmx_soft_rq_pop(&((tmx_soft_srq_t *)qp->super.srq)->rq, rwr);
+    }
+    return tmx_soft_rq_pop(&qp->rq, rwr);
+}
+
+static void tmx_soft_recv_complete(tmx_soft_qp_t *qp, uint64_t wr_id, tmx_wc_status_t status,
+                                   tmx_wc_opcode_t opcode, uint64_t len, int imm_valid,
+                                   uint32_t imm, uint32_t src_qp)
+{
+    tmx_wc_t wc;
+
+    memset(&wc, 0, sizeof(wc));
+    wc.wr_id    = wr_id;
+    wc.status   = status;
+    wc.opcode   = opcode;
+    wc.byte_len = (uint32_t)len;
+    wc.qp_num   = qp->super.qp_num;
+    wc.src_qp   = src_qp;
+    if (imm_valid) {
+        wc.imm_data = imm;
+        wc.wc_flags = TMX_WC_WITH_IMM;
+    }
+    tmx_soft_cq_push((tmx_soft_cq_t *)qp->super.recv_cq, &wc);
+}
+
+static int tmx_soft_rx_send(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec, uint32_t len,
+                            unsigned flags)
+{
+    if (!qp->rx_busy) {
+        if (!(flags & TMX_SOFT_REC_FIRST)) {
+            return TMX_SOFT_RX_BAD;
+        }
+        if (!tmx_soft_take_recv(qp, &qp->rx_wr)) {
+            return TMX_SOFT_RX_BLOCKED; /* RNR: the record waits for a receive */
+        }
+        qp->rx_busy   = 1;
+        qp->rx_len    = 0;
+        qp->rx_status = tmx_soft_sge_check(qp->dev, qp->rx_wr.sge, qp->rx_wr.num_sge,
+                                           TMX_ACCESS_LOCAL_WRITE) == 0 ? TMX_WC_SUCCESS
+                                                                       : TMX_WC_LOC_PROT_ERR;
+    } else if (flags & TMX_SOFT_REC_FIRST) {
+        return TMX_SOFT_RX_BAD;
+    }
+    if (qp->rx_status == TMX_WC_SUCCESS) {
+        if (qp->rx_len + len > tmx_soft_sge_len(qp->rx_wr.sge, qp->rx_wr.num_sge)) {
+            qp->rx_status = TMX_WC_LOC_LEN_ERR;
+        } else {
+            tmx_soft_sge_scatter(qp->rx_wr.sge, qp->rx_wr.num_sge, qp->rx_len,
+                                 (const uint8_t *)(rec + 1), len);
+        }
+    }
+    qp->rx_len += len;
+    if (flags & TMX_SOFT_REC_LAST) {
+        qp->rx_busy = 0;
+        tmx_soft_recv_complete(qp, qp->rx_wr.wr_id, qp->rx_status, TMX_WC_RECV, qp->rx_len,
+                               (flags & TMX_SOFT_REC_IMM) != 0, rec->imm, 0);
+    }
+    return TMX_SOFT_RX_DONE;
+}
+
+static int tmx_soft_rx_wdata(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
+                             const tmx_soft_rec_ext_t *ext, uint32_t len, unsigned flags)
+{
+    tmx_soft_dev_t  *dev  = qp->dev;
+    int              last = (flags & TMX_SOFT_REC_LAST) != 0;
+    int              imm  = (flags & TMX_SOFT_REC_IMM) != 0;
+    tmx_soft_rwr_t   rwr;
+    tmx_soft_resp_t *r;
+
+    if (flags & TMX_SOFT_REC_FIRST) {
+        qp->wfail     = 0;
+        qp->wfail_seq = rec->seq;
+    }
+    if (last && (qp->resp_count == TMX_SOFT_MAX_RESP ||
+                 (imm && !qp->wfail && !tmx_soft_cq_has_room(qp->super.recv_cq)))) {
+        return TMX_SOFT_RX_BLOCKED;
+    }
+    if (!qp->wfail && tmx_soft_key_check(dev->mrs, dev->hdr->max_mrs, ext->rkey, ext->raddr,
+                                         len, TMX_ACCESS_REMOTE_WRITE) != 0) {
+        tmx_debug("qp %u: remote write of %u bytes at 0x%llx refused: bad key or bounds",
+                  qp->super.qp_num, len, (unsigned long long)ext->raddr);
+        qp->wfail = 1;
+    }
+    if (last && imm && !qp->wfail) {
+        /* A WRITE_WITH_IMM consumes a receive: wait for one before touching memory. */
+        if (!tmx_soft_take_recv(qp, &rwr)) {
+            return TMX_SOFT_RX_BLOCKED;
+        }
+    }
+    if (!qp->wfail) {
+        memcpy((void *)(uintptr_t)ext->raddr, (const uint8_t *)rec + TMX_SOFT_HDR_EXT, len);
+    }
+    if (last) {
+        r         = tmx_soft_resp_add(qp);
+        r->seq    = rec->seq;
+        r->status = qp->wfail ? TMX_WC_REM_ACCESS_ERR : TMX_WC_SUCCESS;
+        if (imm && !qp->wfail) {
+            tmx_soft_recv_complete(qp, rwr.wr_id, TMX_WC_SUCCESS, TMX_WC_RECV_RDMA_WITH_IMM,
+                                   ext->total, 1, rec->imm, 0);
+        }
+    }
+    return TMX_SOFT_RX_DONE;
+}
+
+static int tmx_soft_rx_rreq(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
+                            const tmx_soft_rec_ext_t *ext)
+{
+    tmx_soft_dev_t  *dev = qp->dev;
+    tmx_soft_resp_t *r   = tmx_soft_resp_add(qp);
+
+    if (r == NULL) {
+        return TMX_SOFT_RX_BLOCKED;
+    }
+    r->seq = rec->seq;
+    if (ext->total > TMX_SOFT_MAX_MSG ||
+        tmx_soft_key_check(dev->mrs, dev->hdr->max_mrs, ext->rkey, ext->raddr, ext->total,
+                           TMX_ACCESS_REMOTE_READ) != 0) {
+        tmx_debug("qp %u: remote read of %llu bytes at 0x%llx refused: bad key or bounds",
+                  qp->super.qp_num, (unsigned long long)ext->total,
+                  (unsigned long long)ext->raddr);
+        r->status = TMX_WC_REM_ACCESS_ERR;
+        return TMX_SOFT_RX_DONE;
+    }
+    r->is_read = 1;
+    r->status  = ext->rkey; /* kept to re-check the key before each chunk */
+    r->addr    = ext->raddr;
+    r->total   = ext->total;
+    return TMX_SOFT_RX_DONE;
+}
+
+/* The initiator's WR that a response names; NULL (and the response ignored) if none waits. */
+static tmx_soft_swr_t *tmx_soft_rx_swr(tmx_soft_qp_t *qp, uint32_t seq)
+{
+    tmx_soft_swr_t *swr;
+
+    if ((uint32_t)(seq - qp->head_seq) >= qp->sq_count) {
+        return NULL;
+    }
+    swr = tmx_soft_swr(qp, seq);
+    return swr->seq == seq && swr->state == TMX_SOFT_SWR_WAIT ? swr : NULL;
+}
+
+static int tmx_soft_rx_rresp(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
+                             const tmx_soft_rec_ext_t *ext, uint32_t len, unsigned flags)
+{
+    tmx_soft_swr_t *swr = tmx_soft_rx_swr(qp, rec->seq);
+
+    if (swr == NULL || swr->opcode != TMX_WR_RDMA_READ || ext->raddr != swr->off ||
+        len > swr->total - swr->off) {
+        return TMX_SOFT_RX_BAD;
+    }
+    tmx_soft_sge_scatter(swr->sge, swr->num_sge, swr->off, (const uint8_t *)rec +
+                         TMX_SOFT_HDR_EXT, len);
+    swr->off += len;
+    if (flags & TMX_SOFT_REC_LAST) {
+        swr->state  = TMX_SOFT_SWR_DONE;
+        swr->status = swr->off == swr->total ? TMX_WC_SUCCESS : TMX_WC_REM_INV_REQ_ERR;
+    }
+    return TMX_SOFT_RX_DONE;
+}
+
+static int tmx_soft_rx_ack(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
+                           const tmx_soft_rec_ext_t *ext)
+{
+    tmx_soft_swr_t *swr = tmx_soft_rx_swr(qp, rec->seq);
+
+    if (swr == NULL || swr->opcode == TMX_WR_SEND || swr->opcode == TMX_WR_SEND_WITH_IMM) {
+        return TMX_SOFT_RX_BAD;
+    }
+    swr->state  = TMX_SOFT_SWR_DONE;
+    swr->status = ext->status == TMX_WC_SUCCESS ? TMX_WC_SUCCESS : TMX_WC_REM_ACCESS_ERR;
+    return TMX_SOFT_RX_DONE;
+}
+
+static int tmx_soft_rx_wimm(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
+                            const tmx_soft_rec_ext_t *ext)
+{
+    tmx_soft_rwr_t rwr;
+
+    if (!tmx_soft_take_recv(qp, &rwr)) {
+        return TMX_SOFT_RX_BLOCKED;
+    }
+    tmx_soft_recv_complete(qp, rwr.wr_id, TMX_WC_SUCCESS, TMX_WC_RECV_RDMA_WITH_IMM,
+                           ext->total, 1, rec->imm, 0);
+    return TMX_SOFT_RX_DONE;
+}
+
+static int tmx_soft_rx_ud(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
+                          const tmx_soft_rec_ext_t *ext, uint32_t len, unsigned flags)
+{
+    tmx_soft_rwr_t  rwr;
+    tmx_wc_status_t st = TMX_WC_SUCCESS;
+
+    if (ext->status != qp->super.qp_num) {
+        return TMX_SOFT_RX_DONE; /* not for this QP: a datagram is dropped */
+    }
+    if (!tmx_soft_take_recv(qp, &rwr)) {
+        return TMX_SOFT_RX_BLOCKED;
+    }
+    if (tmx_soft_sge_check(qp->dev, rwr.sge, rwr.num_sge, TMX_ACCESS_LOCAL_WRITE) != 0) {
+        st = TMX_WC_LOC_PROT_ERR;
+    } else if (len > tmx_soft_sge_len(rwr.sge, rwr.num_sge)) {
+        st = TMX_WC_LOC_LEN_ERR;
+    } else {
+        tmx_soft_sge_scatter(rwr.sge, rwr.num_sge, 0, (const uint8_t *)rec + TMX_SOFT_HDR_EXT,
+                             len);
+    }
+    tmx_soft_recv_complete(qp, rwr.wr_id, st, TMX_WC_RECV, len,
+                           (flags & TMX_SOFT_REC_IMM) != 0, rec->imm, ext->rkey);
+    return TMX_SOFT_RX_DONE;
+}
+
+/* Consumes the records waiting in the QP's inbound ring. Every field of a record is read
+ * once into a local: the peer could rewrite the ring under us, and nothing it writes may
+ * take us out of bounds. */
+static void tmx_soft_qp_drain(tmx_soft_qp_t *qp)
+{
+    uint64_t mask = qp->in_size - 1;
+    int      ud   = qp->super.type == TMX_QPT_UD;
+
+    for (int i = 0; i < TMX_SOFT_DRAIN; i++) {
+        uint64_t           head = ud ? qp->dev->ud_head : qp->in_head;
+        uint64_t           pos  = head & mask;
+        tmx_soft_rec_t    *rec  = (tmx_soft_rec_t *)(qp->in_ring + pos);
+        tmx_soft_rec_ext_t ext;
+        uint32_t           len;
+        uint8_t            op, flags;
+        size_t             bytes;
+        int                rc;
+
+        if (atomic_load_explicit(&rec->stamp, memory_order_acquire) != head + 1) {
+            break;
+        }
+        len   = rec->len;
+        op    = rec->op;
+        flags = rec->flags;
+        if (op == TMX_SOFT_OP_PAD) {
+            bytes = qp->in_size - pos;
+            rc    = TMX_SOFT_RX_DONE;
+        } else {
+            bytes = tmx_soft_lines((op == TMX_SOFT_OP_SEND ? TMX_SOFT_HDR : TMX_SOFT_HDR_EXT) +
+                                   (uint64_t)len);
+            if (bytes > qp->in_size - pos || (ud != (op == TMX_SOFT_OP_UD))) {
+                rc = TMX_SOFT_RX_BAD;
+            } else {
+                memcpy(&ext, rec + 1, sizeof(ext));
+                switch (op) {
+                case TMX_SOFT_OP_SEND:  rc = tmx_soft_rx_send(qp, rec, len, flags); break;
+                case TMX_SOFT_OP_WIMM:  rc = tmx_soft_rx_wimm(qp, rec, &ext); break;
+                case TMX_SOFT_OP_WDATA: rc = tmx_soft_rx_wdata(qp, rec, &ext, len, flags); break;
+                case TMX_SOFT_OP_RREQ:  rc = tmx_soft_rx_rreq(qp, rec, &ext); break;
+                case TMX_SOFT_OP_RRESP: rc = tmx_soft_rx_rresp(qp, rec, &ext, len, flags); break;
+                case TMX_SOFT_OP_ACK:   rc = tmx_soft_rx_ack(qp, rec, &ext); break;
+                case TMX_SOFT_OP_UD:    rc = tmx_soft_rx_ud(qp, rec, &ext, len, flags); break;
+                default:                rc = TMX_SOFT_RX_BAD; break;
+                }
+            }
+        }
+        if (rc == TMX_SOFT_RX_BLOCKED) {
+            break;
+        }
+        if (rc == TMX_SOFT_RX_BAD) {
+            if (ud) {
+                /* A mailbox has many writers: skip one bad datagram, keep the device. */
+                tmx_warn("dropping malformed datagram (op %u, len %u)", op, len);
+                bytes = TMX_SOFT_LINE;
+            } else {
+                tmx_error("qp %u: malformed record from peer (op %u, len %u): qp to error",
+                          qp->super.qp_num, op, len);
+                tmx_soft_qp_fail(qp, TMX_WC_REM_INV_REQ_ERR, 1);
+                return;
+            }
+        }
+        head += bytes;
+        if (ud) {
+            qp->dev->ud_head = head;
+            atomic_store_explicit(&qp->in_ctrl->consumed, head, memory_order_release);
+        } else {
+            qp->in_head = head;
+            /* Publishing rarely keeps the control line quiet; a quarter ring bounds what
+             * the producer may believe is still in use. */
+            if (head - qp->in_published >= qp->in_size / 4) {
+                qp->in_published = head;
+                atomic_store_explicit(&qp->in_ctrl->consumed, head, memory_order_release);
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- UD mailbox */
+
+static void tmx_soft_ud_lock(tmx_soft_ring_ctrl_t *ctrl)
+{
+    uint32_t me = (uint32_t)getpid();
+    unsigned spins = 0;
+
+    for (;;) {
+        uint32_t cur = 0;
+
+        if (atomic_compare_exchange_weak_explicit(&ctrl->lock, &cur, me, memory_order_acquire,
+                                                  memory_order_relaxed)) {
+            return;
+        }
+        if (++spins % (1u << 16) == 0 && cur != 0 && tmx_soft_pid_dead((pid_t)cur)) {
+            /* The holder died inside its critical section: take the lock over. */
+            if (atomic_compare_exchange_strong_explicit(&ctrl->lock, &cur, me,
+                                                        memory_order_acquire,
+                                                        memory_order_relaxed)) {
+                return;
+            }
+        }
+    }
+}
+
+static tmx_status_t tmx_soft_ud_send(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, size_t total)
+{
+    tmx_soft_rseg_t      *r    = ((tmx_soft_ah_t *)wr->ud.ah)->rseg;
+    tmx_soft_ring_ctrl_t *ctrl = (tmx_soft_ring_ctrl_t *)((uint8_t *)r->base + r->hdr->ud_off);
+    uint8_t              *ring = (uint8_t *)(ctrl + 1);
+    size_t                bytes = tmx_soft_lines(TMX_SOFT_HDR_EXT + total);
+    tmx_soft_rec_t       *rec;
+    tmx_soft_rec_ext_t   *ext;
+    uint64_t              tail, consumed;
+    tmx_status_t          status = TMX_OK;
+
+    tmx_soft_ud_lock(ctrl);
+    tail     = atomic_load_explicit(&ctrl->tail, memory_order_relaxed);
+    consumed = atomic_load_explicit(&ctrl->consumed, memory_order_acquire);
+    rec      = tmx_soft_tx_reserve(ring, TMX_SOFT_UD_RING, ctrl, &tail, &consumed, bytes);
+    if (rec == NULL) {
+        status = TMX_ERR_NO_RESOURCE;
+    } else {
+        ext         = tmx_soft_ext(rec);
+        rec->len    = (uint32_t)total;
+        rec->op     = TMX_SOFT_OP_UD;
+        rec->flags  = wr->opcode == TMX_WR_SEND_WITH_IMM ? TMX_SOFT_REC_IMM : 0;
+        rec->imm    = wr->imm_data;
+        rec->seq    = 0;
+        ext->rkey   = qp->super.qp_num;
+        ext->status = wr->ud.remote_qpn;
+        tmx_soft_sge_gather(wr->sg_list, wr->num_sge, 0, (uint8_t *)(ext + 1), total);
+        atomic_store_explicit(&rec->stamp, tail + 1, memory_order_release);
+        tail += bytes;
+    }
+    /* tail moved even on failure when a PAD went in */
+    atomic_store_explicit(&ctrl->tail, tail, memory_order_relaxed);
+    atomic_store_explicit(&ctrl->lock, 0, memory_order_release);
+    if (status == TMX_OK && (wr->send_flags & TMX_SEND_SIGNALED || qp->sig_all)) {
+        tmx_wc_t wc;
+
+        memset(&wc, 0, sizeof(wc));
+        wc.wr_id  = wr->wr_id;
+        wc.opcode = TMX_WC_SEND;
+        wc.qp_num = qp->super.qp_num;
+        tmx_soft_cq_push((tmx_soft_cq_t *)qp->super.send_cq, &wc);
+    }
+    return status;
+}
+
+/* ---------------------------------------------------------------- QP verbs */
+
+static unsigned tmx_soft_pow2u(unsigned v)
+{
+    unsigned p = 1;
+    while (p < v) {
+        p <<= 1;
+    }
+    return p;
+}
+
+tmx_status_t tmx_soft_qp_create(tmx_pd_t *pd, const tmx_qp_init_attr_t *attr, tmx_qp_t **qp_p)
+{
+    tmx_soft_dev_t *dev = (tmx_soft_dev_t *)pd->dev;
+    tmx_soft_qp_t  *qp;
+    unsigned        i;
+    tmx_status_t    status;
+
+    if (attr == NULL || attr->send_cq == NULL || attr->recv_cq == NULL ||
+        attr->max_send_wr > dev->super.attr.max_qp_wr ||
+        attr->max_recv_wr > dev->super.attr.max_qp_wr ||
+        attr->max_inline > dev->super.attr.max_inline) {
+        status = TMX_ERR_INVALID_PARAM;
+        goto err;
+    }
+    if (attr->type != TMX_QPT_RC && attr->type != TMX_QPT_UD) {
+        status = TMX_ERR_UNSUPPORTED;
+        goto err;
+    }
+    if (attr->type == TMX_QPT_UD && dev->ud_qp != NULL) {
+        status = TMX_ERR_NO_RESOURCE; /* one mailbox, one UD QP per device */
+        goto err;
+    }
+    for (i = 0; i < dev->hdr->max_qps && dev->qps[i] != NULL; i++) {
+    }
+    if (i == dev->hdr->max_qps) {
+        status = TMX_ERR_NO_RESOURCE;
+        goto err;
+    }
+    qp = calloc(1, sizeof(*qp));
+    if (qp == NULL) {
+        status = TMX_ERR_NO_MEMORY;
+        goto err;
+    }
+    qp->sq_size = tmx_soft_pow2u(attr->max_send_wr ? attr->max_send_wr : 256);
+    qp->sq      = calloc(qp->sq_size, sizeof(*qp->sq));
+    qp->rq.size = attr->max_recv_wr ? attr->max_recv_wr : 256;
+    qp->rq.wr   = attr->srq == NULL ? calloc(qp->rq.size, sizeof(*qp->rq.wr)) : NULL;
+    if (qp->sq == NULL || (attr->srq == NULL && qp->rq.wr == NULL)) {
+        status = TMX_ERR_NO_MEMORY;
+        goto err_free;
+    }
+    qp->dev        = dev;
+    qp->index      = i;
+    qp->sig_all    = attr->sq_sig_all;
+    qp->max_inline = attr->max_inline;
+    qp->in_ctrl    = tmx_soft_ctrl(dev->base, dev->hdr, i);
+    if (attr->type == TMX_QPT_UD) {
+        qp->in_ctrl = (tmx_soft_ring_ctrl_t *)((uint8_t *)dev->base + dev->hdr->ud_off);
+        qp->in_ring = (uint8_t *)(qp->in_ctrl + 1);
+        qp->in_size = TMX_SOFT_UD_RING;
+        dev->ud_qp  = qp;
+    } else {
+        /* A fresh ring: stale stamps of an earlier QP in this slot must not look new. */
+        qp->in_ring = tmx_soft_ring(dev->base, dev->hdr, i);
+        qp->in_size = dev->hdr->ring_size;
+        memset(qp->in_ring, 0, qp->in_size);
+        atomic_store(&qp->in_ctrl->consumed, 0);
+        atomic_fetch_add(&qp->in_ctrl->gen, 1);
+    }
+    qp->super.pd      = pd;
+    qp->super.type    = attr->type;
+    qp->super.state   = TMX_QPS_RESET;
+    qp->super.qp_num  = i + 1;
+    qp->super.send_cq = attr->send_cq;
+    qp->super.recv_cq = attr->recv_cq;
+    qp->super.srq     = attr->srq;
+    dev->qps[i]       = qp;
+    *qp_p             = &qp->super;
+    return TMX_OK;
+
+err_free:
+    free(qp->sq);
+    free(qp->rq.wr);
+    free(qp);
+err:
+    return status;
+}
+
+void tmx_soft_qp_destroy(tmx_qp_t *q)
+{
+    tmx_soft_qp_t *qp = (tmx_soft_qp_t *)q;
+
+    if (qp == NULL) {
+        return;
+    }
+    tmx_soft_active_del(qp);
+    for (uint32_t s = qp->head_seq; s != qp->next_seq; s++) {
+        free(tmx_soft_swr(qp, s)->copy);
+    }
+    if (qp->super.type == TMX_QPT_UD) {
+        qp->dev->ud_qp = NULL;
+    } else {
+        atomic_fetch_add(&qp->in_ctrl->gen, 1);
+    }
+    tmx_soft_rseg_put(qp->dev, qp->rseg);
+    qp->dev->qps[qp->index] = NULL;
+    free(qp->sq);
+    free(qp->rq.wr);
+    free(qp);
+}
+
+tmx_status_t tmx_soft_qp_get_addr(tmx_qp_t *q, void *buf, size_t *len_p)
+{
+    tmx_soft_qp_t     *qp = (tmx_soft_qp_t *)q;
+    tmx_soft_qp_addr_t a;
+    size_t             dlen = sizeof(a.dev);
+    tmx_status_t       status;
+
+    if (buf == NULL || len_p == NULL || *len_p < sizeof(a)) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    memset(&a, 0, sizeof(a));
+    status = tmx_soft_dev_addr_pack(qp->dev, a.dev, &dlen);
+    if (status != TMX_OK) {
+        return status;
+    }
+    a.magic   = TMX_SOFT_QP_MAGIC;
+    a.version = TMX_SOFT_VERSION;
+    a.len     = sizeof(a);
+    a.qp_num  = qp->super.qp_num;
+    a.index   = qp->index;
+    a.gen     = atomic_load(&qp->in_ctrl->gen);
+    a.dev_len = (uint32_t)dlen;
+    memcpy(buf, &a, sizeof(a));
+    *len_p = sizeof(a);
+    return TMX_OK;
+}
+
+/* INIT -> RTR of an RC QP: map the peer's segment and aim at its QP's inbound ring. */
+static tmx_status_t tmx_soft_qp_connect(tmx_soft_qp_t *qp, const tmx_qp_attr_t *attr)
+{
+    tmx_soft_dev_t    *dev = qp->dev;
+    tmx_soft_qp_addr_t a;
+    tmx_soft_rseg_t   *r;
+    tmx_status_t       status;
+
+    if (attr->remote_addr == NULL || attr->remote_addr_len < sizeof(a)) {
+        return TMX_ERR_INVALID_ADDR;
+    }
+    memcpy(&a, attr->remote_addr, sizeof(a));
+    if (a.magic != TMX_SOFT_QP_MAGIC || a.version != TMX_SOFT_VERSION || a.len != sizeof(a) ||
+        a.dev_len > sizeof(a.dev)) {
+        return TMX_ERR_INVALID_ADDR;
+    }
+    r = tmx_soft_rseg_get(dev, a.dev, a.dev_len, &status);
+    if (r == NULL) {
+        return status;
+    }
+    if (a.index >= r->hdr->max_qps || a.qp_num != a.index + 1 ||
+        atomic_load(&tmx_soft_ctrl(r->base, r->hdr, a.index)->gen) != a.gen) {
+        status = TMX_ERR_INVALID_ADDR; /* that QP is gone or never was */
+        goto err_put;
+    }
+    qp->cma = tmx_soft_rseg_cma(dev, r);
+    if (!qp->cma && dev->cfg->soft_cma == 1) {
+        tmx_error("qp %u: cross-memory attach to pid %d required (TMX_SOFT_CMA=1) but it "
+                  "does not work", qp->super.qp_num, (int)r->pid);
+        status = TMX_ERR_UNSUPPORTED;
+        goto err_put;
+    }
+    qp->rseg         = r;
+    qp->out_ring     = tmx_soft_ring(r->base, r->hdr, a.index);
+    qp->out_size     = r->hdr->ring_size;
+    qp->out_ctrl     = tmx_soft_ctrl(r->base, r->hdr, a.index);
+    qp->out_tail     = 0;
+    qp->out_consumed = 0;
+    qp->remote_qpn   = a.qp_num;
+    return TMX_OK;
+
+err_put:
+    tmx_soft_rseg_put(dev, r);
+    return status;
+}
+
+tmx_status_t tmx_soft_qp_modify(tmx_qp_t *q, const tmx_qp_attr_t *attr, unsigned attr_mask)
+{
+    tmx_soft_qp_t *qp  = (tmx_soft_qp_t *)q;
+    tmx_qp_state_t cur;
+    tmx_status_t   status = TMX_OK;
+
+    if (qp == NULL || attr == NULL || !(attr_mask & TMX_QP_ATTR_STATE)) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    cur = qp->super.state;
+    switch (attr->state) {
+    case TMX_QPS_INIT:
+        if (cur != TMX_QPS_RESET) {
+            status = TMX_ERR_INVALID_PARAM;
+        }
+        break;
+    case TMX_QPS_RTR:
+        if (cur != TMX_QPS_INIT) {
+            status = TMX_ERR_INVALID_PARAM;
+        } else if (qp->super.type == TMX_QPT_RC) {
+            status = (attr_mask & TMX_QP_ATTR_REMOTE) ? tmx_soft_qp_connect(qp, attr)
+                                                      : TMX_ERR_INVALID_PARAM;
+        }
+        if (status == TMX_OK) {
+            tmx_soft_active_add(qp);
+        }
+        break;
+    case TMX_QPS_RTS:
+        if (cur != TMX_QPS_RTR) {
+            status = TMX_ERR_INVALID_PARAM;
+        }
+        break;
+    case TMX_QPS_ERR:
+        tmx_soft_qp_fail(qp, TMX_WC_WR_FLUSH_ERR, 0);
+        break;
+    case TMX_QPS_RESET:
+        /* Only from ERR: the rings of a used QP are not restartable here. */
+        if (cur != TMX_QPS_ERR) {
+            status = TMX_ERR_INVALID_PARAM;
+        }
+        break;
+    default:
+        status = TMX_ERR_INVALID_PARAM;
+        break;
+    }
+    if (status == TMX_OK) {
+        qp->super.state = attr->state;
+    }
+    return status;
+}
+
+/* Validates one WR; *total_p gets its length. */
+static tmx_status_t tmx_soft_wr_check(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr,
+                                      size_t *total_p)
+{
+    size_t total = 0;
+
+    if (wr->num_sge < 0 || wr->num_sge > TMX_SOFT_MAX_SGE ||
+        (wr->num_sge > 0 && wr->sg_list == NULL) || wr->opcode > TMX_WR_RDMA_READ) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    for (int i = 0; i < wr->num_sge; i++) {
+        total += wr->sg_list[i].length; /* 4 sges of 32 bits: no overflow in 64 */
+    }
+    if (total > TMX_SOFT_MAX_MSG) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (qp->super.type == TMX_QPT_UD) {
+        if ((wr->opcode != TMX_WR_SEND && wr->opcode != TMX_WR_SEND_WITH_IMM) ||
+            wr->ud.ah == NULL || total > TMX_SOFT_MAX_UD_MSG) {
+            return TMX_ERR_INVALID_PARAM;
+        }
+    } else if ((wr->send_flags & TMX_SEND_INLINE) &&
+               (total > qp->dev->max_payload || wr->opcode == TMX_WR_RDMA_READ)) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    *total_p = total;
+    return TMX_OK;
+}
+
+static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, size_t total)
+{
+    int             idle = qp->tx_seq == qp->next_seq && qp->resp_count == 0;
+    tmx_soft_swr_t *swr;
+    unsigned        access;
+
+    if (qp->sq_count == qp->sq_size) {
+        return TMX_ERR_NO_RESOURCE;
+    }
+    swr           = tmx_soft_swr(qp, qp->next_seq);
+    swr->wr_id    = wr->wr_id;
+    swr->seq      = qp->next_seq;
+    swr->opcode   = wr->opcode;
+    swr->flags    = wr->send_flags;
+    swr->signaled = (wr->send_flags & TMX_SEND_SIGNALED) || qp->sig_all;
+    swr->state    = TMX_SOFT_SWR_QUEUED;
+    swr->status   = TMX_WC_SUCCESS;
+    swr->imm      = wr->imm_data;
+    swr->raddr    = wr->rdma.remote_addr;
+    swr->rkey     = wr->rdma.rkey;
+    swr->num_sge  = wr->num_sge;
+    swr->total    = total;
+    swr->off      = 0;
+    swr->copy     = NULL;
+    if (wr->num_sge > 0) {
+        memcpy(swr->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(tmx_sge_t));
+    }
+    access = wr->opcode == TMX_WR_RDMA_READ ? TMX_ACCESS_LOCAL_WRITE : 0;
+    if (!(wr->send_flags & TMX_SEND_INLINE) &&
+        tmx_soft_sge_check(qp->dev, swr->sge, swr->num_sge, access) != 0) {
+        swr->state  = TMX_SOFT_SWR_DONE;
+        swr->status = TMX_WC_LOC_PROT_ERR;
+    }
+    qp->next_seq++;
+    qp->sq_count++;
+    if (idle) {
+        if (swr->state != TMX_SOFT_SWR_DONE && !tmx_soft_fenced(qp, swr) &&
+            !tmx_soft_tx_one(qp, swr) && swr->off == 0) {
+            /* The ring is full and nothing of the WR went out: take it back. */
+            qp->next_seq--;
+            qp->sq_count--;
+            tmx_soft_qp_peer_dead(qp);
+            return TMX_ERR_NO_RESOURCE;
+        }
+        if (qp->tx_seq == swr->seq && swr->state != TMX_SOFT_SWR_QUEUED) {
+            qp->tx_seq++;
+        }
+    }
+    if (swr->state == TMX_SOFT_SWR_QUEUED && (wr->send_flags & TMX_SEND_INLINE)) {
+        /* Still queued: an inline buffer is reusable on return, keep a copy. */
+        swr->copy = malloc(total ? total : 1);
+        if (swr->copy == NULL) {
+            qp->next_seq--;
+            qp->sq_count--;
+            return TMX_ERR_NO_MEMORY;
+        }
+        tmx_soft_sge_gather(swr->sge, swr->num_sge, 0, swr->copy, total);
+    }
+    tmx_soft_sq_progress(qp);
+    return TMX_OK;
+}
+
+tmx_status_t tmx_soft_post_send(tmx_qp_t *q, tmx_send_wr_t *wr, tmx_send_wr_t **bad_p)
+{
+    tmx_soft_qp_t *qp     = (tmx_soft_qp_t *)q;
+    tmx_status_t   status = TMX_OK;
+
+    for (; wr != NULL; wr = wr->next) {
+        size_t total = 0;
+
+        if (qp->super.state != TMX_QPS_RTS) {
+            status = TMX_ERR_INVALID_PARAM;
+        } else {
+            status = tmx_soft_wr_check(qp, wr, &total);
+        }
+        if (status == TMX_OK) {
+            status = qp->super.type == TMX_QPT_UD ? tmx_soft_ud_send(qp, wr, total)
+                                                  : tmx_soft_post_one(qp, wr, total);
+        }
+        if (status != TMX_OK) {
+            if (bad_p != NULL) {
+                *bad_p = wr;
+            }
+            break;
+        }
+    }
+    return status;
+}
+
+tmx_status_t tmx_soft_post_recv(tmx_qp_t *q, tmx_recv_wr_t *wr, tmx_recv_wr_t **bad_p)
+{
+    tmx_soft_qp_t *qp = (tmx_soft_qp_t *)q;
+
+    if (qp->super.srq != NULL || qp->super.state == TMX_QPS_ERR) {
+        *bad_p = wr;
+        return TMX_ERR_INVALID_PARAM;
+    }
+    return tmx_soft_rq_post(qp->dev, &qp->rq, wr, bad_p);
+}
+
+/* ---------------------------------------------------------------- progress */
+
+static void tmx_soft_check_peers(tmx_soft_dev_t *dev)
+{
+    uint64_t now = tmx_time_ns();
+
+    if (now - dev->last_check_ns < TMX_SOFT_CHECK_NS) {
+        return;
+    }
+    dev->last_check_ns = now;
+    for (unsigned i = 0; i < dev->num_active;) {
+        tmx_soft_qp_t *qp = dev->active[i];
+        /* A failed QP leaves the array, its slot takes the last one: do not advance. */
+        if (!tmx_soft_qp_peer_dead(qp)) {
+            i++;
+        }
+    }
+}
+
+int tmx_soft_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
+{
+    tmx_soft_cq_t  *cq  = (tmx_soft_cq_t *)c;
+    tmx_soft_dev_t *dev = (tmx_soft_dev_t *)c->dev;
+    int             got = 0;
+
+    if (n < 0 || (n > 0 && wc == NULL)) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if ((++dev->poll_count & 255) == 0) {
+        tmx_soft_check_peers(dev);
+    }
+    for (unsigned i = 0; i < dev->num_active; i++) {
+        tmx_soft_qp_t *qp = dev->active[i];
+
+        tmx_soft_qp_drain(qp);
+        if (qp->super.state == TMX_QPS_ERR) {
+            i--; /* it left the array */
+            continue;
+        }
+        if (qp->resp_count > 0) {
+            tmx_soft_resp_progress(qp);
+        }
+        if (qp->sq_count > 0) {
+            tmx_soft_sq_progress(qp);
+        }
+    }
+    while (got < n && cq->count > 0) {
+        wc[got++] = cq->wc[cq->head];
+        cq->head  = (cq->head + 1) % cq->cap;
+        cq->count--;
+    }
+    return got;
+}

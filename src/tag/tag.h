@@ -52,16 +52,20 @@ typedef struct tmx_tag_engine {
     size_t      unexp_count;
 } tmx_tag_engine_t;
 
-/* hash_bits: log2 of the number of bins (1..24). */
+/*
+ * hash_bits: log2 of the initial number of bins (1..24); TMX_ERR_INVALID_PARAM otherwise. The
+ * bins double (up to 2^24) when a queue holds more than two entries per bin, so directed
+ * matching stays O(1) at any depth; if that allocation fails the engine keeps working.
+ */
 tmx_status_t tmx_tag_engine_init(tmx_tag_engine_t *e, unsigned hash_bits);
-/* Entries still queued are simply forgotten (the owner frees its objects). */
+/* Entries still queued are simply forgotten (the owner frees its objects). Safe to repeat. */
 void tmx_tag_engine_cleanup(tmx_tag_engine_t *e);
 
 /* Posts a receive; entry->tag and entry->mask set by the caller (tag is masked here). */
 void tmx_tag_exp_post(tmx_tag_engine_t *e, tmx_tag_exp_t *entry);
 /* The oldest posted receive matching msg_tag, removed from the queue; NULL if none. */
 tmx_tag_exp_t *tmx_tag_exp_match(tmx_tag_engine_t *e, uint64_t msg_tag);
-/* Removes a posted receive (cancel). */
+/* Removes a posted receive (cancel). A no-op for an entry already matched or removed. */
 void tmx_tag_exp_remove(tmx_tag_engine_t *e, tmx_tag_exp_t *entry);
 
 /* Queues an arrived message; entry->tag set by the caller. */
@@ -69,6 +73,7 @@ void tmx_tag_unexp_add(tmx_tag_engine_t *e, tmx_tag_unexp_t *entry);
 /* The oldest arrived message matching (tag, mask); removed if remove != 0. NULL if none. */
 tmx_tag_unexp_t *tmx_tag_unexp_match(tmx_tag_engine_t *e, uint64_t tag, uint64_t mask,
                                      int remove);
+/* Removes a queued message (e.g. a claimed one that is freed). No-op if already removed. */
 void tmx_tag_unexp_remove(tmx_tag_engine_t *e, tmx_tag_unexp_t *entry);
 
 #endif /* TMX_TAG_H */

@@ -188,20 +188,21 @@ static int tmx_config_parse_bool(const char *str, int *out)
 {
     static const char *const yes[] = {"1", "y", "yes", "on", "true", NULL};
     static const char *const no[]  = {"0", "n", "no", "off", "false", NULL};
+    int                      ret   = -1;
 
-    for (int i = 0; yes[i] != NULL; i++) {
+    for (int i = 0; yes[i] != NULL && ret != 0; i++) {
         if (strcasecmp(str, yes[i]) == 0) {
             *out = 1;
-            return 0;
+            ret  = 0;
         }
     }
-    for (int i = 0; no[i] != NULL; i++) {
+    for (int i = 0; no[i] != NULL && ret != 0; i++) {
         if (strcasecmp(str, no[i]) == 0) {
             *out = 0;
-            return 0;
+            ret  = 0;
         }
     }
-    return -1;
+    return ret;
 }
 
 /* Describes what a field accepts, for error messages and the printed table. */
@@ -252,19 +253,13 @@ static void tmx_config_syntax(const tmx_config_field_t *f, char *buf, size_t len
 /* Range checks shared by the numeric types; doubles hold every bound we use exactly. */
 static int tmx_config_check_range(const tmx_config_field_t *f, double v, unsigned long long u)
 {
-    if ((f->flags & TMX_CONFIG_F_MIN) && v < f->min) {
-        return -1;
-    }
-    if ((f->flags & TMX_CONFIG_F_MAX) && v > f->max) {
-        return -1;
-    }
-    if ((f->flags & TMX_CONFIG_F_POW2) && (u == 0 || (u & (u - 1)) != 0)) {
-        return -1;
-    }
-    if ((f->flags & TMX_CONFIG_F_POS) && !(v > 0)) {
-        return -1;
-    }
-    return 0;
+    int ok = 1;
+
+    ok = ok && (!(f->flags & TMX_CONFIG_F_MIN) || v >= f->min);
+    ok = ok && (!(f->flags & TMX_CONFIG_F_MAX) || v <= f->max);
+    ok = ok && (!(f->flags & TMX_CONFIG_F_POW2) || (u != 0 && (u & (u - 1)) == 0));
+    ok = ok && (!(f->flags & TMX_CONFIG_F_POS) || v > 0);
+    return ok ? 0 : -1;
 }
 
 /* Parses str into the member of cfg; -1 if malformed or out of range (cfg untouched). */
@@ -277,6 +272,7 @@ static int tmx_config_parse_field(const tmx_config_field_t *f, const char *str, 
     double             d;
     size_t             sz;
     int                b;
+    int                ret = -1;
 
     errno = 0;
     switch (f->type) {
@@ -284,73 +280,82 @@ static int tmx_config_parse_field(const tmx_config_field_t *f, const char *str, 
         l = strtol(str, &end, 10);
         if (str[0] == '\0' || isspace((unsigned char)str[0]) || *end != '\0' || errno != 0 ||
             l < INT_MIN || l > INT_MAX || tmx_config_check_range(f, (double)l, 0) != 0) {
-            return -1;
+            break;
         }
         *(int *)dst = (int)l;
-        return 0;
+        ret         = 0;
+        break;
     case TMX_CONFIG_UINT:
         /* strtoull accepts "-1" and wraps it; only plain digits are an unsigned. */
         if (!isdigit((unsigned char)str[0])) {
-            return -1;
+            break;
         }
         u = strtoull(str, &end, 10);
         if (*end != '\0' || errno != 0 || u > UINT_MAX ||
             tmx_config_check_range(f, (double)u, u) != 0) {
-            return -1;
+            break;
         }
         *(unsigned *)dst = (unsigned)u;
-        return 0;
+        ret              = 0;
+        break;
     case TMX_CONFIG_SIZE:
         if (tmx_config_parse_size(str, &sz) != 0 ||
             tmx_config_check_range(f, (double)sz, sz) != 0) {
-            return -1;
+            break;
         }
         *(size_t *)dst = sz;
-        return 0;
+        ret            = 0;
+        break;
     case TMX_CONFIG_DOUBLE:
         d = strtod(str, &end);
         if (str[0] == '\0' || isspace((unsigned char)str[0]) || *end != '\0' || errno != 0 ||
             !isfinite(d) || tmx_config_check_range(f, d, 0) != 0) {
-            return -1;
+            break;
         }
         *(double *)dst = d;
-        return 0;
+        ret            = 0;
+        break;
     case TMX_CONFIG_BOOL:
         if (tmx_config_parse_bool(str, &b) != 0) {
-            return -1;
+            break;
         }
         *(int *)dst = b;
-        return 0;
+        ret         = 0;
+        break;
     case TMX_CONFIG_STRING:
         /* Truncating a path or an address silently would be worse than refusing it. */
         if (strlen(str) >= f->size) {
-            return -1;
+            break;
         }
         memcpy(dst, str, strlen(str) + 1);
-        return 0;
+        ret = 0;
+        break;
     case TMX_CONFIG_ENUM:
         for (const tmx_config_enum_t *w = f->words; w->word != NULL; w++) {
             if (strcasecmp(str, w->word) == 0) {
                 *(int *)dst = w->value;
-                return 0;
+                ret         = 0;
+                break;
             }
         }
-        return -1;
+        break;
     }
-    return -1;
+    return ret;
 }
 
 static const tmx_config_field_t *tmx_config_find(const char *name)
 {
+    const tmx_config_field_t *f = NULL;
+
     if (strncmp(name, TMX_CONFIG_PREFIX, strlen(TMX_CONFIG_PREFIX)) == 0) {
         name += strlen(TMX_CONFIG_PREFIX);
     }
-    for (size_t i = 0; i < TMX_CONFIG_NUM_FIELDS; i++) {
+    for (size_t i = 0; i < TMX_CONFIG_NUM_FIELDS && f == NULL; i++) {
         if (strcmp(tmx_config_table[i].name, name) == 0) {
-            return &tmx_config_table[i];
+            f = &tmx_config_table[i];
         }
     }
-    return NULL;
+    return f;
 }
 
 tmx_status_t tmx_config_set(tmx_config_t *cfg, const char *name, const char *value)
@@ -404,19 +409,17 @@ const char *tmx_config_var_default(size_t index)
 
 static int tmx_config_is_known(const char *name, size_t len)
 {
-    for (size_t i = 0; i < TMX_CONFIG_NUM_FIELDS; i++) {
-        if (strlen(tmx_config_table[i].name) == len &&
-            strncmp(tmx_config_table[i].name, name, len) == 0) {
-            return 1;
-        }
+    int known = 0;
+
+    for (size_t i = 0; i < TMX_CONFIG_NUM_FIELDS && !known; i++) {
+        known = strlen(tmx_config_table[i].name) == len &&
+                strncmp(tmx_config_table[i].name, name, len) == 0;
     }
-    for (size_t i = 0; tmx_config_ignored[i] != NULL; i++) {
-        if (strlen(tmx_config_ignored[i]) == len &&
-            strncmp(tmx_config_ignored[i], name, len) == 0) {
-            return 1;
-        }
+    for (size_t i = 0; tmx_config_ignored[i] != NULL && !known; i++) {
+        known = strlen(tmx_config_ignored[i]) == len &&
+                strncmp(tmx_config_ignored[i], name, len) == 0;
     }
-    return 0;
+    return known;
 }
 
 size_t tmx_config_find_unknown(char *buf, size_t len)
@@ -561,7 +564,7 @@ void tmx_config_print_table(FILE *stream, const tmx_config_t *cfg, unsigned flag
     char         syntax[256];
 
     if (stream == NULL) {
-        return;
+        goto out;
     }
     if (cfg == NULL) {
         /* Still worth printing: the user needs the table to fix the value that failed. */
@@ -583,4 +586,6 @@ void tmx_config_print_table(FILE *stream, const tmx_config_t *cfg, unsigned flag
             fprintf(stream, "\n");
         }
     }
+out:
+    return;
 }

@@ -48,26 +48,22 @@ err:
 
 tmx_status_t tmx_hash_init(tmx_hash_t *h, size_t initial_cap)
 {
-    if (h == NULL) {
-        return TMX_ERR_INVALID_PARAM;
+    tmx_status_t status = TMX_ERR_INVALID_PARAM;
+
+    if (h != NULL) {
+        memset(h, 0, sizeof(*h));
+        status = tmx_hash_alloc(h, tmx_hash_round_pow2(initial_cap));
     }
-    memset(h, 0, sizeof(*h));
-    return tmx_hash_alloc(h, tmx_hash_round_pow2(initial_cap));
+    return status;
 }
 
 void tmx_hash_cleanup(tmx_hash_t *h)
 {
-    if (h == NULL) {
-        return;
+    if (h != NULL) {
+        free(h->keys);
+        free(h->vals);
+        memset(h, 0, sizeof(*h));
     }
-    free(h->keys);
-    free(h->vals);
-    memset(h, 0, sizeof(*h));
-}
-
-static inline int tmx_hash_slot_live(const tmx_hash_t *h, size_t i)
-{
-    return h->vals[i] != NULL && h->vals[i] != TMX_HASH_TOMBSTONE;
 }
 
 /* Slot holding key, or cap if absent. */
@@ -76,34 +72,30 @@ static size_t tmx_hash_find(const tmx_hash_t *h, uint64_t key)
     size_t mask = h->cap - 1;
     size_t i    = (size_t)tmx_hash_u64(key) & mask;
 
-    /* Terminates: a rebuild keeps at least 30% of the slots empty. */
-    while (h->vals[i] != NULL) {
-        if (h->vals[i] != TMX_HASH_TOMBSTONE && h->keys[i] == key) {
-            return i;
-        }
+    /* Terminates: puts rebuild the table before more than 70% of the slots are used. */
+    while (h->vals[i] != NULL && (h->vals[i] == TMX_HASH_TOMBSTONE || h->keys[i] != key)) {
         i = (i + 1) & mask;
     }
-    return h->cap;
+    return (h->vals[i] != NULL) ? i : h->cap;
 }
 
 /* Rebuilds into a table twice as large if the live entries alone pass 35%, else into one of
  * the same size: a put/delete workload then sheds its tombstones without growing forever. */
 static tmx_status_t tmx_hash_rebuild(tmx_hash_t *h)
 {
-    tmx_hash_t   old = *h;
-    size_t       cap = h->cap;
-    tmx_status_t status;
+    tmx_hash_t   old    = *h;
+    size_t       cap    = h->cap;
+    tmx_status_t status = TMX_ERR_NO_MEMORY;
 
     if ((h->count + 1) * 20 > cap * 7) {
         if (cap > SIZE_MAX / 2) {
-            return TMX_ERR_NO_MEMORY;
+            goto err;
         }
         cap *= 2;
     }
     status = tmx_hash_alloc(h, cap);
     if (status != TMX_OK) {
-        *h = old;
-        return status;
+        goto err_restore;
     }
     for (size_t i = 0; i < old.cap; i++) {
         if (old.vals[i] != NULL && old.vals[i] != TMX_HASH_TOMBSTONE) {
@@ -120,6 +112,11 @@ static tmx_status_t tmx_hash_rebuild(tmx_hash_t *h)
     free(old.keys);
     free(old.vals);
     return TMX_OK;
+
+err_restore:
+    *h = old;
+err:
+    return status;
 }
 
 tmx_status_t tmx_hash_put(tmx_hash_t *h, uint64_t key, void *val)
@@ -167,29 +164,31 @@ out:
 
 void *tmx_hash_get(const tmx_hash_t *h, uint64_t key)
 {
+    void  *val = NULL;
     size_t i;
 
-    if (h == NULL || h->cap == 0) {
-        return NULL;
+    if (h != NULL && h->cap != 0) {
+        i   = tmx_hash_find(h, key);
+        val = (i != h->cap) ? h->vals[i] : NULL;
     }
-    i = tmx_hash_find(h, key);
-    return (i != h->cap) ? h->vals[i] : NULL;
+    return val;
 }
 
 void *tmx_hash_del(tmx_hash_t *h, uint64_t key)
 {
+    void  *val = NULL;
     size_t i;
-    void  *val;
 
     if (h == NULL || h->cap == 0) {
-        return NULL;
+        goto out;
     }
     i = tmx_hash_find(h, key);
-    if (i == h->cap || !tmx_hash_slot_live(h, i)) {
-        return NULL;
+    if (i == h->cap) {
+        goto out;
     }
     val        = h->vals[i];
     h->vals[i] = TMX_HASH_TOMBSTONE;
     h->count--;
+out:
     return val;
 }

@@ -21,8 +21,10 @@ static const char *const tmx_log_level_names[] = {"error", "warn", "info", "debu
 static int tmx_log_expand_path(const char *pattern, char *buf, size_t len)
 {
     size_t pos = 0;
+    int    ret = 0;
 
-    for (const char *p = pattern; *p != '\0'; p++) {
+    buf[0] = '\0';
+    for (const char *p = pattern; *p != '\0' && ret == 0; p++) {
         int n;
 
         if (p[0] == '%' && p[1] == 'p') {
@@ -32,12 +34,12 @@ static int tmx_log_expand_path(const char *pattern, char *buf, size_t len)
             n = snprintf(buf + pos, len - pos, "%c", *p);
         }
         if (n < 0 || (size_t)n >= len - pos) {
-            return -1;
+            ret = -1;
+        } else {
+            pos += (size_t)n;
         }
-        pos += (size_t)n;
     }
-    buf[pos] = '\0';
-    return 0;
+    return ret;
 }
 
 static void tmx_log_open_file(const char *pattern)
@@ -48,25 +50,27 @@ static void tmx_log_open_file(const char *pattern)
     if (tmx_log_expand_path(pattern, path, sizeof(path)) != 0) {
         fprintf(stderr, "[tmx %d log warn] log file name '%s' too long; logging to stderr\n",
                 (int)getpid(), pattern);
-        return;
+        goto out;
     }
     /* Append: several processes given the same name (no %p) must not wipe each other. */
     fp = fopen(path, "a");
     if (fp == NULL) {
         fprintf(stderr, "[tmx %d log warn] cannot open log file '%s': %s; logging to stderr\n",
                 (int)getpid(), path, strerror(errno));
-        return;
+        goto out;
     }
     /* Line buffering: a crash must not lose the lines that explain it. */
     setvbuf(fp, NULL, _IOLBF, 0);
     /* Released so that writers on other threads see a fully set up stream. */
     __atomic_store_n(&tmx_log_stream, fp, __ATOMIC_RELEASE);
+out:
+    return;
 }
 
 void tmx_log_configure(const tmx_config_t *cfg)
 {
     if (cfg == NULL) {
-        return;
+        goto out;
     }
     pthread_mutex_lock(&tmx_log_lock);
     if (cfg->log_level >= TMX_LOG_ERROR && cfg->log_level <= TMX_LOG_TRACE) {
@@ -78,6 +82,8 @@ void tmx_log_configure(const tmx_config_t *cfg)
         tmx_log_open_file(cfg->log_file);
     }
     pthread_mutex_unlock(&tmx_log_lock);
+out:
+    return;
 }
 
 static const char *tmx_log_basename(const char *file)

@@ -91,7 +91,7 @@ void tmx_mpool_cleanup(tmx_mpool_t *mp)
     void    *chunk;
 
     if (mp == NULL) {
-        return;
+        goto out;
     }
     for (tmx_mpool_elem_t *e = mp->free; e != NULL; e = e->next) {
         nfree++;
@@ -108,4 +108,6 @@ void tmx_mpool_cleanup(tmx_mpool_t *mp)
         chunk = next;
     }
     memset(mp, 0, sizeof(*mp));
+out:
+    return;
 }

@@ -342,7 +342,7 @@ Test(config, print_roundtrip_changed)
     cfg.eager_credits  = 7;
     cfg.tag_hash_bits  = 17;
     cfg.peer_timeout   = 2.5;
-    cfg.soft_ring_size = 1u << 20;
+    cfg.soft_ring_size = 1u << 19;
     cfg.soft_max_qps   = 9;
     cfg.soft_max_mrs   = 11;
     cfg.soft_cma       = 0;

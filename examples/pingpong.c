@@ -803,14 +803,14 @@ int main(int argc, char **argv)
             }
         }
         ret = (parsed < 0) ? PP_EXIT_OK : PP_EXIT_USAGE;
-        goto out_job;
+        goto out_wait;
     }
     if (pp.size != 2) {
         if (pp.rank == 0) {
             fprintf(stderr, "tmx_pingpong: needs exactly 2 ranks, got %d "
                             "(run as: tmxrun -n 2 tmx_pingpong)\n", pp.size);
         }
-        goto out_job;
+        goto out_wait;
     }
     if ((pp_setup(&pp) != 0) || (pp_run(&pp) != 0)) {
         goto out_cleanup;
@@ -822,6 +822,13 @@ int main(int argc, char **argv)
     ret = PP_EXIT_OK;
 out_cleanup:
     pp_cleanup(&pp);
+    goto out_job;
+out_wait:
+    /* tmxrun stops the whole job when one rank exits with an error: the others wait until
+     * rank 0 has said why */
+    if (pp.job != NULL) {
+        (void)tmx_job_barrier(pp.job);
+    }
 out_job:
     if (pp.job != NULL) {
         tmx_job_finalize(pp.job);

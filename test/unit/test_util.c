@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -360,11 +361,17 @@ static char *read_file(const char *path)
 {
     FILE  *fp = fopen(path, "r");
     char  *buf;
+    long   size;
     size_t n;
 
     cr_assert_not_null(fp, "cannot open %s", path);
-    buf = calloc(1, 65536);
-    n   = fread(buf, 1, 65535, fp);
+    fseek(fp, 0, SEEK_END);
+    size = ftell(fp);
+    cr_assert_geq(size, 0);
+    rewind(fp);
+    buf = calloc(1, (size_t)size + 1);
+    cr_assert_not_null(buf);
+    n      = fread(buf, 1, (size_t)size, fp);
     buf[n] = '\0';
     fclose(fp);
     return buf;
@@ -628,4 +635,61 @@ Test(mpool, bad_params)
     cr_assert_eq(tmx_mpool_init(&mp, 8, 3, 4, 0, "x"), TMX_ERR_INVALID_PARAM);
     cr_assert_eq(tmx_mpool_init(&mp, 8, 24, 4, 0, "x"), TMX_ERR_INVALID_PARAM);
     cr_assert_eq(tmx_mpool_init(&mp, SIZE_MAX, 8, 4, 0, "x"), TMX_ERR_INVALID_PARAM);
+}
+
+/* ---------------------------------------------------------------- log from threads */
+
+#define LOG_THREADS 4
+#define LOG_LINES   500
+
+static void *log_thread(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+
+    for (int i = 0; i < LOG_LINES; i++) {
+        tmx_error("thread %d line %d %s", id, i, "padding-padding-padding-padding-padding");
+    }
+    return NULL;
+}
+
+Test(log, lines_of_threads_do_not_mix)
+{
+    pthread_t    th[LOG_THREADS];
+    tmx_config_t cfg;
+    char         path[128];
+    char        *text;
+    int          seen[LOG_THREADS] = {0};
+    int          lines             = 0;
+
+    snprintf(path, sizeof(path), "/tmp/tmx_test_util_mt_%d.log", (int)getpid());
+    unlink(path);
+    tmx_config_set_defaults(&cfg);
+    strcpy(cfg.log_file, path);
+    tmx_log_configure(&cfg);
+    for (int t = 0; t < LOG_THREADS; t++) {
+        cr_assert_eq(pthread_create(&th[t], NULL, log_thread, (void *)(intptr_t)t), 0);
+    }
+    for (int t = 0; t < LOG_THREADS; t++) {
+        pthread_join(th[t], NULL);
+    }
+    text = read_file(path);
+    unlink(path);
+    for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+        int pid;
+        int id;
+        int n;
+        int end = 0;
+
+        cr_assert_eq(sscanf(line, "[tmx %d core error] thread %d line %d %*s%n", &pid, &id, &n,
+                            &end),
+                     3, "malformed line: %s", line);
+        cr_assert_eq((size_t)end, strlen(line), "malformed line: %s", line);
+        cr_assert(id >= 0 && id < LOG_THREADS);
+        /* Each thread's lines arrive whole and in its own order. */
+        cr_assert_eq(n, seen[id], "thread %d: line %d after %d", id, n, seen[id] - 1);
+        seen[id]++;
+        lines++;
+    }
+    free(text);
+    cr_assert_eq(lines, LOG_THREADS * LOG_LINES);
 }

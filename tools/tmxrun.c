@@ -745,6 +745,13 @@ static void tmxrun_conn_close(tmxrun_t *run, int c)
 {
     tmxrun_conn_t *cn = &run->conns[c];
 
+    if (cn->rank >= 0 && cn->in_payload && cn->hdr.op == TMX_BOOT_OP_ALLGATHER &&
+        run->round_count == 0) {
+        /* a partial first contribution: the next rank to come sets the length, not this one */
+        tmxrun_buf_put(run->round);
+        run->round     = NULL;
+        run->round_len = 0;
+    }
     if (cn->rank >= 0) {
         tmxrun_rank_t *rk = &run->ranks[cn->rank];
         rk->conn          = -1;

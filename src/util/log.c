@@ -73,7 +73,11 @@ void tmx_log_configure(const tmx_config_t *cfg)
         goto out;
     }
     pthread_mutex_lock(&tmx_log_lock);
-    if (cfg->log_level >= TMX_LOG_ERROR && cfg->log_level <= TMX_LOG_TRACE) {
+    /* Other threads read the level without a lock (the tmx_log macro); writing only on a
+     * change keeps the usual case, every context applying the same configuration, free of
+     * a data race. */
+    if (cfg->log_level >= TMX_LOG_ERROR && cfg->log_level <= TMX_LOG_TRACE &&
+        tmx_log_level_current != (tmx_log_level_t)cfg->log_level) {
         tmx_log_level_current = (tmx_log_level_t)cfg->log_level;
     }
     /* The file is opened once per process; later calls (more contexts) keep it. */

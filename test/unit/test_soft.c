@@ -392,3 +392,416 @@ Test(soft, send_sizes, .timeout = 30)
     cfg_init(&cfg, -1, 64 * 1024);
     run_pair(sizes_rx, sizes_tx, &cfg);
 }
+
+/* ---------------------------------------------------------------- FIFO order */
+
+#define FIFO_N   3000
+#define FIFO_BUF 256
+
+static int fifo_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint64_t *buf = calloc(FIFO_BUF, sizeof(uint64_t));
+    tmx_mr_t *mr;
+    tmx_wc_t  wc;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    mr = reg(n, buf, FIFO_BUF * sizeof(uint64_t), TMX_ACCESS_LOCAL_WRITE);
+    CHECK(buf != NULL && mr != NULL);
+    for (int k = 0; k < FIFO_BUF; k++) {
+        CHECK(post_recv(n, 0, &buf[k], 8, mr->lkey, (uint64_t)k) == TMX_OK);
+    }
+    TRY(node_connect(n));
+    for (uint64_t i = 0; i < FIFO_N; i++) {
+        CHECK(node_wc(n, &wc) == 0);
+        CHECK(wc.status == TMX_WC_SUCCESS && wc.byte_len == 8 && wc.wr_id < FIFO_BUF);
+        CHECK(buf[wc.wr_id] == i);
+        CHECK(post_recv(n, 0, &buf[wc.wr_id], 8, mr->lkey, wc.wr_id) == TMX_OK);
+    }
+    CHECK(node_barrier(n, 2) == 0);
+    n->ops->mr_dereg(mr);
+    free(buf);
+    node_close(n);
+    return 0;
+}
+
+static int fifo_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    TRY(node_connect(n));
+    for (uint64_t i = 0; i < FIFO_N; i++) {
+        uint64_t v = i;
+        CHECK(post_send_retry(n, 0, TMX_WR_SEND, &v, 8, 0, TMX_SEND_INLINE, i, 0) == TMX_OK);
+    }
+    CHECK(node_barrier(n, 2) == 0);
+    CHECK(n->nstash == 0); /* unsignaled sends complete silently */
+    node_close(n);
+    return 0;
+}
+
+Test(soft, fifo_order, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, -1, 8192);
+    run_pair(fifo_rx, fifo_tx, &cfg);
+}
+
+/* ---------------------------------------------------------------- SRQ shared by two QPs */
+
+static int srq2_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint32_t  buf[40];
+    tmx_mr_t *mr;
+    tmx_wc_t  wc;
+    uint32_t  next[2] = {0, 0};
+
+    TRY(node_open(n, sh, me, cfg, 2, 1));
+    mr = reg(n, buf, sizeof(buf), TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL);
+    for (int k = 0; k < 40; k++) {
+        CHECK(post_recv(n, 0, &buf[k], 4, mr->lkey, (uint64_t)k) == TMX_OK);
+    }
+    TRY(node_connect(n));
+    for (int i = 0; i < 40; i++) {
+        int q;
+        CHECK(node_wc(n, &wc) == 0 && wc.status == TMX_WC_SUCCESS && wc.wr_id < 40);
+        q = wc.qp_num == n->qp[0]->qp_num ? 0 : wc.qp_num == n->qp[1]->qp_num ? 1 : -1;
+        CHECK(q >= 0);
+        CHECK(buf[wc.wr_id] == ((uint32_t)q << 16 | next[q]));
+        next[q]++;
+    }
+    CHECK(next[0] == 20 && next[1] == 20);
+    CHECK(node_barrier(n, 2) == 0);
+    n->ops->mr_dereg(mr);
+    node_close(n);
+    return 0;
+}
+
+static int srq2_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    TRY(node_open(n, sh, me, cfg, 2, 1));
+    TRY(node_connect(n));
+    for (uint32_t i = 0; i < 20; i++) {
+        for (int q = 0; q < 2; q++) {
+            uint32_t v = (uint32_t)q << 16 | i;
+            CHECK(post_send_retry(n, q, TMX_WR_SEND, &v, 4, 0, TMX_SEND_INLINE, i, 0) ==
+                  TMX_OK);
+        }
+    }
+    CHECK(node_barrier(n, 2) == 0);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, srq_two_qps, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, -1, 65536);
+    run_pair(srq2_rx, srq2_tx, &cfg);
+}
+
+/* ---------------------------------------------------------------- RNR, ring full */
+
+static int rnr_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t   buf[4][64];
+    tmx_mr_t *mr;
+    tmx_wc_t  wc;
+    double    end;
+
+    TRY(node_open(n, sh, me, cfg, 1, 0)); /* the QP's own receive queue */
+    mr = reg(n, buf, sizeof(buf), TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL);
+    TRY(node_connect(n));
+    CHECK(node_barrier(n, 2) == 0); /* the peer sent 3 */
+    end = tmx_time_sec() + 0.05;
+    while (tmx_time_sec() < end) {
+        node_poll(n);
+    }
+    CHECK(n->nstash == 0); /* nothing to receive into: the records wait */
+    for (int k = 0; k < 3; k++) {
+        CHECK(post_recv(n, 0, buf[k], 64, mr->lkey, (uint64_t)k) == TMX_OK);
+    }
+    for (int k = 0; k < 3; k++) {
+        CHECK(node_wc(n, &wc) == 0 && wc.status == TMX_WC_SUCCESS && wc.wr_id == (uint64_t)k);
+        CHECK(wc.byte_len == 10 && same(buf[k], 10, (unsigned)k));
+    }
+    CHECK(node_barrier(n, 3) == 0);
+    n->ops->mr_dereg(mr);
+    node_close(n);
+    return 0;
+}
+
+static int rnr_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t  v[10];
+    tmx_wc_t wc;
+
+    TRY(node_open(n, sh, me, cfg, 1, 0));
+    TRY(node_connect(n));
+    for (int k = 0; k < 3; k++) {
+        fill(v, sizeof(v), (unsigned)k);
+        CHECK(post_send(n, 0, TMX_WR_SEND, v, 10, 0, TMX_SEND_INLINE | TMX_SEND_SIGNALED,
+                        (uint64_t)k, 0, 0, 0) == TMX_OK);
+        CHECK(node_wc(n, &wc) == 0 && wc.status == TMX_WC_SUCCESS && wc.wr_id == (uint64_t)k);
+    }
+    CHECK(node_barrier(n, 2) == 0);
+    CHECK(node_barrier(n, 3) == 0);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, rnr_waits_for_receive, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, -1, 65536);
+    run_pair(rnr_rx, rnr_tx, &cfg);
+}
+
+static int full_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t  *buf = calloc(512, 64);
+    tmx_mr_t *mr;
+    tmx_wc_t  wc;
+    uint64_t  count;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    mr = reg(n, buf, 512 * 64, TMX_ACCESS_LOCAL_WRITE);
+    CHECK(buf != NULL && mr != NULL);
+    TRY(node_connect(n));
+    CHECK(node_barrier(n, 2) == 0); /* the peer filled the ring */
+    count = sh->addr[1][0];
+    CHECK(count > 0 && count < 500);
+    for (uint64_t k = 0; k <= count; k++) {
+        CHECK(post_recv(n, 0, buf + k * 64, 64, mr->lkey, k) == TMX_OK);
+    }
+    CHECK(node_barrier(n, 3) == 0);
+    for (uint64_t k = 0; k <= count; k++) {
+        CHECK(node_wc(n, &wc) == 0 && wc.status == TMX_WC_SUCCESS && wc.wr_id == k);
+        CHECK(same(buf + k * 64, 64, (unsigned)k));
+    }
+    CHECK(node_barrier(n, 4) == 0);
+    n->ops->mr_dereg(mr);
+    free(buf);
+    node_close(n);
+    return 0;
+}
+
+static int full_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t  v[64];
+    uint64_t k;
+    int      st = TMX_OK;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    TRY(node_connect(n));
+    for (k = 0; k < 500; k++) {
+        fill(v, sizeof(v), (unsigned)k);
+        st = post_send(n, 0, TMX_WR_SEND, v, 64, 0, TMX_SEND_INLINE, k, 0, 0, 0);
+        if (st != TMX_OK) {
+            break;
+        }
+    }
+    CHECK(st == TMX_ERR_NO_RESOURCE);
+    sh->addr[1][0] = k;
+    CHECK(node_barrier(n, 2) == 0);
+    CHECK(node_barrier(n, 3) == 0); /* receives posted: the ring drains */
+    CHECK(post_send_retry(n, 0, TMX_WR_SEND, v, 64, 0, TMX_SEND_INLINE, k, 0) == TMX_OK);
+    CHECK(node_barrier(n, 4) == 0);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, ring_full_then_success, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, -1, 4096);
+    run_pair(full_rx, full_tx, &cfg);
+}
+
+/* ---------------------------------------------------------------- LOC_LEN_ERR */
+
+static int len_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t   small[16], big[256];
+    tmx_mr_t *mr1, *mr2;
+    tmx_wc_t  wc;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    mr1 = reg(n, small, sizeof(small), TMX_ACCESS_LOCAL_WRITE);
+    mr2 = reg(n, big, sizeof(big), TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr1 != NULL && mr2 != NULL);
+    CHECK(post_recv(n, 0, small, sizeof(small), mr1->lkey, 1) == TMX_OK);
+    CHECK(post_recv(n, 0, big, sizeof(big), mr2->lkey, 2) == TMX_OK);
+    TRY(node_connect(n));
+    CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 1);
+    CHECK(wc.status == TMX_WC_LOC_LEN_ERR && wc.byte_len == 100);
+    CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 2);
+    CHECK(wc.status == TMX_WC_SUCCESS && wc.byte_len == 50 && same(big, 50, 2));
+    CHECK(node_barrier(n, 2) == 0);
+    n->ops->mr_dereg(mr1);
+    n->ops->mr_dereg(mr2);
+    node_close(n);
+    return 0;
+}
+
+static int len_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t v[100];
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    TRY(node_connect(n));
+    fill(v, 100, 1);
+    CHECK(post_send_retry(n, 0, TMX_WR_SEND, v, 100, 0, TMX_SEND_INLINE, 1, 0) == TMX_OK);
+    fill(v, 50, 2);
+    CHECK(post_send_retry(n, 0, TMX_WR_SEND, v, 50, 0, TMX_SEND_INLINE, 2, 0) == TMX_OK);
+    CHECK(node_barrier(n, 2) == 0);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, loc_len_err, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, -1, 65536);
+    run_pair(len_rx, len_tx, &cfg);
+}
+
+/* ---------------------------------------------------------------- RDMA, keys */
+
+#define TSZ 65536
+
+static int rdma_target(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t  *t  = malloc(TSZ), *ro = malloc(4096), *gone = malloc(4096), imm_buf[8];
+    tmx_mr_t *mr, *mro, *mgone, *mimm;
+    tmx_wc_t  wc;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    CHECK(t != NULL && ro != NULL && gone != NULL);
+    fill(t, TSZ, 1);
+    fill(ro, 4096, 2);
+    fill(gone, 4096, 3);
+    mr    = reg(n, t, TSZ, TMX_ACCESS_LOCAL_WRITE | TMX_ACCESS_REMOTE_READ |
+                           TMX_ACCESS_REMOTE_WRITE);
+    mro   = reg(n, ro, 4096, TMX_ACCESS_REMOTE_READ);
+    mgone = reg(n, gone, 4096, TMX_ACCESS_REMOTE_READ | TMX_ACCESS_REMOTE_WRITE);
+    mimm  = reg(n, imm_buf, 8, TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL && mro != NULL && mgone != NULL && mimm != NULL);
+    sh->addr[0][0] = (uintptr_t)t;
+    sh->rkey[0][0] = mr->rkey;
+    sh->addr[0][1] = (uintptr_t)ro;
+    sh->rkey[0][1] = mro->rkey;
+    sh->addr[0][2] = (uintptr_t)gone;
+    sh->rkey[0][2] = mgone->rkey;
+    n->ops->mr_dereg(mgone);
+    CHECK(post_recv(n, 0, imm_buf, 8, mimm->lkey, 42) == TMX_OK);
+    TRY(node_connect(n));
+    CHECK(node_barrier(n, 3) == 0); /* polling meanwhile serves the fallback */
+    CHECK(same(t, 40000, 9));
+    CHECK(t[60000] == 0x5a && t[60007] == 0x5a);
+    for (size_t i = 40000; i < TSZ; i++) {
+        if (i < 60000 || i >= 60008) {
+            CHECK(t[i] == pattern(i, 1)); /* includes the out-of-bounds target */
+        }
+    }
+    CHECK(same(ro, 4096, 2));
+    CHECK(same(gone, 4096, 3));
+    CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 42 && wc.status == TMX_WC_SUCCESS);
+    CHECK(wc.opcode == TMX_WC_RECV_RDMA_WITH_IMM && (wc.wc_flags & TMX_WC_WITH_IMM));
+    CHECK(wc.imm_data == 77 && wc.byte_len == 8);
+    CHECK(n->nstash == 0);
+    CHECK(node_barrier(n, 4) == 0);
+    n->ops->mr_dereg(mr);
+    n->ops->mr_dereg(mro);
+    n->ops->mr_dereg(mimm);
+    free(t);
+    free(ro);
+    free(gone);
+    node_close(n);
+    return 0;
+}
+
+static int rdma_one(node_t *n, tmx_wr_opcode_t op, void *buf, uint32_t len, uint32_t lkey,
+                    uint64_t raddr, uint32_t rkey, tmx_wc_status_t expect)
+{
+    tmx_wc_t wc;
+    double   end = tmx_time_sec() + 5;
+    int      st;
+
+    while ((st = post_send(n, 0, op, buf, len, lkey, TMX_SEND_SIGNALED, 5, raddr, rkey, 77)) ==
+           TMX_ERR_NO_RESOURCE && tmx_time_sec() < end) {
+        node_poll(n);
+    }
+    CHECK(st == TMX_OK);
+    CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 5);
+    CHECK(wc.status == expect || (fprintf(stderr, "status %d\n", wc.status), 0));
+    CHECK(wc.opcode == (op == TMX_WR_RDMA_READ ? TMX_WC_RDMA_READ : TMX_WC_RDMA_WRITE));
+    return 0;
+}
+
+static int rdma_initiator(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t  *l = malloc(TSZ);
+    tmx_mr_t *mr;
+    uint64_t  t, ro, gone;
+    uint32_t  tk, rok, gonek;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    CHECK(l != NULL);
+    mr = reg(n, l, TSZ, TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL);
+    TRY(node_connect(n));
+    t = sh->addr[0][0], tk = sh->rkey[0][0];
+    ro = sh->addr[0][1], rok = sh->rkey[0][1];
+    gone = sh->addr[0][2], gonek = sh->rkey[0][2];
+
+    fill(l, 40000, 9);
+    TRY(rdma_one(n, TMX_WR_RDMA_WRITE, l, 40000, mr->lkey, t, tk, TMX_WC_SUCCESS));
+    memset(l, 0, TSZ);
+    TRY(rdma_one(n, TMX_WR_RDMA_READ, l, 40000, mr->lkey, t, tk, TMX_WC_SUCCESS));
+    CHECK(same(l, 40000, 9));
+    TRY(rdma_one(n, TMX_WR_RDMA_READ, l, 100, mr->lkey, t + 50000, tk, TMX_WC_SUCCESS));
+    for (size_t i = 0; i < 100; i++) {
+        CHECK(l[i] == pattern(50000 + i, 1));
+    }
+    TRY(rdma_one(n, TMX_WR_RDMA_READ, l, 4096, mr->lkey, ro, rok, TMX_WC_SUCCESS));
+    CHECK(same(l, 4096, 2));
+    memset(l, 0x5a, 8);
+    TRY(rdma_one(n, TMX_WR_RDMA_WRITE_WITH_IMM, l, 8, mr->lkey, t + 60000, tk, TMX_WC_SUCCESS));
+
+    /* refused at the target: bounds, overflow, rights, deregistered, unknown key */
+    memset(l, 0xee, TSZ);
+    TRY(rdma_one(n, TMX_WR_RDMA_WRITE, l, 100, mr->lkey, t + TSZ - 10, tk,
+                 TMX_WC_REM_ACCESS_ERR));
+    TRY(rdma_one(n, TMX_WR_RDMA_READ, l, 100, mr->lkey, t + TSZ - 10, tk,
+                 TMX_WC_REM_ACCESS_ERR));
+    TRY(rdma_one(n, TMX_WR_RDMA_WRITE, l, 100, mr->lkey, UINT64_MAX - 10, tk,
+                 TMX_WC_REM_ACCESS_ERR));
+    TRY(rdma_one(n, TMX_WR_RDMA_WRITE, l, 100, mr->lkey, ro, rok, TMX_WC_REM_ACCESS_ERR));
+    TRY(rdma_one(n, TMX_WR_RDMA_WRITE, l, 100, mr->lkey, gone, gonek, TMX_WC_REM_ACCESS_ERR));
+    TRY(rdma_one(n, TMX_WR_RDMA_READ, l, 100, mr->lkey, gone, gonek, TMX_WC_REM_ACCESS_ERR));
+    TRY(rdma_one(n, TMX_WR_RDMA_WRITE, l, 100, mr->lkey, t, tk ^ 0x1000000,
+                 TMX_WC_REM_ACCESS_ERR));
+    /* a bad local key fails locally */
+    TRY(rdma_one(n, TMX_WR_RDMA_READ, l, 100, mr->lkey + 1, t, tk, TMX_WC_LOC_PROT_ERR));
+    CHECK(node_barrier(n, 3) == 0);
+    CHECK(node_barrier(n, 4) == 0);
+    n->ops->mr_dereg(mr);
+    free(l);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, rdma_cma, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, 1, 65536);
+    run_pair(rdma_target, rdma_initiator, &cfg);
+}
+
+Test(soft, rdma_fallback, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, 0, 65536);
+    run_pair(rdma_target, rdma_initiator, &cfg);
+}

@@ -45,5 +45,16 @@ if ! diff -u "$tmp/info" "$tmp/man" > "$tmp/diff"; then
     cat "$tmp/diff" >&2
     exit 1
 fi
-echo "check_man_env: $(wc -l < "$tmp/info") variables match"
+# The defaults stated in the page, "(default: X)" on the term line, must be the table's.
+awk '/^# default: /{ d = substr($0, 12); if (d == "(empty)") d = "empty" }
+     /^TMX_[A-Z0-9_]*=/{ sub(/=.*/, ""); print $0, d }' "$tmp/info.out" | sort > "$tmp/info.dflt"
+awk '/^# /{ in_env = ($0 ~ /^# ENVIRONMENT/); next } in_env' "$man" |
+    sed -n 's/^\*\*\(TMX_[A-Z0-9_]*\)\*\*.*(default: \([^)]*\)).*/\1 \2/p' |
+    sort > "$tmp/man.dflt"
+if ! diff -u "$tmp/info.dflt" "$tmp/man.dflt" > "$tmp/diff"; then
+    echo "check_man_env: defaults of tmx_info -c (-) and tmx_config.7.md (+) differ:" >&2
+    cat "$tmp/diff" >&2
+    exit 1
+fi
+echo "check_man_env: $(wc -l < "$tmp/info") variables and their defaults match"
 exit 0

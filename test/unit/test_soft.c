@@ -24,6 +24,7 @@
 extern const tmx_prov_t tmx_soft_prov;
 
 #define MAXQ      2
+#define TMX_SOFT_NAME 40 /* the segment name ends the device address blob */
 #define STASH     4096
 #define CHECK(_c)                                                                                  \
     do {                                                                                           \
@@ -804,4 +805,368 @@ Test(soft, rdma_fallback, .timeout = 30)
     tmx_config_t cfg;
     cfg_init(&cfg, 0, 65536);
     run_pair(rdma_target, rdma_initiator, &cfg);
+}
+
+/* ---------------------------------------------------------------- single-process checks */
+
+static int count_segments(pid_t pid)
+{
+    char           prefix[64];
+    DIR           *d = opendir("/dev/shm");
+    struct dirent *e;
+    int            count = 0;
+
+    if (d == NULL) {
+        return -1;
+    }
+    snprintf(prefix, sizeof(prefix), "tmx-%u-%d-", (unsigned)getuid(), (int)pid);
+    while ((e = readdir(d)) != NULL) {
+        count += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    }
+    closedir(d);
+    return count;
+}
+
+static int garbage_role(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t       junk[TMX_DEV_ADDR_MAX], blob[TMX_DEV_ADDR_MAX];
+    tmx_ah_t     *ah = NULL;
+    tmx_qp_attr_t mod;
+    size_t        len;
+
+    TRY(node_open(n, sh, me, cfg, 1, 0));
+    len = sh->dev_len[me];
+    memcpy(blob, sh->dev[me], len);
+    for (size_t i = 0; i < sizeof(junk); i++) {
+        junk[i] = (uint8_t)(i * 31 + 5);
+    }
+    CHECK(n->ops->dev_reachable(n->dev, blob, len) == 1);
+    CHECK(n->ops->dev_reachable(n->dev, junk, len) == 0);
+    CHECK(n->ops->dev_reachable(n->dev, blob, len - 1) == 0);
+    CHECK(n->ops->ah_create(n->pd, junk, len, &ah) == TMX_ERR_INVALID_ADDR);
+    CHECK(n->ops->ah_create(n->pd, blob, 3, &ah) == TMX_ERR_INVALID_ADDR);
+    CHECK(n->ops->ah_create(n->pd, NULL, 0, &ah) == TMX_ERR_INVALID_ADDR);
+    blob[len - TMX_SOFT_NAME + 6] ^= 1; /* a segment that does not exist */
+    CHECK(n->ops->ah_create(n->pd, blob, len, &ah) == TMX_ERR_UNREACHABLE);
+    memset(blob + len - TMX_SOFT_NAME, 'x', TMX_SOFT_NAME); /* a name without its NUL */
+    CHECK(n->ops->dev_reachable(n->dev, blob, len) == 0);
+    CHECK(n->ops->ah_create(n->pd, blob, len, &ah) == TMX_ERR_INVALID_ADDR);
+    CHECK(ah == NULL);
+    memset(&mod, 0, sizeof(mod));
+    mod.state           = TMX_QPS_RTR;
+    mod.remote_addr     = junk;
+    mod.remote_addr_len = sizeof(junk);
+    CHECK(n->ops->qp_modify(n->qp[0], &mod, TMX_QP_ATTR_STATE | TMX_QP_ATTR_REMOTE) ==
+          TMX_ERR_INVALID_ADDR);
+    CHECK(n->qp[0]->state == TMX_QPS_INIT);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, garbage_address, .timeout = 10)
+{
+    tmx_config_t cfg;
+    shared_t    *sh = shared_new();
+    node_t      *n  = calloc(1, sizeof(*n));
+    int          rc;
+
+    cfg_init(&cfg, -1, 65536);
+    rc = garbage_role(n, sh, 0, &cfg);
+    cr_assert_eq(rc, 0, "failed at line %d", rc);
+    free(n);
+}
+
+static int transitions_role(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    tmx_qp_attr_t       mod;
+    tmx_qp_init_attr_t  qa;
+    tmx_srq_init_attr_t sa;
+    tmx_qp_t           *qp, *xqp = NULL;
+    tmx_srq_t          *srq = NULL;
+    uint8_t             blob[TMX_QP_ADDR_MAX], buf[8] = {1, 2, 3, 4, 5, 6, 7, 8}, rbuf[8];
+    size_t              blen = sizeof(blob);
+    tmx_mr_t           *mr;
+    tmx_wc_t            wc;
+    uint64_t            caps;
+
+    TRY(node_open(n, sh, me, cfg, 0, 0));
+    caps = n->dev->attr.caps;
+    CHECK((caps & (TMX_DEV_CAP_RC | TMX_DEV_CAP_UD | TMX_DEV_CAP_SRQ | TMX_DEV_CAP_RMA |
+                   TMX_DEV_CAP_LOCAL_ONLY)) ==
+          (TMX_DEV_CAP_RC | TMX_DEV_CAP_UD | TMX_DEV_CAP_SRQ | TMX_DEV_CAP_RMA |
+           TMX_DEV_CAP_LOCAL_ONLY));
+    CHECK(!(caps & (TMX_DEV_CAP_TM | TMX_DEV_CAP_XRC)));
+    CHECK(n->dev->attr.max_qp == 8 && n->dev->attr.max_mr == 64);
+    CHECK(n->dev->attr.max_ud_msg >= 1024 && n->dev->attr.max_inline >= 32);
+    memset(&sa, 0, sizeof(sa));
+    sa.type   = TMX_SRQT_TM;
+    sa.max_wr = 16;
+    sa.cq     = n->cq;
+    CHECK(n->ops->srq_create(n->pd, &sa, &srq) == TMX_ERR_UNSUPPORTED);
+    sa.type = TMX_SRQT_XRC;
+    CHECK(n->ops->srq_create(n->pd, &sa, &srq) == TMX_ERR_UNSUPPORTED);
+    memset(&qa, 0, sizeof(qa));
+    qa.type    = TMX_QPT_XRC_INI;
+    qa.send_cq = n->cq;
+    qa.recv_cq = n->cq;
+    CHECK(n->ops->qp_create(n->pd, &qa, &xqp) == TMX_ERR_UNSUPPORTED);
+    qa.type        = TMX_QPT_RC;
+    qa.max_send_wr = 16;
+    qa.max_recv_wr = 16;
+    CHECK(n->ops->qp_create(n->pd, &qa, &qp) == TMX_OK);
+    n->qp[0] = qp;
+    n->nqp   = 1;
+    CHECK(n->ops->qp_get_addr(qp, blob, &blen) == TMX_OK);
+    memset(&mod, 0, sizeof(mod));
+    mod.state = TMX_QPS_RTR;
+    CHECK(n->ops->qp_modify(qp, &mod, TMX_QP_ATTR_STATE) == TMX_ERR_INVALID_PARAM);
+    mod.state = TMX_QPS_RTS;
+    CHECK(n->ops->qp_modify(qp, &mod, TMX_QP_ATTR_STATE) == TMX_ERR_INVALID_PARAM);
+    mod.state = TMX_QPS_INIT;
+    CHECK(n->ops->qp_modify(qp, &mod, 0) == TMX_ERR_INVALID_PARAM);
+    CHECK(n->ops->qp_modify(qp, &mod, TMX_QP_ATTR_STATE) == TMX_OK);
+    CHECK(n->ops->qp_modify(qp, &mod, TMX_QP_ATTR_STATE) == TMX_ERR_INVALID_PARAM);
+    mod.state = TMX_QPS_RTS;
+    CHECK(n->ops->qp_modify(qp, &mod, TMX_QP_ATTR_STATE) == TMX_ERR_INVALID_PARAM);
+    CHECK(post_send(n, 0, TMX_WR_SEND, buf, 8, 0, TMX_SEND_INLINE, 1, 0, 0, 0) ==
+          TMX_ERR_INVALID_PARAM);
+    mod.state = TMX_QPS_RTR;
+    CHECK(n->ops->qp_modify(qp, &mod, TMX_QP_ATTR_STATE) == TMX_ERR_INVALID_PARAM);
+    /* loopback: the QP connected to itself */
+    mod.remote_addr     = blob;
+    mod.remote_addr_len = blen;
+    CHECK(n->ops->qp_modify(qp, &mod, TMX_QP_ATTR_STATE | TMX_QP_ATTR_REMOTE) == TMX_OK);
+    CHECK(post_send(n, 0, TMX_WR_SEND, buf, 8, 0, TMX_SEND_INLINE, 1, 0, 0, 0) ==
+          TMX_ERR_INVALID_PARAM); /* RTR is not RTS */
+    mod.state = TMX_QPS_INIT;
+    CHECK(n->ops->qp_modify(qp, &mod, TMX_QP_ATTR_STATE) == TMX_ERR_INVALID_PARAM);
+    mod.state = TMX_QPS_RTS;
+    CHECK(n->ops->qp_modify(qp, &mod, TMX_QP_ATTR_STATE) == TMX_OK);
+    CHECK(n->ops->qp_modify(qp, &mod, TMX_QP_ATTR_STATE) == TMX_ERR_INVALID_PARAM);
+    mr = reg(n, rbuf, sizeof(rbuf), TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL);
+    CHECK(post_recv(n, 0, rbuf, 8, mr->lkey, 9) == TMX_OK);
+    CHECK(post_send(n, 0, TMX_WR_SEND, buf, 8, 0, TMX_SEND_INLINE | TMX_SEND_SIGNALED, 1, 0, 0,
+                    0) == TMX_OK);
+    CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 1 && wc.opcode == TMX_WC_SEND);
+    CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 9 && wc.opcode == TMX_WC_RECV);
+    CHECK(wc.status == TMX_WC_SUCCESS && memcmp(rbuf, buf, 8) == 0);
+    /* to ERR: a posted receive is flushed */
+    CHECK(post_recv(n, 0, rbuf, 8, mr->lkey, 10) == TMX_OK);
+    mod.state = TMX_QPS_ERR;
+    CHECK(n->ops->qp_modify(qp, &mod, TMX_QP_ATTR_STATE) == TMX_OK);
+    CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 10 && wc.status == TMX_WC_WR_FLUSH_ERR);
+    CHECK(post_send(n, 0, TMX_WR_SEND, buf, 8, 0, TMX_SEND_INLINE, 1, 0, 0, 0) ==
+          TMX_ERR_INVALID_PARAM);
+    n->ops->mr_dereg(mr);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, qp_transitions_and_caps, .timeout = 10)
+{
+    tmx_config_t cfg;
+    shared_t    *sh = shared_new();
+    node_t      *n  = calloc(1, sizeof(*n));
+    int          rc;
+
+    cfg_init(&cfg, -1, 65536);
+    rc = transitions_role(n, sh, 0, &cfg);
+    cr_assert_eq(rc, 0, "failed at line %d", rc);
+    free(n);
+}
+
+Test(soft, no_leftover_segment_after_close, .timeout = 10)
+{
+    tmx_config_t cfg;
+    shared_t    *sh = shared_new();
+    node_t      *n  = calloc(1, sizeof(*n));
+    int          rc;
+
+    cfg_init(&cfg, -1, 65536);
+    cr_assert_eq(count_segments(getpid()), 0);
+    rc = node_open(n, sh, 0, &cfg, 1, 1);
+    cr_assert_eq(rc, 0, "failed at line %d", rc);
+    cr_assert_eq(count_segments(getpid()), 1);
+    node_close(n);
+    cr_assert_eq(count_segments(getpid()), 0);
+    free(n);
+}
+
+/* ---------------------------------------------------------------- UD */
+
+static int ud_open(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    tmx_qp_init_attr_t qa;
+    tmx_qp_attr_t      mod;
+    tmx_qp_t          *second = NULL;
+
+    TRY(node_open(n, sh, me, cfg, 0, 0));
+    memset(&qa, 0, sizeof(qa));
+    qa.type        = TMX_QPT_UD;
+    qa.send_cq     = n->cq;
+    qa.recv_cq     = n->cq;
+    qa.max_send_wr = 16;
+    qa.max_recv_wr = 16;
+    CHECK(n->ops->qp_create(n->pd, &qa, &n->qp[0]) == TMX_OK);
+    n->nqp = 1;
+    CHECK(n->ops->qp_create(n->pd, &qa, &second) == TMX_ERR_NO_RESOURCE);
+    memset(&mod, 0, sizeof(mod));
+    for (tmx_qp_state_t s = TMX_QPS_INIT; s <= TMX_QPS_RTS; s++) {
+        mod.state = s;
+        CHECK(n->ops->qp_modify(n->qp[0], &mod, TMX_QP_ATTR_STATE) == TMX_OK);
+    }
+    sh->ud_qpn[me] = n->qp[0]->qp_num;
+    return 0;
+}
+
+static int ud_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t   buf[2][1024];
+    tmx_mr_t *mr;
+    tmx_wc_t  wc;
+
+    TRY(ud_open(n, sh, me, cfg));
+    mr = reg(n, buf, sizeof(buf), TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL);
+    CHECK(post_recv(n, 0, buf[0], 1024, mr->lkey, 1) == TMX_OK);
+    CHECK(post_recv(n, 0, buf[1], 16, mr->lkey, 2) == TMX_OK);
+    CHECK(node_barrier(n, 1) == 0);
+    CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 1 && wc.status == TMX_WC_SUCCESS);
+    CHECK(wc.opcode == TMX_WC_RECV && wc.byte_len == 300 && same(buf[0], 300, 4));
+    CHECK(wc.src_qp == sh->ud_qpn[1] && wc.qp_num == n->qp[0]->qp_num);
+    CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 2 && wc.status == TMX_WC_LOC_LEN_ERR);
+    CHECK(node_barrier(n, 2) == 0);
+    CHECK(n->nstash == 0); /* the datagram for another qp number was dropped */
+    n->ops->mr_dereg(mr);
+    node_close(n);
+    return 0;
+}
+
+static int ud_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t        v[300];
+    tmx_ah_t      *ah;
+    tmx_sge_t      sge = {.addr = (uintptr_t)v, .length = 300};
+    tmx_send_wr_t  wr, *bad;
+    tmx_wc_t       wc;
+
+    TRY(ud_open(n, sh, me, cfg));
+    CHECK(node_barrier(n, 1) == 0);
+    CHECK(n->ops->ah_create(n->pd, sh->dev[0], sh->dev_len[0], &ah) == TMX_OK);
+    fill(v, sizeof(v), 4);
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id         = 3;
+    wr.sg_list       = &sge;
+    wr.num_sge       = 1;
+    wr.opcode        = TMX_WR_SEND;
+    wr.send_flags    = TMX_SEND_INLINE | TMX_SEND_SIGNALED;
+    wr.ud.ah         = ah;
+    wr.ud.remote_qpn = sh->ud_qpn[0] + 1; /* nobody: dropped */
+    CHECK(n->ops->post_send(n->qp[0], &wr, &bad) == TMX_OK);
+    CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 3 && wc.status == TMX_WC_SUCCESS);
+    wr.ud.remote_qpn = sh->ud_qpn[0];
+    CHECK(n->ops->post_send(n->qp[0], &wr, &bad) == TMX_OK);
+    CHECK(n->ops->post_send(n->qp[0], &wr, &bad) == TMX_OK); /* into a 16-byte buffer */
+    sge.length = (uint32_t)n->dev->attr.max_ud_msg + 1;
+    CHECK(n->ops->post_send(n->qp[0], &wr, &bad) == TMX_ERR_INVALID_PARAM);
+    CHECK(node_barrier(n, 2) == 0);
+    n->ops->ah_destroy(ah);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, ud_datagrams, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, -1, 65536);
+    run_pair(ud_rx, ud_tx, &cfg);
+}
+
+/* ---------------------------------------------------------------- peer death */
+
+static int victim_role(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    TRY(node_connect(n));
+    atomic_store(&sh->stage[me], 2);
+    for (;;) {
+        pause(); /* never polls: the survivor's READ stays outstanding until we die */
+    }
+    return 0;
+}
+
+static int survivor_role(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t   l[64];
+    tmx_mr_t *mr;
+    tmx_wc_t  wc;
+    int       got_read = 0, got_async = 0;
+    double    end;
+    pid_t     victim;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    TRY(node_connect(n));
+    while (atomic_load(&sh->stage[1]) < 2) {
+        node_poll(n);
+    }
+    victim = sh->pid[1];
+    mr     = reg(n, l, sizeof(l), TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL);
+    CHECK(post_send(n, 0, TMX_WR_RDMA_READ, l, 64, mr->lkey, TMX_SEND_SIGNALED, 11, 4096, 256,
+                    0) == TMX_OK);
+    CHECK(count_segments(victim) == 1);
+    CHECK(kill(victim, SIGKILL) == 0);
+    CHECK(waitpid(victim, NULL, 0) == victim);
+    end = tmx_time_sec() + 5;
+    while ((!got_read || !got_async) && tmx_time_sec() < end) {
+        if (node_wc(n, &wc) != 0) {
+            continue;
+        }
+        if (wc.wr_id == 11) {
+            CHECK(wc.status == TMX_WC_RETRY_EXC_ERR || wc.status == TMX_WC_WR_FLUSH_ERR);
+            got_read = 1;
+        } else if (wc.wr_id == TMX_WR_ID_ASYNC_ERROR) {
+            CHECK(wc.status == TMX_WC_RETRY_EXC_ERR && wc.qp_num == n->qp[0]->qp_num);
+            got_async = 1;
+        }
+    }
+    CHECK(got_read && got_async);
+    CHECK(n->qp[0]->state == TMX_QPS_ERR);
+    CHECK(post_send(n, 0, TMX_WR_SEND, l, 8, 0, TMX_SEND_INLINE, 1, 0, 0, 0) ==
+          TMX_ERR_INVALID_PARAM);
+    n->ops->mr_dereg(mr);
+    node_close(n);
+    /* The killed process left its segment; the next device open sweeps it (or another
+     * test running in parallel did already). */
+    TRY(node_open(n, sh, me, cfg, 0, 0));
+    CHECK(count_segments(victim) == 0);
+    node_close(n);
+    CHECK(count_segments(getpid()) == 0);
+    return 0;
+}
+
+Test(soft, peer_killed, .timeout = 30)
+{
+    tmx_config_t cfg;
+    shared_t    *sh = shared_new();
+    node_t      *n  = calloc(1, sizeof(*n));
+    pid_t        pid;
+    int          rc;
+
+    cfg_init(&cfg, 0, 65536); /* fallback: the READ waits for the peer */
+    fflush(NULL);
+    pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        alarm(20);
+        _exit(victim_role(n, sh, 1, &cfg) == 0 ? 0 : 1);
+    }
+    rc = survivor_role(n, sh, 0, &cfg);
+    if (rc != 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    cr_assert_eq(rc, 0, "failed at line %d", rc);
+    free(n);
 }

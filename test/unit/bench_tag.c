@@ -4,13 +4,16 @@
  *
  * Each timed step posts one exact receive for a target tag and matches a message with that
  * tag (the work a directed receive costs the engine), with depth - 1 other exact receives
- * already in the queue, so the queue holds `depth` receives at match time. The target tags
- * rotate over 64 values. With -w, 10 wildcard receives that never match the targets are
- * posted too: "older" ones (posted first, so every match walks all of them) and "younger"
- * ones (posted after the others, so the walk stops at the first).
+ * already in the queue, so the queue holds `depth` receives at match time (plus the
+ * wildcards). The target tags rotate over 64 values. In the "10 wild" rows, 10 wildcard
+ * receives that never match the targets are posted first: they are older than every target,
+ * so each match walks all 10 (the worst case for a directed message).
  *
- * usage: bench_tag [-i iterations] [-r repetitions] [-b hash_bits]
- * Prints the best of the repetitions in ns per match and the ratio to depth 1.
+ * All queues are built first; the timed rounds then go round-robin over them, so a burst of
+ * load from other processes hits every configuration alike; the best round is reported, with
+ * the median beside it.
+ *
+ * usage: bench_tag [-i iterations per round] [-r rounds] [-b initial hash_bits]
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -18,18 +21,25 @@
 #include <unistd.h>
 
 #include "tag/tag.h"
+#include "util/hash.h"
 #include "util/time.h"
 
 #define N_TARGETS 64
 #define N_WILD    10
+#define N_DEPTHS  3
+#define N_CONFIGS (2 * N_DEPTHS)
+#define MAX_ROUNDS 1000
 
-typedef enum { WILD_NONE, WILD_OLDER, WILD_YOUNGER } wild_mode_t;
+static const size_t depths[N_DEPTHS] = {1, 1000, 100000};
 
-static const char *wild_name[] = {"none", "10 older", "10 younger"};
-
-typedef struct bench_recv {
-    tmx_tag_exp_t exp;
-} bench_recv_t;
+typedef struct bench_queue {
+    tmx_tag_engine_t e;
+    tmx_tag_exp_t   *others; /* depth - 1 exact receives that the targets never match */
+    tmx_tag_exp_t    wild[N_WILD];
+    size_t           depth;
+    int              n_wild;
+    double           ns[MAX_ROUNDS];
+} bench_queue_t;
 
 /* Target tags: bit 62 set; other receives: bit 61 set; wildcards: bit 63 (never match). */
 static uint64_t target_tag(unsigned i)
@@ -37,79 +47,99 @@ static uint64_t target_tag(unsigned i)
     return (1ULL << 62) | (uint64_t)i;
 }
 
-static void post_wild(tmx_tag_engine_t *e, bench_recv_t *w)
+static int queue_build(bench_queue_t *q, unsigned hash_bits, size_t depth, int n_wild)
 {
-    for (int i = 0; i < N_WILD; i++) {
-        w[i].exp.tag  = (1ULL << 63) | ((uint64_t)i << 32);
-        w[i].exp.mask = 0xffffffff00000000ULL; /* "any tag from one source" */
-        tmx_tag_exp_post(e, &w[i].exp);
-    }
-}
+    int    ret = -1;
+    size_t i;
 
-/* Returns ns per post+match at this depth, or a negative value on error. */
-static double run_one(unsigned hash_bits, size_t depth, wild_mode_t wild, long iters)
-{
-    tmx_tag_engine_t e;
-    bench_recv_t    *others = NULL;
-    bench_recv_t     wilds[N_WILD];
-    bench_recv_t     target;
-    uint64_t         t0, t1;
-    double           ns = -1.0;
-    size_t           i;
-    long             it;
-
-    if (tmx_tag_engine_init(&e, hash_bits) != TMX_OK) {
+    q->depth  = depth;
+    q->n_wild = n_wild;
+    if (tmx_tag_engine_init(&q->e, hash_bits) != TMX_OK) {
         fprintf(stderr, "bench_tag: engine init with %u hash bits failed\n", hash_bits);
         goto out;
     }
-    others = calloc(depth, sizeof(*others));
-    if (others == NULL) {
+    q->others = calloc(depth, sizeof(*q->others));
+    if (q->others == NULL) {
         fprintf(stderr, "bench_tag: out of memory\n");
         goto out_cleanup;
     }
-    if (wild == WILD_OLDER) {
-        post_wild(&e, wilds);
+    for (i = 0; i < (size_t)n_wild; i++) {
+        q->wild[i].tag  = (1ULL << 63) | ((uint64_t)i << 32);
+        q->wild[i].mask = 0xffffffff00000000ULL; /* "any tag from one source" */
+        tmx_tag_exp_post(&q->e, &q->wild[i]);
     }
     for (i = 0; i + 1 < depth; i++) {
-        others[i].exp.tag  = (1ULL << 61) | (uint64_t)i;
-        others[i].exp.mask = TMX_TAG_MASK_FULL;
-        tmx_tag_exp_post(&e, &others[i].exp);
+        q->others[i].tag  = (1ULL << 61) | (uint64_t)i;
+        q->others[i].mask = TMX_TAG_MASK_FULL;
+        tmx_tag_exp_post(&q->e, &q->others[i]);
     }
-    if (wild == WILD_YOUNGER) {
-        post_wild(&e, wilds);
+    ret = 0;
+    goto out;
+
+out_cleanup:
+    tmx_tag_engine_cleanup(&q->e);
+out:
+    return ret;
+}
+
+static void queue_free(bench_queue_t *q)
+{
+    tmx_tag_engine_cleanup(&q->e);
+    free(q->others);
+}
+
+/* Other receives sharing a bin with the targets: what a directed match walks past. */
+static double queue_chain(const bench_queue_t *q)
+{
+    size_t walked = 0;
+
+    for (unsigned t = 0; t < N_TARGETS; t++) {
+        const tmx_list_t *bin = &q->e.exp_bins[tmx_hash_u64(target_tag(t)) & q->e.bin_mask];
+        const tmx_list_t *pos;
+        tmx_list_for_each(pos, bin) {
+            walked++;
+        }
     }
+    return (double)walked / N_TARGETS;
+}
+
+/* One timed round: ns per post + match, or a negative value if a match went wrong. */
+static double queue_round(bench_queue_t *q, long iters)
+{
+    tmx_tag_exp_t target;
+    uint64_t      t0, t1;
+    long          it;
 
     t0 = tmx_time_ns();
     for (it = 0; it < iters; it++) {
         uint64_t tag = target_tag((unsigned)it % N_TARGETS);
 
-        target.exp.tag  = tag;
-        target.exp.mask = TMX_TAG_MASK_FULL;
-        tmx_tag_exp_post(&e, &target.exp);
+        target.tag  = tag;
+        target.mask = TMX_TAG_MASK_FULL;
+        tmx_tag_exp_post(&q->e, &target);
         /* Checking the result also keeps the compiler from dropping the work. */
-        if (tmx_tag_exp_match(&e, tag) != &target.exp) {
-            fprintf(stderr, "bench_tag: wrong match at depth %zu\n", depth);
-            goto out_free;
+        if (tmx_tag_exp_match(&q->e, tag) != &target) {
+            fprintf(stderr, "bench_tag: wrong match at depth %zu\n", q->depth);
+            return -1.0;
         }
     }
     t1 = tmx_time_ns();
-    ns = (double)(t1 - t0) / (double)iters;
+    return (double)(t1 - t0) / (double)iters;
+}
 
-out_free:
-    free(others);
-out_cleanup:
-    tmx_tag_engine_cleanup(&e);
-out:
-    return ns;
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv)
 {
-    static const size_t depths[] = {1, 1000, 100000};
-    long                iters    = 2000000;
-    int                 reps     = 5;
-    unsigned            bits     = 10; /* TMX_TAG_HASH_BITS default */
-    int                 opt;
+    static bench_queue_t q[N_CONFIGS];
+    long                 iters = 200000;
+    int                  rounds = 31;
+    unsigned             bits   = 10; /* TMX_TAG_HASH_BITS default */
+    int                  opt, c, r, ret = 1, built = 0;
 
     while ((opt = getopt(argc, argv, "i:r:b:h")) != -1) {
         switch (opt) {
@@ -117,43 +147,52 @@ int main(int argc, char **argv)
             iters = strtol(optarg, NULL, 0);
             break;
         case 'r':
-            reps = atoi(optarg);
+            rounds = atoi(optarg);
             break;
         case 'b':
             bits = (unsigned)strtoul(optarg, NULL, 0);
             break;
         default:
-            fprintf(stderr, "usage: %s [-i iterations] [-r repetitions] [-b hash_bits]\n",
+            fprintf(stderr, "usage: %s [-i iterations per round] [-r rounds] [-b hash_bits]\n",
                     argv[0]);
             return (opt == 'h') ? 0 : 2;
         }
     }
-    if ((iters <= 0) || (reps <= 0)) {
-        fprintf(stderr, "bench_tag: iterations and repetitions must be positive\n");
+    if ((iters <= 0) || (rounds <= 0) || (rounds > MAX_ROUNDS)) {
+        fprintf(stderr, "bench_tag: iterations > 0 and rounds in 1..%d please\n", MAX_ROUNDS);
         return 2;
     }
-
-    printf("# directed match (post + match of one exact receive), best of %d x %ld, "
-           "initial hash bits %u\n", reps, iters, bits);
-    printf("%-12s %8s %12s %10s\n", "wildcards", "depth", "ns/match", "vs depth 1");
-    for (int w = WILD_NONE; w <= WILD_YOUNGER; w++) {
-        double base = 0.0;
-        for (size_t d = 0; d < sizeof(depths) / sizeof(depths[0]); d++) {
-            double best = -1.0;
-            for (int r = 0; r < reps; r++) {
-                double ns = run_one(bits, depths[d], (wild_mode_t)w, iters);
-                if (ns < 0.0) {
-                    return 1;
-                }
-                if ((best < 0.0) || (ns < best)) {
-                    best = ns;
-                }
-            }
-            if (d == 0) {
-                base = best;
-            }
-            printf("%-12s %8zu %12.1f %10.2f\n", wild_name[w], depths[d], best, best / base);
+    for (built = 0; built < N_CONFIGS; built++) {
+        if (queue_build(&q[built], bits, depths[built % N_DEPTHS],
+                        (built < N_DEPTHS) ? 0 : N_WILD) != 0) {
+            goto out;
         }
     }
-    return 0;
+    for (r = 0; r < rounds; r++) {
+        for (c = 0; c < N_CONFIGS; c++) {
+            q[c].ns[r] = queue_round(&q[c], iters);
+            if (q[c].ns[r] < 0.0) {
+                goto out;
+            }
+        }
+    }
+
+    printf("# directed match = post + match of one exact receive; %d rounds x %ld, "
+           "initial hash bits %u\n", rounds, iters, bits);
+    printf("%-9s %7s %7s %11s %10s %11s %11s\n", "wildcard", "depth", "bins", "bin walk",
+           "ns best", "vs depth 1", "ns median");
+    for (c = 0; c < N_CONFIGS; c++) {
+        double best;
+        qsort(q[c].ns, (size_t)rounds, sizeof(double), cmp_double);
+        best = q[c].ns[0];
+        printf("%-9s %7zu %7zu %11.2f %10.1f %11.2f %11.1f\n", (q[c].n_wild != 0) ? "10 wild" :
+               "none", q[c].depth, (size_t)q[c].e.bin_mask + 1, queue_chain(&q[c]), best,
+               best / q[(c / N_DEPTHS) * N_DEPTHS].ns[0], q[c].ns[rounds / 2]);
+    }
+    ret = 0;
+out:
+    while (built-- > 0) {
+        queue_free(&q[built]);
+    }
+    return ret;
 }

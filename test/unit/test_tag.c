@@ -458,6 +458,8 @@ static void run_random(unsigned hash_bits)
     long        nops = 10000;
     long        op;
     int         idx;
+    long        n_hit_exp = 0, n_hit_unexp = 0, n_miss = 0; /* shows what the run covered */
+    int         max_exp = 0, max_unexp = 0;
 
     env  = getenv("TMX_TAG_TEST_SEED");
     seed = (env != NULL) ? strtoull(env, NULL, 0)
@@ -485,6 +487,15 @@ static void run_random(unsigned hash_bits)
         int      id   = (int)op;
         int      want, got;
 
+        /*
+         * Phases of 500 operations alternate between mostly receives and mostly messages, so
+         * both queues get deep and both match paths (posted first, arrived first) run a lot.
+         */
+        if ((op / 500) % 2 == 0) {
+            kind = (kind < 55) ? 0 : (kind < 70) ? 40 : kind;
+        } else {
+            kind = (kind < 15) ? 0 : (kind < 70) ? 40 : kind;
+        }
         if (kind < 35) {
             /* Post a receive the way the core does: unexpected queue first. */
             uint64_t tag  = rnd_tag(&st.rng);
@@ -495,6 +506,7 @@ static void run_random(unsigned hash_bits)
             cr_assert_eq(got, want, "seed %" PRIu64 " op %ld: recv %#" PRIx64 "/%#" PRIx64
                          " took message %d, model says %d", seed, op, tag, mask, got, want);
             if (idx >= 0) {
+                n_hit_unexp++;
                 model_drop(st.model_unexp, &st.n_unexp, idx);
             } else {
                 post(&st.e, &st.recvs[id], id, tag, mask);
@@ -509,8 +521,10 @@ static void run_random(unsigned hash_bits)
             cr_assert_eq(got, want, "seed %" PRIu64 " op %ld: message %#" PRIx64
                          " matched receive %d, model says %d", seed, op, tag, got, want);
             if (idx >= 0) {
+                n_hit_exp++;
                 model_drop(st.model_exp, &st.n_exp, idx);
             } else {
+                n_miss++;
                 arrive(&st.e, &st.msgs[id], id, tag);
                 st.model_unexp[st.n_unexp++] = id;
             }
@@ -543,9 +557,15 @@ static void run_random(unsigned hash_bits)
                 model_drop(st.model_unexp, &st.n_unexp, idx);
             }
         }
+        max_exp   = (st.n_exp > max_exp) ? st.n_exp : max_exp;
+        max_unexp = (st.n_unexp > max_unexp) ? st.n_unexp : max_unexp;
         cr_assert_eq(st.e.exp_count, (size_t)st.n_exp, "seed %" PRIu64 " op %ld", seed, op);
         cr_assert_eq(st.e.unexp_count, (size_t)st.n_unexp, "seed %" PRIu64 " op %ld", seed, op);
     }
+    fprintf(stderr, "tag random test: seed %" PRIu64 ": %ld messages matched a posted receive, "
+            "%ld went unexpected, %ld receives found one; queue depth up to %d posted, %d "
+            "unexpected; %zu bins at the end\n", seed, n_hit_exp, n_miss, n_hit_unexp, max_exp,
+            max_unexp, (size_t)st.e.bin_mask + 1);
     /* Drain: every remaining receive and message must still be found, in order. */
     while (st.n_exp > 0) {
         test_recv_t *r = &st.recvs[st.model_exp[0]];

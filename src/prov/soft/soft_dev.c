@@ -40,9 +40,30 @@ typedef struct tmx_soft_dev_addr {
 static _Atomic unsigned tmx_soft_seg_counter;
 static _Atomic int      tmx_soft_cma_logged;
 
+/* Gone, or a zombie that nobody reaped yet: kill(pid, 0) still succeeds on a zombie. */
 int tmx_soft_pid_dead(pid_t pid)
 {
-    return pid <= 0 || (kill(pid, 0) == -1 && errno == ESRCH);
+    char    path[64], buf[256];
+    char   *p;
+    ssize_t n;
+    int     fd, dead = 0;
+
+    if (pid <= 0 || (kill(pid, 0) == -1 && errno == ESRCH)) {
+        return 1;
+    }
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return 0;
+    }
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n > 0) {
+        buf[n] = '\0';
+        p      = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+        dead   = p != NULL && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+    }
+    return dead;
 }
 
 static uint64_t tmx_soft_boot_hash(void)

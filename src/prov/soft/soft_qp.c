@@ -816,9 +816,11 @@ static void tmx_soft_qp_drain(tmx_soft_qp_t *qp)
         }
         if (rc == TMX_SOFT_RX_BAD) {
             if (ud) {
-                /* A mailbox has many writers: skip one bad datagram, keep the device. */
+                /* A mailbox has many writers: skip the bad datagram, keep the device. */
                 tmx_warn("dropping malformed datagram (op %u, len %u)", op, len);
-                bytes = TMX_SOFT_LINE;
+                if (bytes > qp->in_size - pos) {
+                    bytes = qp->in_size - pos;
+                }
             } else {
                 tmx_error("qp %u: malformed record from peer (op %u, len %u): qp to error",
                           qp->super.qp_num, op, len);
@@ -1097,6 +1099,27 @@ err_put:
     return status;
 }
 
+/* Back to RESET: flush what is outstanding, forget the peer, start a fresh ring under a new
+ * generation (a peer still aiming at the old one is refused at its next connect). */
+static void tmx_soft_qp_reset(tmx_soft_qp_t *qp)
+{
+    tmx_soft_qp_fail(qp, TMX_WC_WR_FLUSH_ERR, 0);
+    tmx_soft_sq_reap(qp);
+    tmx_soft_rseg_put(qp->dev, qp->rseg);
+    qp->rseg       = NULL;
+    qp->out_ring   = NULL;
+    qp->resp_count = 0;
+    qp->rx_busy    = 0;
+    qp->wfail      = 0;
+    if (qp->super.type == TMX_QPT_RC) {
+        memset(qp->in_ring, 0, qp->in_size);
+        qp->in_head      = 0;
+        qp->in_published = 0;
+        atomic_store(&qp->in_ctrl->consumed, 0);
+        atomic_fetch_add(&qp->in_ctrl->gen, 1);
+    }
+}
+
 tmx_status_t tmx_soft_qp_modify(tmx_qp_t *q, const tmx_qp_attr_t *attr, unsigned attr_mask)
 {
     tmx_soft_qp_t *qp  = (tmx_soft_qp_t *)q;
@@ -1133,9 +1156,10 @@ tmx_status_t tmx_soft_qp_modify(tmx_qp_t *q, const tmx_qp_attr_t *attr, unsigned
         tmx_soft_qp_fail(qp, TMX_WC_WR_FLUSH_ERR, 0);
         break;
     case TMX_QPS_RESET:
-        /* Only from ERR: the rings of a used QP are not restartable here. */
-        if (cur != TMX_QPS_ERR) {
+        if (cur == TMX_QPS_RESET) {
             status = TMX_ERR_INVALID_PARAM;
+        } else {
+            tmx_soft_qp_reset(qp);
         }
         break;
     default:

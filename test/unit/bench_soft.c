@@ -3,7 +3,10 @@
  * 8-byte SENDs through the provider API only (inline, unsignaled, receives from an SRQ) and the
  * half round trip is printed in microseconds.
  *
- *   bench_soft [iterations] [size]
+ *   bench_soft [iterations] [size] [nopin]
+ *
+ * nopin leaves placement to the scheduler (useful to compare when other work runs on the
+ * cores).
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -145,7 +148,7 @@ static int bench_recv(side_t *s, size_t size)
     return bench_post_recv(s, (unsigned)wc.wr_id, size);
 }
 
-static int bench_run(int me, shared_t *sh, long iters, size_t size, double *usec_p)
+static int bench_run(int me, shared_t *sh, long iters, size_t size, int pin, double *usec_p)
 {
     tmx_config_t cfg;
     side_t       s;
@@ -155,7 +158,7 @@ static int bench_run(int me, shared_t *sh, long iters, size_t size, double *usec
 
     memset(&s, 0, sizeof(s));
     memset(msg, me, sizeof(msg));
-    if (bench_pin(me) != 0) {
+    if (pin && bench_pin(me) != 0) {
         fprintf(stderr, "bench_soft: cannot pin to core %d (continuing unpinned)\n", me);
     }
     if (tmx_config_load(&cfg) != TMX_OK || bench_setup(&s, &cfg, sh, me, size) != 0) {
@@ -199,9 +202,10 @@ int main(int argc, char **argv)
     pid_t     pid;
     int       status = 0, rc;
     double    usec   = 0;
+    int       pin    = !(argc > 3 && strcmp(argv[3], "nopin") == 0);
 
     if (iters <= 0 || size > 4096) {
-        fprintf(stderr, "usage: bench_soft [iterations] [size <= 4096]\n");
+        fprintf(stderr, "usage: bench_soft [iterations] [size <= 4096] [nopin]\n");
         return 2;
     }
     sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -216,9 +220,9 @@ int main(int argc, char **argv)
     }
     if (pid == 0) {
         alarm(120);
-        _exit(bench_run(1, sh, iters, size, &usec) == 0 ? 0 : 1);
+        _exit(bench_run(1, sh, iters, size, pin, &usec) == 0 ? 0 : 1);
     }
-    rc = bench_run(0, sh, iters, size, &usec);
+    rc = bench_run(0, sh, iters, size, pin, &usec);
     if (rc != 0) {
         kill(pid, SIGKILL);
     }
@@ -227,7 +231,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_soft: failed\n");
         return 1;
     }
-    printf("soft shm ping-pong: %zu bytes, %ld iterations, half round trip %.3f us\n", size,
-           iters, usec);
+    printf("soft shm ping-pong: %zu bytes, %ld iterations, %s, half round trip %.3f us\n",
+           size, iters, pin ? "pinned to cores 0,1" : "not pinned", usec);
     return 0;
 }

@@ -18,7 +18,8 @@ if [ "${SKIP_DEPS:-0}" != 1 ]; then
 fi
 tmx_bootstrap
 # shellcheck disable=SC2086 # CONFIGURE_FLAGS is a list of words
-tmx_configure build ${CONFIGURE_FLAGS:-}
+TMX_REUSE_BUILD=$([ -z "${CONFIGURE_FLAGS:-}" ] && echo 1 || echo 0) \
+    tmx_configure build ${CONFIGURE_FLAGS:-}
 tmx_say "make -j$(tmx_jobs) in build"
 make -C build -s -j"$(tmx_jobs)" </dev/null
 

@@ -39,97 +39,97 @@
 
 #include "boot/boot_wire.h"
 
-#define TMXRUN_EXIT_USAGE   2
-#define TMXRUN_EXIT_FAILED  1 /* the launcher or the bootstrap failed, not a rank */
+#define TMXRUN_EXIT_USAGE 2
+#define TMXRUN_EXIT_FAILED 1 /* the launcher or the bootstrap failed, not a rank */
 #define TMXRUN_EXIT_TIMEOUT 124
-#define TMXRUN_KILL_GRACE   2.0  /* seconds from SIGTERM to SIGKILL */
-#define TMXRUN_HELLO_TIME   10.0 /* seconds a new connection has to say hello */
-#define TMXRUN_LEFT_GRACE   2.0  /* seconds a rank that closed the bootstrap may take to exit */
-#define TMXRUN_MAX_STRAYS   16   /* connections without hello at once beyond the ranks */
-#define TMXRUN_LINE_MAX     16384
+#define TMXRUN_KILL_GRACE 2.0  /* seconds from SIGTERM to SIGKILL */
+#define TMXRUN_HELLO_TIME 10.0 /* seconds a new connection has to say hello */
+#define TMXRUN_LEFT_GRACE 2.0  /* seconds a rank that closed the bootstrap may take to exit */
+#define TMXRUN_MAX_STRAYS 16   /* connections without hello at once beyond the ranks */
+#define TMXRUN_LINE_MAX 16384
 
 enum { TMXRUN_BIND_AUTO = -1, TMXRUN_BIND_NONE = 0, TMXRUN_BIND_CORE = 1 };
 
 typedef struct tmxrun_opts {
-    int    np;
+    int np;
     double timeout; /* 0: none */
-    int    bind;
-    int    tag_output;
+    int bind;
+    int tag_output;
     char **argv; /* the program and its arguments */
-    char   path[PATH_MAX];
+    char path[PATH_MAX];
 } tmxrun_opts_t;
 
 /* A gathered result; shared by the connections still sending it. */
 typedef struct tmxrun_buf {
     unsigned refcnt;
-    size_t   len;
-    char     data[];
+    size_t len;
+    char data[];
 } tmxrun_buf_t;
 
 /* One forwarded output stream of a rank (--tag-output). */
 typedef struct tmxrun_out {
-    int    fd; /* -1 when closed */
-    int    dest;
+    int fd; /* -1 when closed */
+    int dest;
     size_t used;
-    char  *line;
+    char *line;
 } tmxrun_out_t;
 
 typedef struct tmxrun_rank {
-    pid_t        pid;
-    int          alive;     /* not reaped yet */
-    int          joined;    /* said a valid hello */
-    int          left;      /* the bootstrap connection closed */
-    int          bye;       /* ... after a BYE */
-    double       left_time; /* when it closed */
-    int          in_round;  /* contributed to the allgather in progress */
-    int          conn;      /* index into conns or -1 */
+    pid_t pid;
+    int alive;        /* not reaped yet */
+    int joined;       /* said a valid hello */
+    int left;         /* the bootstrap connection closed */
+    int bye;          /* ... after a BYE */
+    double left_time; /* when it closed */
+    int in_round;     /* contributed to the allgather in progress */
+    int conn;         /* index into conns or -1 */
     tmxrun_out_t out[2];
 } tmxrun_rank_t;
 
 typedef struct tmxrun_conn {
-    int            fd; /* -1: free slot */
-    int            rank; /* -1 before hello */
-    double         hello_deadline;
+    int fd;   /* -1: free slot */
+    int rank; /* -1 before hello */
+    double hello_deadline;
     /* input: a header, then its payload */
     tmx_boot_hdr_t hdr;
-    size_t         hdr_got;
-    int            in_payload;
-    char          *pay_dst;
-    size_t         pay_len;
-    size_t         pay_got;
+    size_t hdr_got;
+    int in_payload;
+    char *pay_dst;
+    size_t pay_len;
+    size_t pay_got;
     tmx_boot_hello_t hello;
     /* output: one message at a time; input is not read while it is pending */
     tmx_boot_hdr_t ohdr;
-    size_t         ohdr_sent;
-    int            out_pending;
-    tmxrun_buf_t  *obuf;
-    size_t         obuf_sent;
+    size_t ohdr_sent;
+    int out_pending;
+    tmxrun_buf_t *obuf;
+    size_t obuf_sent;
 } tmxrun_conn_t;
 
 typedef struct tmxrun {
-    tmxrun_opts_t  opts;
+    tmxrun_opts_t opts;
     tmxrun_rank_t *ranks;
-    int            nalive;
-    pid_t          pgid;
+    int nalive;
+    pid_t pgid;
     tmxrun_conn_t *conns;
-    int            nconns_max;
-    int            listen_fd;
-    uint64_t       cookie;
-    int            cpus[CPU_SETSIZE];
-    int            ncpus;
+    int nconns_max;
+    int listen_fd;
+    uint64_t cookie;
+    int cpus[CPU_SETSIZE];
+    int ncpus;
     /* the allgather in progress */
-    tmxrun_buf_t  *round;
-    uint32_t       round_len;
-    int            round_count;
-    unsigned       round_no;
+    tmxrun_buf_t *round;
+    uint32_t round_len;
+    int round_count;
+    unsigned round_no;
     /* ending */
-    int            exit_code; /* first failure, -1 none */
-    int            killing;   /* SIGTERM sent to the ranks */
-    double         kill_deadline;
-    int            sigkilled;
-    double         deadline; /* --timeout, 0 none */
-    int            timed_out;
-    int            user_sig;
+    int exit_code; /* first failure, -1 none */
+    int killing;   /* SIGTERM sent to the ranks */
+    double kill_deadline;
+    int sigkilled;
+    double deadline; /* --timeout, 0 none */
+    int timed_out;
+    int user_sig;
 } tmxrun_t;
 
 static int tmxrun_sigpipe[2] = {-1, -1};
@@ -145,10 +145,10 @@ static double tmxrun_now(void)
 static void tmxrun_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void tmxrun_msg(const char *fmt, ...)
 {
-    char    buf[1024] = "tmxrun: ";
-    size_t  pre       = strlen(buf);
+    char buf[1024] = "tmxrun: ";
+    size_t pre     = strlen(buf);
     va_list ap;
-    int     n;
+    int n;
 
     va_start(ap, fmt);
     n = vsnprintf(buf + pre, sizeof(buf) - pre - 1, fmt, ap);
@@ -185,7 +185,7 @@ static void tmxrun_usage(FILE *stream)
 static int tmxrun_parse_np(const char *s, int *np_p)
 {
     char *end;
-    long  v;
+    long v;
 
     if (s == NULL || !isdigit((unsigned char)s[0])) {
         tmxrun_msg("-n needs a number of ranks, got '%s'", s != NULL ? s : "");
@@ -203,7 +203,7 @@ static int tmxrun_parse_np(const char *s, int *np_p)
 
 static int tmxrun_parse_timeout(const char *s, double *t_p)
 {
-    char  *end;
+    char *end;
     double v;
 
     if (s == NULL || !(isdigit((unsigned char)s[0]) || s[0] == '.')) {
@@ -252,10 +252,10 @@ static int tmxrun_resolve(const char *prog, char *out, size_t outlen)
     if (path == NULL) {
         path = "/usr/local/bin:/usr/bin:/bin";
     }
-    for (p = path;; ) {
+    for (p = path;;) {
         const char *end = strchr(p, ':');
-        size_t      dlen = (end != NULL) ? (size_t)(end - p) : strlen(p);
-        int         n;
+        size_t dlen     = (end != NULL) ? (size_t)(end - p) : strlen(p);
+        int n;
 
         /* an empty PATH entry means the current directory */
         n = snprintf(out, outlen, "%.*s%s%s", (int)dlen, p, dlen > 0 ? "/" : "", prog);
@@ -341,8 +341,8 @@ static int tmxrun_parse_args(int argc, char **argv, tmxrun_opts_t *opts)
 
 static void tmxrun_on_signal(int sig)
 {
-    int           saved = errno;
-    unsigned char b     = (unsigned char)sig;
+    int saved       = errno;
+    unsigned char b = (unsigned char)sig;
 
     /* a full pipe drops the byte; the loop then still wakes for the ones already queued */
     if (write(tmxrun_sigpipe[1], &b, 1) < 0) {
@@ -407,7 +407,7 @@ static void tmxrun_fail(tmxrun_t *run, int blamed, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void tmxrun_fail(tmxrun_t *run, int blamed, const char *fmt, ...)
 {
-    char    buf[512];
+    char buf[512];
     va_list ap;
 
     if (run->killing) {
@@ -463,8 +463,8 @@ static int tmxrun_cpus_init(tmxrun_t *run)
         }
     }
     if (run->opts.bind == TMXRUN_BIND_AUTO) {
-        run->opts.bind = (run->ncpus > 0 && run->opts.np <= run->ncpus) ? TMXRUN_BIND_CORE
-                                                                        : TMXRUN_BIND_NONE;
+        run->opts.bind =
+            (run->ncpus > 0 && run->opts.np <= run->ncpus) ? TMXRUN_BIND_CORE : TMXRUN_BIND_NONE;
     }
     return 0;
 }
@@ -472,8 +472,8 @@ static int tmxrun_cpus_init(tmxrun_t *run)
 static int tmxrun_listen(tmxrun_t *run)
 {
     struct sockaddr_in sin;
-    socklen_t          slen = sizeof(sin);
-    uint64_t           cookie;
+    socklen_t slen = sizeof(sin);
+    uint64_t cookie;
 
     if (getrandom(&cookie, sizeof(cookie), 0) != (ssize_t)sizeof(cookie)) {
         tmxrun_msg("getrandom: %s", strerror(errno));
@@ -511,7 +511,7 @@ static void tmxrun_setenv_int(const char *name, int v)
 static void tmxrun_child(tmxrun_t *run, int rank, const char *addr, int outfd[2], pid_t parent)
 {
     struct sigaction sa;
-    sigset_t         empty;
+    sigset_t empty;
 
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = SIG_DFL;
@@ -566,11 +566,11 @@ static int tmxrun_spawn(tmxrun_t *run, const char *addr)
     pid_t parent = getpid();
 
     for (int r = 0; r < run->opts.np; r++) {
-        tmxrun_rank_t *rk       = &run->ranks[r];
-        int            pout[2]  = {-1, -1};
-        int            perr[2]  = {-1, -1};
-        int            child[2] = {-1, -1};
-        pid_t          pid;
+        tmxrun_rank_t *rk = &run->ranks[r];
+        int pout[2]       = {-1, -1};
+        int perr[2]       = {-1, -1};
+        int child[2]      = {-1, -1};
+        pid_t pid;
 
         if (run->opts.tag_output) {
             if (pipe2(pout, O_CLOEXEC) != 0 || pipe2(perr, O_CLOEXEC) != 0) {
@@ -606,7 +606,7 @@ static int tmxrun_spawn(tmxrun_t *run, const char *addr)
             rk->out[1].fd = perr[0];
         }
         continue;
-err_pipes:
+    err_pipes:
         for (int k = 0; k < 2; k++) {
             if (pout[k] >= 0) {
                 close(pout[k]);
@@ -624,7 +624,7 @@ err_pipes:
 
 static void tmxrun_reap(tmxrun_t *run)
 {
-    int   st;
+    int st;
     pid_t pid;
 
     while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
@@ -681,8 +681,8 @@ static void tmxrun_write_all(int fd, const char *buf, size_t len)
 
 static void tmxrun_emit_line(int rank, int dest, const char *line, size_t len)
 {
-    char   buf[TMXRUN_LINE_MAX + 32];
-    int    n = snprintf(buf, sizeof(buf), "[%d] ", rank);
+    char buf[TMXRUN_LINE_MAX + 32];
+    int n = snprintf(buf, sizeof(buf), "[%d] ", rank);
 
     if (len > TMXRUN_LINE_MAX) {
         len = TMXRUN_LINE_MAX;
@@ -695,7 +695,7 @@ static void tmxrun_emit_line(int rank, int dest, const char *line, size_t len)
 /* Reads what the pipe has; returns 0 while it stays open. */
 static int tmxrun_out_read(tmxrun_out_t *o, int rank)
 {
-    char    buf[8192];
+    char buf[8192];
     ssize_t n;
 
     for (;;) {
@@ -780,7 +780,7 @@ static void tmxrun_conn_send(tmxrun_conn_t *cn, tmx_boot_op_t op, uint32_t arg, 
 static void tmxrun_accept(tmxrun_t *run)
 {
     for (;;) {
-        int fd = accept4(run->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd        = accept4(run->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         int free_slot = -1;
         int strays    = 0;
 
@@ -839,9 +839,8 @@ static void tmxrun_round_check(tmxrun_t *run)
     }
     for (int r = 0; r < run->opts.np; r++) {
         if (tmxrun_rank_absent(run, r, now)) {
-            tmxrun_fail(run, r,
-                        "rank %d %s without joining allgather #%u that %d rank(s) wait in", r,
-                        run->ranks[r].alive ? "left the bootstrap" : "exited", run->round_no,
+            tmxrun_fail(run, r, "rank %d %s without joining allgather #%u that %d rank(s) wait in",
+                        r, run->ranks[r].alive ? "left the bootstrap" : "exited", run->round_no,
                         run->round_count);
             return;
         }
@@ -870,10 +869,10 @@ static void tmxrun_round_complete(tmxrun_t *run)
  * was closed or the job failed. */
 static int tmxrun_conn_header(tmxrun_t *run, int c)
 {
-    tmxrun_conn_t  *cn  = &run->conns[c];
+    tmxrun_conn_t *cn   = &run->conns[c];
     tmx_boot_hdr_t *hdr = &cn->hdr;
-    int             bad = tmx_boot_hdr_unpack(hdr);
-    int             r   = cn->rank;
+    int bad             = tmx_boot_hdr_unpack(hdr);
+    int r               = cn->rank;
 
     if (r < 0) {
         if (bad || hdr->op != TMX_BOOT_OP_HELLO || hdr->len != sizeof(tmx_boot_hello_t)) {
@@ -898,16 +897,19 @@ static int tmxrun_conn_header(tmxrun_t *run, int c)
             return -1;
         }
         if (hdr->len > TMX_BOOT_MAX_LEN) {
-            tmxrun_fail(run, r, "rank %d sent %u bytes to allgather #%u, more than the cap "
-                        "of %u", r, hdr->len, run->round_no, TMX_BOOT_MAX_LEN);
+            tmxrun_fail(run, r,
+                        "rank %d sent %u bytes to allgather #%u, more than the cap "
+                        "of %u",
+                        r, hdr->len, run->round_no, TMX_BOOT_MAX_LEN);
             return -1;
         }
         if (run->round == NULL) {
             size_t total = (size_t)hdr->len * (size_t)run->opts.np;
             if (total > TMX_BOOT_MAX_TOTAL) {
-                tmxrun_fail(run, r, "allgather #%u of %u bytes from %d ranks exceeds the cap "
-                            "of %u bytes in all", run->round_no, hdr->len, run->opts.np,
-                            TMX_BOOT_MAX_TOTAL);
+                tmxrun_fail(run, r,
+                            "allgather #%u of %u bytes from %d ranks exceeds the cap "
+                            "of %u bytes in all",
+                            run->round_no, hdr->len, run->opts.np, TMX_BOOT_MAX_TOTAL);
                 return -1;
             }
             run->round = malloc(sizeof(*run->round) + total);
@@ -947,13 +949,12 @@ out:
 static int tmxrun_conn_message(tmxrun_t *run, int c)
 {
     tmxrun_conn_t *cn = &run->conns[c];
-    int            r  = cn->rank;
+    int r             = cn->rank;
 
     cn->in_payload = 0;
     cn->hdr_got    = 0;
     if (r < 0) {
-        uint64_t cookie = ((uint64_t)ntohl(cn->hello.cookie_hi) << 32) |
-                          ntohl(cn->hello.cookie_lo);
+        uint64_t cookie = ((uint64_t)ntohl(cn->hello.cookie_hi) << 32) | ntohl(cn->hello.cookie_lo);
         uint32_t rank   = cn->hdr.arg;
         uint32_t size   = ntohl(cn->hello.size);
 
@@ -978,9 +979,9 @@ static int tmxrun_conn_message(tmxrun_t *run, int c)
                         ntohl(cn->hello.pid));
             return -1;
         }
-        cn->rank                  = (int)rank;
-        run->ranks[rank].joined   = 1;
-        run->ranks[rank].conn     = c;
+        cn->rank                = (int)rank;
+        run->ranks[rank].joined = 1;
+        run->ranks[rank].conn   = c;
         tmxrun_conn_send(cn, TMX_BOOT_OP_WELCOME, (uint32_t)run->opts.np, NULL);
         return 0;
     }
@@ -1004,8 +1005,8 @@ static void tmxrun_conn_input(tmxrun_t *run, int c)
     tmxrun_conn_t *cn = &run->conns[c];
 
     while (cn->fd >= 0 && !cn->out_pending && !run->killing) {
-        char   *dst;
-        size_t  want;
+        char *dst;
+        size_t want;
         ssize_t n;
 
         if (!cn->in_payload) {
@@ -1057,8 +1058,8 @@ static void tmxrun_conn_output(tmxrun_t *run, int c)
 
     while (cn->out_pending) {
         const char *src;
-        size_t      want;
-        ssize_t     n;
+        size_t want;
+        ssize_t n;
 
         if (cn->ohdr_sent < sizeof(cn->ohdr)) {
             src  = (const char *)&cn->ohdr + cn->ohdr_sent;
@@ -1110,7 +1111,7 @@ typedef struct tmxrun_fdref {
 static void tmxrun_handle_signals(tmxrun_t *run)
 {
     unsigned char sigs[64];
-    ssize_t       n;
+    ssize_t n;
 
     while ((n = read(tmxrun_sigpipe[0], sigs, sizeof(sigs))) > 0) {
         for (ssize_t i = 0; i < n; i++) {
@@ -1119,8 +1120,7 @@ static void tmxrun_handle_signals(tmxrun_t *run)
                 continue; /* reaped below in any case */
             }
             if (run->user_sig == 0) {
-                tmxrun_msg("got signal %d (%s); passing it on to the ranks", sig,
-                           strsignal(sig));
+                tmxrun_msg("got signal %d (%s); passing it on to the ranks", sig, strsignal(sig));
                 run->user_sig = sig;
                 tmxrun_signal_ranks(run, sig);
                 if (!run->killing) {
@@ -1195,9 +1195,9 @@ static int tmxrun_poll_timeout(tmxrun_t *run)
 
 static int tmxrun_loop(tmxrun_t *run)
 {
-    int             maxfds = 2 + run->nconns_max + 2 * run->opts.np;
-    struct pollfd  *pfds   = calloc((size_t)maxfds, sizeof(*pfds));
-    tmxrun_fdref_t *refs   = calloc((size_t)maxfds, sizeof(*refs));
+    int maxfds           = 2 + run->nconns_max + 2 * run->opts.np;
+    struct pollfd *pfds  = calloc((size_t)maxfds, sizeof(*pfds));
+    tmxrun_fdref_t *refs = calloc((size_t)maxfds, sizeof(*refs));
 
     if (pfds == NULL || refs == NULL) {
         tmxrun_msg("out of memory");
@@ -1208,7 +1208,7 @@ static int tmxrun_loop(tmxrun_t *run)
     while (run->nalive > 0) {
         int n = 0;
 
-        pfds[n] = (struct pollfd){.fd = tmxrun_sigpipe[0], .events = POLLIN};
+        pfds[n]   = (struct pollfd){.fd = tmxrun_sigpipe[0], .events = POLLIN};
         refs[n++] = (tmxrun_fdref_t){TMXRUN_FD_SIG, 0, 0};
         if (run->listen_fd >= 0) {
             pfds[n]   = (struct pollfd){.fd = run->listen_fd, .events = POLLIN};
@@ -1279,7 +1279,7 @@ static void tmxrun_shm_cleanup(tmxrun_t *run)
     uid_t uid = getuid();
 
     for (int r = 0; r < run->opts.np; r++) {
-        char   pat[96];
+        char pat[96];
         glob_t g;
 
         if (run->ranks[r].pid <= 0) {
@@ -1307,9 +1307,8 @@ static int tmxrun_fd_limit(int need)
         return 0;
     }
     if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)need) {
-        rl.rlim_cur = (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > (rlim_t)need)
-                          ? (rlim_t)need
-                          : rl.rlim_max;
+        rl.rlim_cur = (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > (rlim_t)need) ? (rlim_t)need
+                                                                                   : rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
@@ -1322,10 +1321,10 @@ static int tmxrun_fd_limit(int need)
 int main(int argc, char **argv)
 {
     tmxrun_t run;
-    char     addr[TMX_BOOT_ADDR_MAX];
-    int      port;
-    int      rc;
-    int      ret = TMXRUN_EXIT_FAILED;
+    char addr[TMX_BOOT_ADDR_MAX];
+    int port;
+    int rc;
+    int ret = TMXRUN_EXIT_FAILED;
 
     memset(&run, 0, sizeof(run));
     run.listen_fd = -1;
@@ -1336,8 +1335,7 @@ int main(int argc, char **argv)
     }
     /* per rank: a bootstrap socket and (--tag-output) two pipes; strays; stdio and spare */
     if (tmxrun_fd_limit(run.opts.np * 3 + TMXRUN_MAX_STRAYS + 32) != 0) {
-        tmxrun_msg("-n %d needs more open files than the limit allows (ulimit -n)",
-                   run.opts.np);
+        tmxrun_msg("-n %d needs more open files than the limit allows (ulimit -n)", run.opts.np);
         return TMXRUN_EXIT_USAGE;
     }
     run.nconns_max = run.opts.np + TMXRUN_MAX_STRAYS;

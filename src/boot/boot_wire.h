@@ -35,12 +35,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TMX_BOOT_MAGIC   0x544d5842u /* "TMXB" */
+#define TMX_BOOT_MAGIC 0x544d5842u /* "TMXB" */
 #define TMX_BOOT_VERSION 1u
 
 /* Caps that tmxrun enforces on every rank (and job.c checks before sending): one allgather
  * contribution, and the whole gathered result that every rank receives. */
-#define TMX_BOOT_MAX_LEN   (1024u * 1024u)
+#define TMX_BOOT_MAX_LEN (1024u * 1024u)
 #define TMX_BOOT_MAX_TOTAL (256u * 1024u * 1024u)
 /* Largest job tmxrun starts (and job.c accepts): beyond it -n is a typo, not a job. */
 #define TMX_BOOT_MAX_SIZE 4096
@@ -98,21 +98,20 @@ static inline int tmx_boot_hdr_unpack(tmx_boot_hdr_t *hdr)
 
 static inline int tmx_boot_addr_format(char *buf, size_t buflen, uint16_t port, uint64_t cookie)
 {
-    int n = snprintf(buf, buflen, "127.0.0.1:%u:%016llx", (unsigned)port,
-                     (unsigned long long)cookie);
+    int n =
+        snprintf(buf, buflen, "127.0.0.1:%u:%016llx", (unsigned)port, (unsigned long long)cookie);
     return (n > 0 && (size_t)n < buflen) ? 0 : -1;
 }
 
 /* Parses "a.b.c.d:port:cookie" strictly; 0 on success, -1 for anything else. */
-static inline int tmx_boot_addr_parse(const char *str, struct sockaddr_in *sin,
-                                      uint64_t *cookie_p)
+static inline int tmx_boot_addr_parse(const char *str, struct sockaddr_in *sin, uint64_t *cookie_p)
 {
-    char               host[INET_ADDRSTRLEN];
-    const char        *c1, *c2;
-    char              *end;
-    unsigned long      port;
+    char host[INET_ADDRSTRLEN];
+    const char *c1, *c2;
+    char *end;
+    unsigned long port;
     unsigned long long cookie;
-    size_t             hlen;
+    size_t hlen;
 
     if (str == NULL || strlen(str) >= TMX_BOOT_ADDR_MAX) {
         return -1;
@@ -145,9 +144,9 @@ static inline int tmx_boot_addr_parse(const char *str, struct sockaddr_in *sin,
     if (strlen(c2 + 1) != 16 || strspn(c2 + 1, "0123456789abcdefABCDEF") != 16) {
         return -1;
     }
-    cookie         = strtoull(c2 + 1, &end, 16);
-    sin->sin_port  = htons((uint16_t)port);
-    *cookie_p      = (uint64_t)cookie;
+    cookie        = strtoull(c2 + 1, &end, 16);
+    sin->sin_port = htons((uint16_t)port);
+    *cookie_p     = (uint64_t)cookie;
     return 0;
 }
 

@@ -37,8 +37,8 @@ struct tmx_job {
 static tmx_status_t tmx_job_wait_fd(int fd, short events, double deadline)
 {
     struct pollfd pfd = {.fd = fd, .events = events};
-    tmx_status_t  status;
-    int           rc;
+    tmx_status_t status;
+    int rc;
 
     for (;;) {
         int timeout_ms = 1000;
@@ -70,7 +70,7 @@ out:
 
 static tmx_status_t tmx_job_send_all(tmx_job_h job, const void *buf, size_t len)
 {
-    const char  *p      = buf;
+    const char *p       = buf;
     tmx_status_t status = TMX_OK;
 
     while (len > 0) {
@@ -102,7 +102,7 @@ err:
 
 static tmx_status_t tmx_job_recv_all(tmx_job_h job, void *buf, size_t len, double deadline)
 {
-    char        *p      = buf;
+    char *p             = buf;
     tmx_status_t status = TMX_OK;
 
     while (len > 0) {
@@ -172,8 +172,8 @@ out:
  * launcher is not listening yet or its backlog is full). */
 static int tmx_job_try_connect(const struct sockaddr_in *sin, double deadline, int *fd_p)
 {
-    int       fd  = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int       err = 0;
+    int fd        = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int err       = 0;
     socklen_t len = sizeof(err);
 
     if (fd < 0) {
@@ -197,13 +197,13 @@ err_close:
 
 static tmx_status_t tmx_job_join(tmx_job_h job, const tmx_config_t *cfg)
 {
-    double             timeout  = (cfg->boot_timeout > 0) ? cfg->boot_timeout : 0;
-    double             deadline = tmx_time_sec() + timeout;
+    double timeout  = (cfg->boot_timeout > 0) ? cfg->boot_timeout : 0;
+    double deadline = tmx_time_sec() + timeout;
     struct sockaddr_in sin;
-    uint64_t           cookie;
-    tmx_boot_hdr_t     hdr;
-    tmx_boot_hello_t   hello;
-    tmx_status_t       status;
+    uint64_t cookie;
+    tmx_boot_hdr_t hdr;
+    tmx_boot_hello_t hello;
+    tmx_status_t status;
 
     if (tmx_boot_addr_parse(cfg->boot_addr, &sin, &cookie) != 0) {
         tmx_error("rank %d: TMX_BOOT_ADDR '%s' is not a bootstrap address (run under tmxrun)",
@@ -253,8 +253,8 @@ err:
 TMX_API tmx_status_t tmx_job_init(tmx_job_h *job_p)
 {
     const tmx_config_t *cfg = tmx_config_get();
-    tmx_job_h           job;
-    tmx_status_t        status;
+    tmx_job_h job;
+    tmx_status_t status;
 
     if (job_p == NULL) {
         status = TMX_ERR_INVALID_PARAM;
@@ -275,8 +275,7 @@ TMX_API tmx_status_t tmx_job_init(tmx_job_h *job_p)
         job->size = 1;
         goto out;
     }
-    if (cfg->rank < 0 || cfg->size < 1 || cfg->size > TMX_BOOT_MAX_SIZE ||
-        cfg->rank >= cfg->size) {
+    if (cfg->rank < 0 || cfg->size < 1 || cfg->size > TMX_BOOT_MAX_SIZE || cfg->rank >= cfg->size) {
         tmx_error("TMX_RANK=%d and TMX_SIZE=%d do not describe a rank of a job", cfg->rank,
                   cfg->size);
         status = TMX_ERR_INVALID_PARAM;
@@ -331,7 +330,7 @@ TMX_API int tmx_job_size(tmx_job_h job)
 TMX_API tmx_status_t tmx_job_allgather(tmx_job_h job, const void *in, size_t len, void *out)
 {
     tmx_boot_hdr_t hdr;
-    tmx_status_t   status;
+    tmx_status_t status;
 
     if (job == NULL || (len > 0 && (in == NULL || out == NULL))) {
         status = TMX_ERR_INVALID_PARAM;
@@ -339,7 +338,8 @@ TMX_API tmx_status_t tmx_job_allgather(tmx_job_h job, const void *in, size_t len
     }
     if (len > TMX_BOOT_MAX_LEN || len * (size_t)job->size > TMX_BOOT_MAX_TOTAL) {
         tmx_error("rank %d: allgather of %zu bytes exceeds the bootstrap caps (%u per rank, "
-                  "%u in all)", job->rank, len, TMX_BOOT_MAX_LEN, TMX_BOOT_MAX_TOTAL);
+                  "%u in all)",
+                  job->rank, len, TMX_BOOT_MAX_LEN, TMX_BOOT_MAX_TOTAL);
         status = TMX_ERR_INVALID_PARAM;
         goto out;
     }
@@ -397,16 +397,16 @@ static void tmx_job_close_eps(tmx_ep_h *eps, int n)
 
 TMX_API tmx_status_t tmx_job_connect(tmx_job_h job, tmx_worker_h worker, tmx_ep_h *eps)
 {
-    void           *addr   = NULL;
-    size_t          alen   = 0;
-    uint64_t       *lens   = NULL;
-    char           *padded = NULL;
-    char           *all    = NULL;
-    size_t          max    = 0;
-    uint64_t        mine;
+    void *addr     = NULL;
+    size_t alen    = 0;
+    uint64_t *lens = NULL;
+    char *padded   = NULL;
+    char *all      = NULL;
+    size_t max     = 0;
+    uint64_t mine;
     tmx_ep_params_t params;
-    tmx_status_t    status;
-    int             r;
+    tmx_status_t status;
+    int r;
 
     if (job == NULL || worker == NULL || eps == NULL) {
         status = TMX_ERR_INVALID_PARAM;

@@ -20,9 +20,9 @@ static unsigned char pattern(int rank, int round, size_t i)
 int main(int argc, char **argv)
 {
     static const size_t lens[] = {0, 1, 8, 13, 1000, 65536 + 3, 200000};
-    tmx_job_h           job;
-    tmx_status_t        status;
-    int                 rank, size, expected = -1, errors = 0;
+    tmx_job_h job;
+    tmx_status_t status;
+    int rank, size, expected = -1, errors = 0;
 
     if (argc > 1) {
         expected = atoi(argv[1]);
@@ -41,7 +41,7 @@ int main(int argc, char **argv)
         goto out;
     }
     for (int round = 0; round < (int)(sizeof(lens) / sizeof(lens[0])); round++) {
-        size_t         len = lens[round];
+        size_t len         = lens[round];
         unsigned char *in  = malloc(len + 1);
         unsigned char *out = malloc(len * (size_t)size + 1);
 
@@ -62,9 +62,10 @@ int main(int argc, char **argv)
             for (int r = 0; r < size; r++) {
                 for (size_t i = 0; i < len; i++) {
                     if (out[(size_t)r * len + i] != pattern(r, round, i)) {
-                        fprintf(stderr, "boot_allgather: rank %d: allgather of %zu: byte %zu "
-                                "of rank %d is %u, expected %u\n", rank, len, i, r,
-                                out[(size_t)r * len + i], pattern(r, round, i));
+                        fprintf(stderr,
+                                "boot_allgather: rank %d: allgather of %zu: byte %zu "
+                                "of rank %d is %u, expected %u\n",
+                                rank, len, i, r, out[(size_t)r * len + i], pattern(r, round, i));
                         errors++;
                         break;
                     }
@@ -89,12 +90,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "boot_allgather: rank %d: bad arguments were accepted\n", rank);
         errors++;
     }
-    {
-        size_t         big = 2u * 1024 * 1024;
-        unsigned char *b   = calloc(1, big);
-        unsigned char *o   = calloc((size_t)size, big);
-        if (b != NULL && o != NULL &&
-            tmx_job_allgather(job, b, big, o) != TMX_ERR_INVALID_PARAM) {
+    if (rank == 0) { /* one rank is enough, and it keeps the expected error log short */
+        size_t big       = 2u * 1024 * 1024;
+        unsigned char *b = calloc(1, big);
+        unsigned char *o = calloc((size_t)size, big);
+        if (b != NULL && o != NULL && tmx_job_allgather(job, b, big, o) != TMX_ERR_INVALID_PARAM) {
             fprintf(stderr, "boot_allgather: rank %d: 2 MiB allgather was not refused\n", rank);
             errors++;
         }

@@ -28,9 +28,9 @@
 
 static int evil_connect(uint64_t *cookie_p)
 {
-    const char        *addr = getenv("TMX_BOOT_ADDR"); /* a test program, not the library */
+    const char *addr = getenv("TMX_BOOT_ADDR"); /* a test program, not the library */
     struct sockaddr_in sin;
-    int                fd;
+    int fd;
 
     if (tmx_boot_addr_parse(addr, &sin, cookie_p) != 0) {
         fprintf(stderr, "boot_evil: bad TMX_BOOT_ADDR '%s'\n", addr != NULL ? addr : "");
@@ -53,7 +53,7 @@ static void evil_send(int fd, const void *buf, size_t len)
 
 static void evil_hello(int fd, uint32_t rank, uint32_t size, uint64_t cookie)
 {
-    tmx_boot_hdr_t   hdr;
+    tmx_boot_hdr_t hdr;
     tmx_boot_hello_t hello;
 
     tmx_boot_hdr_pack(&hdr, TMX_BOOT_OP_HELLO, rank, sizeof(hello));
@@ -68,7 +68,7 @@ static void evil_hello(int fd, uint32_t rank, uint32_t size, uint64_t cookie)
 /* A valid hello as our own rank, waiting for the welcome. */
 static int evil_join(int rank, int size, uint64_t *cookie_p)
 {
-    int            fd = evil_connect(cookie_p);
+    int fd = evil_connect(cookie_p);
     tmx_boot_hdr_t hdr;
 
     evil_hello(fd, (uint32_t)rank, (uint32_t)size, *cookie_p);
@@ -81,7 +81,7 @@ static int evil_join(int rank, int size, uint64_t *cookie_p)
 
 static int normal_rank(void)
 {
-    tmx_job_h    job;
+    tmx_job_h job;
     tmx_status_t status = tmx_job_init(&job);
 
     if (status == TMX_OK) {
@@ -98,12 +98,12 @@ static int normal_rank(void)
 
 int main(int argc, char **argv)
 {
-    const char    *mode;
-    int            rank, size, evil;
-    uint64_t       cookie;
-    int            fd;
+    const char *mode;
+    int rank, size, evil;
+    uint64_t cookie;
+    int fd;
     tmx_boot_hdr_t hdr;
-    unsigned char  junk[100];
+    unsigned char junk[100];
 
     if (argc < 3 || getenv("TMX_RANK") == NULL || getenv("TMX_SIZE") == NULL) {
         fprintf(stderr, "usage: tmxrun -n N boot_evil MODE EVIL_RANK\n");
@@ -131,8 +131,7 @@ int main(int argc, char **argv)
         close(fd);
         return normal_rank();
     }
-    if (strcmp(mode, "badrank") == 0 || strcmp(mode, "badsize") == 0 ||
-        strcmp(mode, "dup") == 0) {
+    if (strcmp(mode, "badrank") == 0 || strcmp(mode, "badsize") == 0 || strcmp(mode, "dup") == 0) {
         fd = evil_connect(&cookie);
         if (strcmp(mode, "badrank") == 0) {
             evil_hello(fd, (uint32_t)size, (uint32_t)size, cookie);

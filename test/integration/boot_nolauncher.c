@@ -40,9 +40,9 @@ static int check(const char *what, tmx_status_t got, tmx_status_t want)
 /* A launcher that serves one rank: welcome, then what the mode says. */
 static void fake_launcher(int lfd, const char *mode)
 {
-    int            fd = accept(lfd, NULL, NULL);
+    int fd = accept(lfd, NULL, NULL);
     tmx_boot_hdr_t hdr;
-    char           buf[64];
+    char buf[64];
 
     if (fd < 0 || recv(fd, buf, 32, MSG_WAITALL) != 32) {
         _exit(1);
@@ -67,11 +67,11 @@ static void fake_launcher(int lfd, const char *mode)
 
 int main(int argc, char **argv)
 {
-    const char  *mode = (argc > 1) ? argv[1] : "alone";
-    tmx_job_h    job;
+    const char *mode = (argc > 1) ? argv[1] : "alone";
+    tmx_job_h job;
     tmx_status_t status;
-    int          errors = 0;
-    pid_t        child  = -1;
+    int errors  = 0;
+    pid_t child = -1;
 
     unsetenv("TMX_RANK");
     unsetenv("TMX_SIZE");
@@ -81,8 +81,8 @@ int main(int argc, char **argv)
         errors += check("init alone", tmx_job_init(&job), TMX_OK);
         if (errors == 0) {
             errors += (tmx_job_rank(job) != 0 || tmx_job_size(job) != 1);
-            errors += check("allgather alone", tmx_job_allgather(job, &in, sizeof(in), &out),
-                            TMX_OK);
+            errors +=
+                check("allgather alone", tmx_job_allgather(job, &in, sizeof(in), &out), TMX_OK);
             errors += (out != 42);
             errors += check("barrier alone", tmx_job_barrier(job), TMX_OK);
             tmx_job_finalize(job);
@@ -94,10 +94,10 @@ int main(int argc, char **argv)
     setenv("TMX_BOOT_TIMEOUT", "1", 1);
     if (strcmp(mode, "refused") == 0 || strcmp(mode, "badaddr") == 0) {
         /* a port that was just free: bound, then closed */
-        int                fd = socket(AF_INET, SOCK_STREAM, 0);
+        int fd                 = socket(AF_INET, SOCK_STREAM, 0);
         struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        socklen_t          len = sizeof(sin);
-        char               addr[TMX_BOOT_ADDR_MAX];
+        socklen_t len          = sizeof(sin);
+        char addr[TMX_BOOT_ADDR_MAX];
 
         bind(fd, (struct sockaddr *)&sin, sizeof(sin));
         getsockname(fd, (struct sockaddr *)&sin, &len);
@@ -113,10 +113,10 @@ int main(int argc, char **argv)
         return errors != 0;
     }
     {
-        int                lfd = socket(AF_INET, SOCK_STREAM, 0);
+        int lfd                = socket(AF_INET, SOCK_STREAM, 0);
         struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        socklen_t          len = sizeof(sin);
-        char               addr[TMX_BOOT_ADDR_MAX];
+        socklen_t len          = sizeof(sin);
+        char addr[TMX_BOOT_ADDR_MAX];
 
         if (lfd < 0 || bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
             listen(lfd, 4) != 0 || getsockname(lfd, (struct sockaddr *)&sin, &len) != 0) {

@@ -24,4 +24,17 @@ for sig in TERM INT; do
     done
     expect_gone "SIG$sig" "$T"/ready.*
 done
+
+# tmxrun killed with SIGKILL cannot clean up: the kernel kills the ranks (PR_SET_PDEATHSIG)
+rm -f "$T"/ready.*
+S='echo $$ >"'"$T"'/ready.$TMX_RANK"; exec sleep 60'
+"$TMXRUN" -n 2 --timeout 25 sh -c "$S" >"$T/out" 2>"$T/err" &
+pid=$!
+for _ in $(seq 1 100); do
+    [ -e "$T/ready.0" ] && [ -e "$T/ready.1" ] && break
+    sleep 0.1
+done
+kill -KILL "$pid"
+wait "$pid"
+expect_gone "tmxrun killed with SIGKILL" "$T"/ready.*
 finish

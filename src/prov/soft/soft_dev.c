@@ -314,7 +314,7 @@ static tmx_status_t tmx_soft_dev_get_addr(tmx_dev_t *d, void *buf, size_t *len_p
 /* TMX_OK when the blob is well formed; *a gets a NUL-terminated copy. */
 static tmx_status_t tmx_soft_addr_parse(const void *addr, size_t len, tmx_soft_dev_addr_t *a)
 {
-    if (addr == NULL || len < sizeof(*a)) {
+    if (addr == NULL || len != sizeof(*a)) {
         return TMX_ERR_INVALID_ADDR;
     }
     memcpy(a, addr, sizeof(*a));
@@ -525,9 +525,11 @@ static tmx_status_t tmx_soft_mr_reg(tmx_pd_t *pd, void *addr, size_t length, uns
     tmx_soft_mr_t  *mr;
     unsigned        i;
     uint32_t        gen;
+    tmx_status_t    status;
 
     if ((addr == NULL && length != 0) || (uintptr_t)addr + length < (uintptr_t)addr) {
-        return TMX_ERR_INVALID_PARAM;
+        status = TMX_ERR_INVALID_PARAM;
+        goto err;
     }
     for (i = 0; i < dev->hdr->max_mrs; i++) {
         if (dev->mr_objs[i] == NULL) {
@@ -535,11 +537,13 @@ static tmx_status_t tmx_soft_mr_reg(tmx_pd_t *pd, void *addr, size_t length, uns
         }
     }
     if (i == dev->hdr->max_mrs) {
-        return TMX_ERR_NO_RESOURCE;
+        status = TMX_ERR_NO_RESOURCE;
+        goto err;
     }
     mr = calloc(1, sizeof(*mr));
     if (mr == NULL) {
-        return TMX_ERR_NO_MEMORY;
+        status = TMX_ERR_NO_MEMORY;
+        goto err;
     }
     /* A new generation per registration: the key of a deregistered region stays dead. */
     gen = (atomic_load(&dev->mrs[i].gen_valid) + 1) & 0xffu;
@@ -560,6 +564,9 @@ static tmx_status_t tmx_soft_mr_reg(tmx_pd_t *pd, void *addr, size_t length, uns
     dev->mr_objs[i]  = mr;
     *mr_p            = &mr->super;
     return TMX_OK;
+
+err:
+    return status;
 }
 
 static void tmx_soft_mr_dereg(tmx_mr_t *m)
@@ -583,24 +590,32 @@ static void tmx_soft_mr_dereg(tmx_mr_t *m)
 static tmx_status_t tmx_soft_cq_create(tmx_dev_t *dev, int cqe, tmx_cq_t **cq_p)
 {
     tmx_soft_cq_t *cq;
+    tmx_status_t   status;
 
     if (cqe <= 0 || cqe > (1 << 24)) {
-        return TMX_ERR_INVALID_PARAM;
+        status = TMX_ERR_INVALID_PARAM;
+        goto err;
     }
     cq = calloc(1, sizeof(*cq));
     if (cq == NULL) {
-        return TMX_ERR_NO_MEMORY;
+        status = TMX_ERR_NO_MEMORY;
+        goto err;
     }
     cq->cap = (unsigned)cqe;
     cq->wc  = calloc(cq->cap, sizeof(*cq->wc));
     if (cq->wc == NULL) {
-        free(cq);
-        return TMX_ERR_NO_MEMORY;
+        status = TMX_ERR_NO_MEMORY;
+        goto err_free;
     }
     cq->super.dev = dev;
     cq->super.cqe = cqe;
     *cq_p         = &cq->super;
     return TMX_OK;
+
+err_free:
+    free(cq);
+err:
+    return status;
 }
 
 static void tmx_soft_cq_destroy(tmx_cq_t *c)
@@ -682,30 +697,39 @@ static tmx_status_t tmx_soft_srq_create(tmx_pd_t *pd, const tmx_srq_init_attr_t 
                                         tmx_srq_t **srq_p)
 {
     tmx_soft_srq_t *srq;
+    tmx_status_t    status;
 
+    /* TM and XRC SRQs are not emulated here: the caps do not advertise them. */
+    if (attr != NULL && attr->type != TMX_SRQT_BASIC) {
+        status = TMX_ERR_UNSUPPORTED;
+        goto err;
+    }
     if (attr == NULL || attr->max_wr == 0 || attr->max_sge > TMX_SOFT_MAX_SGE ||
         attr->max_wr > pd->dev->attr.max_srq_wr) {
-        return attr != NULL && attr->type != TMX_SRQT_BASIC ? TMX_ERR_UNSUPPORTED
-                                                           : TMX_ERR_INVALID_PARAM;
-    }
-    if (attr->type != TMX_SRQT_BASIC) {
-        return TMX_ERR_UNSUPPORTED;
+        status = TMX_ERR_INVALID_PARAM;
+        goto err;
     }
     srq = calloc(1, sizeof(*srq));
     if (srq == NULL) {
-        return TMX_ERR_NO_MEMORY;
+        status = TMX_ERR_NO_MEMORY;
+        goto err;
     }
     srq->rq.size = attr->max_wr;
     srq->rq.wr   = calloc(srq->rq.size, sizeof(*srq->rq.wr));
     if (srq->rq.wr == NULL) {
-        free(srq);
-        return TMX_ERR_NO_MEMORY;
+        status = TMX_ERR_NO_MEMORY;
+        goto err_free;
     }
     srq->super.pd   = pd;
     srq->super.type = TMX_SRQT_BASIC;
     srq->super.cq   = attr->cq;
     *srq_p          = &srq->super;
     return TMX_OK;
+
+err_free:
+    free(srq);
+err:
+    return status;
 }
 
 static void tmx_soft_srq_destroy(tmx_srq_t *s)
@@ -737,16 +761,21 @@ static tmx_status_t tmx_soft_ah_create(tmx_pd_t *pd, const void *dev_addr, size_
 
     ah = calloc(1, sizeof(*ah));
     if (ah == NULL) {
-        return TMX_ERR_NO_MEMORY;
+        status = TMX_ERR_NO_MEMORY;
+        goto err;
     }
     ah->rseg = tmx_soft_rseg_get(dev, dev_addr, len, &status);
     if (ah->rseg == NULL) {
-        free(ah);
-        return status;
+        goto err_free;
     }
     ah->super.pd = pd;
     *ah_p        = &ah->super;
     return TMX_OK;
+
+err_free:
+    free(ah);
+err:
+    return status;
 }
 
 static void tmx_soft_ah_destroy(tmx_ah_t *a)

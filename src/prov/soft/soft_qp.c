@@ -1061,7 +1061,7 @@ static tmx_status_t tmx_soft_qp_connect(tmx_soft_qp_t *qp, const tmx_qp_attr_t *
     tmx_soft_rseg_t   *r;
     tmx_status_t       status;
 
-    if (attr->remote_addr == NULL || attr->remote_addr_len < sizeof(a)) {
+    if (attr->remote_addr == NULL || attr->remote_addr_len != sizeof(a)) {
         return TMX_ERR_INVALID_ADDR;
     }
     memcpy(&a, attr->remote_addr, sizeof(a));

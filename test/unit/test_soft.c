@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "prov/prov.h"
+#include "prov/soft/soft.h"
 #include "util/config.h"
 #include "util/time.h"
 
@@ -1169,4 +1170,125 @@ Test(soft, peer_killed, .timeout = 30)
     }
     cr_assert_eq(rc, 0, "failed at line %d", rc);
     free(n);
+}
+
+/* ---------------------------------------------------------------- a lying peer */
+
+/* Writes a record into a QP's inbound ring as a peer could, then polls. */
+static int bogus_role(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg, uint8_t op,
+                      uint32_t len)
+{
+    tmx_qp_attr_t   mod;
+    tmx_soft_qp_t  *qp;
+    tmx_soft_rec_t *rec;
+    tmx_wc_t        wc;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    memset(&mod, 0, sizeof(mod));
+    mod.state           = TMX_QPS_RTR;
+    mod.remote_addr     = sh->qp[me][0];
+    mod.remote_addr_len = sh->qp_len[me][0];
+    CHECK(n->ops->qp_modify(n->qp[0], &mod, TMX_QP_ATTR_STATE | TMX_QP_ATTR_REMOTE) == TMX_OK);
+    qp       = (tmx_soft_qp_t *)n->qp[0];
+    rec      = (tmx_soft_rec_t *)qp->in_ring;
+    rec->len = len;
+    rec->op  = op;
+    rec->seq = 12345;
+    atomic_store(&rec->stamp, 1);
+    CHECK(node_wc(n, &wc) == 0);
+    CHECK(wc.wr_id == TMX_WR_ID_ASYNC_ERROR && wc.status == TMX_WC_REM_INV_REQ_ERR);
+    CHECK(wc.qp_num == n->qp[0]->qp_num && n->qp[0]->state == TMX_QPS_ERR);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, malformed_records_fail_the_qp, .timeout = 10)
+{
+    static const struct {
+        uint8_t  op;
+        uint32_t len;
+    } bad[] = {
+        {TMX_SOFT_OP_SEND, 0xffffffffu},          /* longer than the ring */
+        {TMX_SOFT_OP_SEND, 65536},                /* crosses the end of the ring */
+        {99, 8},                                  /* unknown opcode */
+        {TMX_SOFT_OP_RRESP, 8},                   /* a response nobody asked for */
+        {TMX_SOFT_OP_ACK, 0},
+        {TMX_SOFT_OP_UD, 8},                      /* a datagram on an RC ring */
+    };
+    tmx_config_t cfg;
+
+    cfg_init(&cfg, -1, 65536);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        shared_t *sh = shared_new();
+        node_t   *n  = calloc(1, sizeof(*n));
+        int       rc = bogus_role(n, sh, 0, &cfg, bad[i].op, bad[i].len);
+
+        cr_assert_eq(rc, 0, "case %zu failed at line %d", i, rc);
+        free(n);
+        munmap(sh, sizeof(*sh));
+    }
+}
+
+/* ---------------------------------------------------------------- FENCE */
+
+static int fence_target(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t   t[256], r[64];
+    tmx_mr_t *mr, *mrr;
+    tmx_wc_t  wc;
+
+    fill(t, sizeof(t), 6);
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    mr  = reg(n, t, sizeof(t), TMX_ACCESS_REMOTE_READ);
+    mrr = reg(n, r, sizeof(r), TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL && mrr != NULL);
+    sh->addr[0][0] = (uintptr_t)t;
+    sh->rkey[0][0] = mr->rkey;
+    CHECK(post_recv(n, 0, r, sizeof(r), mrr->lkey, 1) == TMX_OK);
+    TRY(node_connect(n));
+    /* Not polling until the initiator has looked at its queue. */
+    while (atomic_load(&sh->stage[1]) < 2) {
+    }
+    CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 1 && wc.status == TMX_WC_SUCCESS);
+    CHECK(wc.byte_len == 8 && same(r, 8, 7));
+    CHECK(node_barrier(n, 3) == 0);
+    n->ops->mr_dereg(mr);
+    n->ops->mr_dereg(mrr);
+    node_close(n);
+    return 0;
+}
+
+static int fence_initiator(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t        l[256], v[8];
+    tmx_mr_t      *mr;
+    tmx_wc_t       wc;
+    tmx_soft_qp_t *qp;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    mr = reg(n, l, sizeof(l), TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL);
+    TRY(node_connect(n));
+    qp = (tmx_soft_qp_t *)n->qp[0];
+    CHECK(post_send(n, 0, TMX_WR_RDMA_READ, l, sizeof(l), mr->lkey, TMX_SEND_SIGNALED, 1,
+                    sh->addr[0][0], sh->rkey[0][0], 0) == TMX_OK);
+    fill(v, sizeof(v), 7);
+    CHECK(post_send(n, 0, TMX_WR_SEND, v, 8, 0,
+                    TMX_SEND_INLINE | TMX_SEND_FENCE | TMX_SEND_SIGNALED, 2, 0, 0, 0) == TMX_OK);
+    CHECK(qp->tx_seq != qp->next_seq); /* the fenced SEND waits for the READ */
+    atomic_store(&sh->stage[1], 2);
+    CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 1 && wc.status == TMX_WC_SUCCESS);
+    CHECK(wc.opcode == TMX_WC_RDMA_READ && same(l, sizeof(l), 6));
+    CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 2 && wc.status == TMX_WC_SUCCESS);
+    CHECK(node_barrier(n, 3) == 0);
+    n->ops->mr_dereg(mr);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, fence_waits_for_reads, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, 0, 65536); /* through the rings: the READ takes the target's help */
+    run_pair(fence_target, fence_initiator, &cfg);
 }

@@ -73,7 +73,9 @@ cores=$(nproc)
 # OSU's iteration counts (osu_latency, osu_bw), the same tmx_pingpong and osu_pingpong_mpi use
 # by default, so every tool does the same amount of work per size.
 lat_iters()  { if [ "$1" -gt 8192 ]; then echo 1000; else echo 10000; fi; }
-lat_warmup() { if [ "$1" -gt 8192 ]; then echo 10; else echo 100; fi; }
+# Latency warm-up is ten times OSU's (1000, 100 above 8 KiB) for all three tools; see run_pair.
+lat_warmup_small=1000
+lat_warmup() { if [ "$1" -gt 8192 ]; then echo $((lat_warmup_small / 10)); else echo "$lat_warmup_small"; fi; }
 bw_iters()   { if [ "$1" -gt 8192 ]; then echo 20; else echo 100; fi; }
 bw_warmup()  { if [ "$1" -gt 8192 ]; then echo 2; else echo 10; fi; }
 window=64
@@ -131,34 +133,46 @@ log "# ompi: $ompi_status${ompi_ver:+ ($ompi_ver)}: mpirun -np 2 --bind-to core"
 
 # Reads the csv of tmx_pingpong / osu_pingpong_mpi (size,latency_us,bandwidth_MBps) and
 # appends the sizes we compare to the data file.
+# Columns are found by name in the csv header (size,latency_us,bandwidth_MBps).
 record_csv() { # tool round file
     awk -F, -v tool="$1" -v round="$2" -v want=" $sizes " '
-        /^#/ || /^size/ || NF < 3 { next }
+        /^#/ { next }
+        /^size/ { for (i = 2; i <= NF; i++) col[$i] = i; next }
         index(want, " " $1 " ") > 0 {
-            print tool, "lat", $1, round, $2
-            print tool, "bw", $1, round, $3
+            if ("latency_us" in col) print tool, "lat", $1, round, $col["latency_us"]
+            if ("bandwidth_MBps" in col) print tool, "bw", $1, round, $col["bandwidth_MBps"]
         }' "$3" >> "$data"
 }
 
+# tmx and ompi run latency and bandwidth separately, so that latency gets the longer warm-up
+# every tool gets: a process's first size otherwise carries its start-up (page faults, caches,
+# the peer still leaving the barrier) and reads several times slower than the next one.
+# A size range runs every power of two in between; only the chosen sizes are kept.
+run_pair() { # tool round launcher...
+    local tool=$1 round=$2 test out
+    shift 2
+    for test in lat bw; do
+        out="$raw/r$round-$tool-$test.txt"
+        if [ "$test" = lat ]; then
+            set -- "$@" -t lat -w "$lat_warmup_small"
+        else
+            set -- "${@:1:$(($# - 4))}" -t bw
+        fi
+        if timeout "$run_timeout" "$@" -m "$min_size:$max_size" -W "$window" -f csv \
+                > "$out" 2>&1; then
+            record_csv "$tool" "$round" "$out"
+        else
+            log "round $round: $tool $test failed (exit $?), see $out"
+        fi
+    done
+}
+
 run_tmx() { # round
-    local out="$raw/r$1-tmx.txt"
-    # a size range runs every power of two in between; only the chosen sizes are kept
-    if timeout "$run_timeout" "$tmxrun" -n 2 "$pingpong" -t lat,bw -m "$min_size:$max_size" \
-            -W "$window" -f csv > "$out" 2>&1; then
-        record_csv tmx "$1" "$out"
-    else
-        log "round $1: tmx failed (exit $?), see $out"
-    fi
+    run_pair tmx "$1" "$tmxrun" -n 2 "$pingpong"
 }
 
 run_ompi() { # round
-    local out="$raw/r$1-ompi.txt"
-    if timeout "$run_timeout" mpirun -np 2 --bind-to core "$osu_bin" -t lat,bw \
-            -m "$min_size:$max_size" -W "$window" -f csv > "$out" 2>&1; then
-        record_csv ompi "$1" "$out"
-    else
-        log "round $1: ompi failed (exit $?), see $out"
-    fi
+    run_pair ompi "$1" mpirun -np 2 --bind-to core "$osu_bin"
 }
 
 ucx_port=$((20000 + RANDOM % 20000))
@@ -311,19 +325,17 @@ awk -v sizes="$sizes" -v tmxst="$tmx_status" -v ucxst="$ucx_status" -v ompist="$
                 line[i] = line[i] "latency: no comparison (" \
                           (L["tmx"] == "" ? "no tmx result" : "no peer result") ")"
             } else {
-                line[i] = line[i] sprintf("latency tmx %s the best peer (%s) by %.0f%%%s",
-                          rl <= 1 ? "AHEAD of" : "BEHIND", blt,
-                          rl <= 1 ? (1 / rl - 1) * 100 : (rl - 1) * 100,
-                          (rl > 0.95 && rl < 1.05) ? ", within noise" : "")
+                line[i] = line[i] sprintf("latency %.2fx the best peer (%s): tmx %s%s", rl, blt,
+                          rl <= 1 ? "AHEAD" : "BEHIND",
+                          (rl > 0.95 && rl < 1.05) ? " (within 5%, noise)" : "")
             }
             if (rb == "") {
                 line[i] = line[i] "; bandwidth: no comparison (" \
                           (B["tmx"] == "" ? "no tmx result" : "no peer result") ")"
             } else {
-                line[i] = line[i] sprintf("; bandwidth tmx %s the best peer (%s) by %.0f%%%s",
-                          rb >= 1 ? "AHEAD of" : "BEHIND", bbt,
-                          rb >= 1 ? (rb - 1) * 100 : (rb > 0 ? (1 / rb - 1) * 100 : 100),
-                          (rb > 0.95 && rb < 1.05) ? ", within noise" : "")
+                line[i] = line[i] sprintf("; bandwidth %.2fx the best peer (%s): tmx %s%s",
+                          rb, bbt, rb >= 1 ? "AHEAD" : "BEHIND",
+                          (rb > 0.95 && rb < 1.05) ? " (within 5%, noise)" : "")
             }
         }
         print ""

@@ -1292,3 +1292,46 @@ Test(soft, fence_waits_for_reads, .timeout = 30)
     cfg_init(&cfg, 0, 65536); /* through the rings: the READ takes the target's help */
     run_pair(fence_target, fence_initiator, &cfg);
 }
+
+/* ---------------------------------------------------------------- peer QP destroyed */
+
+static int qpgone_target(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    TRY(node_connect(n));
+    while (atomic_load(&sh->stage[1]) < 2) {
+    }
+    n->ops->qp_destroy(n->qp[0]); /* never served the READ */
+    n->qp[0] = NULL;
+    CHECK(node_barrier(n, 3) == 0);
+    node_close(n);
+    return 0;
+}
+
+static int qpgone_initiator(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t   l[64];
+    tmx_mr_t *mr;
+    tmx_wc_t  wc;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    mr = reg(n, l, sizeof(l), TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL);
+    TRY(node_connect(n));
+    CHECK(post_send(n, 0, TMX_WR_RDMA_READ, l, sizeof(l), mr->lkey, TMX_SEND_SIGNALED, 1, 4096,
+                    256, 0) == TMX_OK);
+    atomic_store(&sh->stage[1], 2);
+    CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 1 && wc.status == TMX_WC_RETRY_EXC_ERR);
+    CHECK(node_wc(n, &wc) == 0 && wc.wr_id == TMX_WR_ID_ASYNC_ERROR);
+    CHECK(node_barrier(n, 3) == 0);
+    n->ops->mr_dereg(mr);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, peer_qp_destroyed_fails_outstanding, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, 0, 65536);
+    run_pair(qpgone_target, qpgone_initiator, &cfg);
+}

@@ -226,6 +226,7 @@ typedef struct tmx_soft_qp {
     uint64_t              out_tail;
     uint64_t              out_consumed; /* cached */
     uint32_t              remote_qpn;
+    uint32_t              out_gen;      /* generation of the peer's ring when connected */
     int                   cma;
 
     /* send queue: entries complete in post order */

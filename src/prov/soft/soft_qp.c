@@ -233,14 +233,26 @@ static void tmx_soft_qp_fail(tmx_soft_qp_t *qp, tmx_wc_status_t status, int asyn
     }
 }
 
-static int tmx_soft_qp_peer_dead(tmx_soft_qp_t *qp)
+/* The peer process died, or (when we have traffic for it: busy) destroyed or reset its QP,
+ * so its ring is no longer ours to write; hardware would stop getting acknowledgements. An
+ * idle QP whose peer QP went away stays quiet, as on hardware, so an orderly close on the
+ * other side raises no error here. */
+static int tmx_soft_qp_peer_dead(tmx_soft_qp_t *qp, int busy)
 {
-    if (qp->rseg != NULL && tmx_soft_pid_dead(qp->rseg->pid)) {
-        tmx_warn("qp %u: peer process %d is gone", qp->super.qp_num, (int)qp->rseg->pid);
-        tmx_soft_qp_fail(qp, TMX_WC_RETRY_EXC_ERR, 1);
-        return 1;
+    if (qp->rseg == NULL) {
+        return 0;
     }
-    return 0;
+    if (tmx_soft_pid_dead(qp->rseg->pid)) {
+        tmx_warn("qp %u: peer process %d is gone", qp->super.qp_num, (int)qp->rseg->pid);
+    } else if (busy &&
+               atomic_load_explicit(&qp->out_ctrl->gen, memory_order_relaxed) != qp->out_gen) {
+        tmx_warn("qp %u: peer qp %u of process %d was destroyed", qp->super.qp_num,
+                 qp->remote_qpn, (int)qp->rseg->pid);
+    } else {
+        return 0;
+    }
+    tmx_soft_qp_fail(qp, TMX_WC_RETRY_EXC_ERR, 1);
+    return 1;
 }
 
 /* ---------------------------------------------------------------- the sending side */
@@ -1092,6 +1104,7 @@ static tmx_status_t tmx_soft_qp_connect(tmx_soft_qp_t *qp, const tmx_qp_attr_t *
     qp->out_tail     = 0;
     qp->out_consumed = 0;
     qp->remote_qpn   = a.qp_num;
+    qp->out_gen      = a.gen;
     return TMX_OK;
 
 err_put:
@@ -1242,7 +1255,7 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
             /* The ring is full and nothing of the WR went out: take it back. */
             qp->next_seq--;
             qp->sq_count--;
-            tmx_soft_qp_peer_dead(qp);
+            tmx_soft_qp_peer_dead(qp, 1);
             return TMX_ERR_NO_RESOURCE;
         }
         if (qp->tx_seq == swr->seq && swr->state != TMX_SOFT_SWR_QUEUED) {
@@ -1314,7 +1327,7 @@ static void tmx_soft_check_peers(tmx_soft_dev_t *dev)
     for (unsigned i = 0; i < dev->num_active;) {
         tmx_soft_qp_t *qp = dev->active[i];
         /* A failed QP leaves the array, its slot takes the last one: do not advance. */
-        if (!tmx_soft_qp_peer_dead(qp)) {
+        if (!tmx_soft_qp_peer_dead(qp, qp->sq_count > 0 || qp->resp_count > 0)) {
             i++;
         }
     }

@@ -277,6 +277,16 @@ static void bi_group_worker(void)
     BI_EXPECT(tmx_context_destroy(ctx), TMX_OK);
 }
 
+/* tmx_ep_create that must fail; an endpoint it created anyway is closed again. */
+#define BI_EP_BAD(_w, _p, _ep_p)                                                                  \
+    do {                                                                                          \
+        *(_ep_p) = NULL;                                                                          \
+        BI_EXPECT(tmx_ep_create(_w, _p, _ep_p), TMX_ERR_INVALID_ADDR, TMX_ERR_INVALID_PARAM);     \
+        if (*(_ep_p) != NULL) {                                                                   \
+            (void)tmx_ep_close(*(_ep_p), TMX_EP_CLOSE_FORCE);                                     \
+        }                                                                                         \
+    } while (0)
+
 static void bi_group_ep_addr(void)
 {
     bi_env_t         env;
@@ -295,22 +305,28 @@ static void bi_group_ep_addr(void)
     BI_EXPECT(tmx_ep_create(env.w, NULL, &ep), TMX_ERR_INVALID_PARAM);
     BI_EXPECT(tmx_ep_create(env.w, &p, NULL), TMX_ERR_INVALID_PARAM);
     p.field_mask = 0; /* the address is required */
+    bi_note      = "[field_mask 0: no address]";
     BI_EXPECT(tmx_ep_create(env.w, &p, &ep), TMX_ERR_INVALID_PARAM);
     p.field_mask = TMX_EP_PARAM_ADDRESS | (1ull << 20);
+    bi_note      = "[unknown field_mask bit 20]";
     BI_EXPECT(tmx_ep_create(env.w, &p, &ep), TMX_ERR_INVALID_PARAM);
     p.field_mask     = TMX_EP_PARAM_ADDRESS;
     p.address        = NULL;
     p.address_length = env.addr_len;
-    BI_EXPECT(tmx_ep_create(env.w, &p, &ep), TMX_ERR_INVALID_ADDR, TMX_ERR_INVALID_PARAM);
+    bi_note          = "[address NULL, length of a real blob]";
+    BI_EP_BAD(env.w, &p, &ep);
     p.address        = env.addr;
     p.address_length = 0;
-    BI_EXPECT(tmx_ep_create(env.w, &p, &ep), TMX_ERR_INVALID_ADDR, TMX_ERR_INVALID_PARAM);
+    bi_note          = "[real blob, length 0]";
+    BI_EP_BAD(env.w, &p, &ep);
     p.address        = NULL;
     p.address_length = 0;
-    BI_EXPECT(tmx_ep_create(env.w, &p, &ep), TMX_ERR_INVALID_ADDR, TMX_ERR_INVALID_PARAM);
+    bi_note          = "[address NULL, length 0]";
+    BI_EP_BAD(env.w, &p, &ep);
     p.address        = env.addr;
     p.address_length = SIZE_MAX;
-    BI_EXPECT(tmx_ep_create(env.w, &p, &ep), TMX_ERR_INVALID_ADDR, TMX_ERR_INVALID_PARAM);
+    bi_note          = "[real blob, length SIZE_MAX]";
+    BI_EP_BAD(env.w, &p, &ep);
     /* Every truncation of a real blob. */
     for (size_t l = 1; l < env.addr_len; l++) {
         snprintf(note, sizeof(note), "[real blob truncated to %zu of %zu bytes]", l,
@@ -318,7 +334,7 @@ static void bi_group_ep_addr(void)
         bi_note          = note;
         p.address        = env.addr;
         p.address_length = l;
-        BI_EXPECT(tmx_ep_create(env.w, &p, &ep), TMX_ERR_INVALID_ADDR, TMX_ERR_INVALID_PARAM);
+        BI_EP_BAD(env.w, &p, &ep);
     }
     /* Random bytes of many lengths, including the real blob's. */
     for (int i = 0; i < 64; i++) {
@@ -331,13 +347,13 @@ static void bi_group_ep_addr(void)
         bi_note          = note;
         p.address        = junk;
         p.address_length = l;
-        BI_EXPECT(tmx_ep_create(env.w, &p, &ep), TMX_ERR_INVALID_ADDR, TMX_ERR_INVALID_PARAM);
+        BI_EP_BAD(env.w, &p, &ep);
     }
     /* A zeroed blob of the right length. */
     memset(junk, 0, sizeof(junk));
     bi_note          = "[zeroed blob of the real length]";
     p.address_length = env.addr_len < sizeof(junk) ? env.addr_len : sizeof(junk);
-    BI_EXPECT(tmx_ep_create(env.w, &p, &ep), TMX_ERR_INVALID_ADDR, TMX_ERR_INVALID_PARAM);
+    BI_EP_BAD(env.w, &p, &ep);
     bi_note = "";
     bi_env_close(&env);
 }
@@ -359,8 +375,10 @@ static void bi_group_ep_close(void)
         BI_EXPECT(tmx_ep_close(ep, (tmx_ep_close_mode_t)7), TMX_ERR_INVALID_PARAM);
         BI_EXPECT(tmx_ep_close(ep, (tmx_ep_close_mode_t)-1), TMX_ERR_INVALID_PARAM);
         /* The refused close left the endpoint open. */
+        req = NULL;
         BI_EXPECT(tmx_tag_send_nb(ep, buf, sizeof(buf), 1, NULL, &req), TMX_OK,
                   TMX_INPROGRESS);
+        tmx_request_free(req); /* released when it completes */
         BI_EXPECT(tmx_ep_close(ep, TMX_EP_CLOSE_FLUSH), TMX_OK);
         BI_EXPECT(tmx_ep_close(ep, TMX_EP_CLOSE_FLUSH), TMX_ERR_INVALID_HANDLE);
         BI_EXPECT(tmx_tag_send_nb(ep, buf, sizeof(buf), 1, NULL, &req), TMX_ERR_INVALID_HANDLE);
@@ -399,14 +417,23 @@ static void bi_group_tag(void)
     BI_EXPECT(tmx_tag_send_nb(env.ep, buf, SIZE_MAX / 2, 1, NULL, &req), TMX_ERR_INVALID_PARAM);
     memset(&rp, 0, sizeof(rp));
     rp.field_mask = 1ull << 45;
+    bi_note       = "[params: unknown field_mask bit 45]";
     BI_EXPECT(tmx_tag_send_nb(env.ep, buf, 8, 1, &rp, &req), TMX_ERR_INVALID_PARAM);
     rp.field_mask = TMX_REQ_PARAM_FLAGS;
     rp.flags      = 1u << 30;
+    bi_note       = "[params: unknown flag bit 30]";
     BI_EXPECT(tmx_tag_send_nb(env.ep, buf, 8, 1, &rp, &req), TMX_ERR_INVALID_PARAM);
     rp.field_mask = TMX_REQ_PARAM_CALLBACK;
     rp.flags      = 0;
     rp.cb.send    = NULL;
-    BI_EXPECT(tmx_tag_send_nb(env.ep, buf, 8, 1, &rp, &req), TMX_ERR_INVALID_PARAM);
+    req           = NULL;
+    bi_note       = "[params: TMX_REQ_PARAM_CALLBACK with cb.send NULL]";
+    if (!BI_EXPECT(tmx_tag_send_nb(env.ep, buf, 8, 1, &rp, &req), TMX_ERR_INVALID_PARAM)) {
+        /* accepted anyway: take the message off the queue again */
+        (void)tmx_tag_recv(env.w, buf, 8, 1, ~0ull, &info);
+        tmx_request_free(req);
+    }
+    bi_note = "";
     BI_EXPECT(tmx_tag_send(NULL, buf, 8, 1), TMX_ERR_INVALID_PARAM);
     BI_EXPECT(tmx_tag_send_sync(NULL, buf, 8, 1), TMX_ERR_INVALID_PARAM);
     BI_EXPECT(tmx_tag_send(env.ep, NULL, 8, 1), TMX_ERR_INVALID_PARAM);
@@ -417,14 +444,23 @@ static void bi_group_tag(void)
     BI_EXPECT(tmx_tag_recv_nb(env.w, NULL, 8, 1, ~0ull, NULL, &req), TMX_ERR_INVALID_PARAM);
     BI_EXPECT(tmx_tag_recv_nb(env.w, buf, SIZE_MAX, 1, ~0ull, NULL, &req), TMX_ERR_INVALID_PARAM);
     rp.field_mask = 1ull << 45;
+    bi_note       = "[params: unknown field_mask bit 45]";
     BI_EXPECT(tmx_tag_recv_nb(env.w, buf, 8, 1, ~0ull, &rp, &req), TMX_ERR_INVALID_PARAM);
     rp.field_mask = TMX_REQ_PARAM_CALLBACK;
     rp.cb.recv    = NULL;
-    BI_EXPECT(tmx_tag_recv_nb(env.w, buf, 8, 1, ~0ull, &rp, &req), TMX_ERR_INVALID_PARAM);
+    req           = NULL;
+    bi_note       = "[params: TMX_REQ_PARAM_CALLBACK with cb.recv NULL]";
+    if (!BI_EXPECT(tmx_tag_recv_nb(env.w, buf, 8, 1, ~0ull, &rp, &req), TMX_ERR_INVALID_PARAM)) {
+        (void)tmx_request_cancel(req);
+        tmx_request_free(req);
+    }
+    bi_note = "";
     BI_EXPECT(tmx_tag_recv(NULL, buf, 8, 1, ~0ull, &info), TMX_ERR_INVALID_PARAM);
     BI_EXPECT(tmx_tag_recv(env.w, NULL, 8, 1, ~0ull, &info), TMX_ERR_INVALID_PARAM);
     /* zero length with a NULL buffer is valid, both ways */
+    req = NULL;
     BI_EXPECT(tmx_tag_send_nb(env.ep, NULL, 0, 0x77, NULL, &req), TMX_OK, TMX_INPROGRESS);
+    tmx_request_free(req);
     BI_EXPECT(tmx_tag_recv(env.w, NULL, 0, 0x77, ~0ull, &info), TMX_OK);
     BI_TRUE("tmx_tag_recv(w, NULL, 0, ...) info.length == 0", info.length == 0);
     /* probe */

@@ -42,8 +42,10 @@ typedef struct cf {
     size_t        eager_max_self; /* to the worker itself */
     size_t        max_msg;
     unsigned      case_id;
+    unsigned      script_seq; /* scripts run in this case so far: tag bits 48..55 */
     uint64_t      seed;
     long          schedules;
+    int           verbose; /* -v: print every random schedule */
     double        timeout_s;
     unsigned      eager_credits; /* 0 if the worker does not say */
     char          why[CF_WHY_LEN];
@@ -135,6 +137,8 @@ typedef struct cf_script {
     int             peer;  /* rank sent to (outgoing script) or received from (incoming) */
     uint64_t        salt;  /* varies the data patterns between scripts */
     int             drain_by_recv; /* leftovers: 1 = exact receives, 0 = probe discard */
+    tmx_tag_t       space_mask;    /* nonzero: afterwards nothing of msgs[0]'s tag space
+                                    * (tag & space_mask) may be left queued */
 } cf_script_t;
 
 /* The reference model: for each receive in post order, the earliest unmatched message in send

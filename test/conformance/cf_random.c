@@ -99,6 +99,22 @@ static void cf_sched_gen(const cf_t *cf, long k, int sender, int peer, cf_sched_
     sc->s.peer          = peer;
     sc->s.salt          = cf->seed + (uint64_t)k;
     sc->s.drain_by_recv = (int)(cf_rand(&st) & 1);
+    sc->s.space_mask    = smask;
+}
+
+static void cf_sched_dump(const cf_t *cf, const char *dir, const cf_script_t *s)
+{
+    fprintf(stderr, "tmx_conformance: rank %d: %s rank %d: %zu messages, %zu receives, "
+                    "leftovers by %s\n", cf->rank, dir, s->peer, s->nmsgs, s->nrcvs,
+            s->drain_by_recv ? "exact receive" : "probe discard");
+    for (size_t i = 0; i < s->nmsgs; i++) {
+        fprintf(stderr, "  msg  #%zu tag 0x%016" PRIx64 " len %zu%s\n", i, s->msgs[i].tag,
+                s->msgs[i].len, (s->msgs[i].flags & TMX_SEND_FLAG_SYNC) ? " sync" : "");
+    }
+    for (size_t j = 0; j < s->nrcvs; j++) {
+        fprintf(stderr, "  recv #%zu tag 0x%016" PRIx64 " mask 0x%016" PRIx64 " buf %zu\n", j,
+                s->rcvs[j].tag, s->rcvs[j].mask, s->rcvs[j].buflen);
+    }
 }
 
 int cf_case_random(cf_t *cf)
@@ -114,6 +130,12 @@ int cf_case_random(cf_t *cf)
         snprintf(label, sizeof(label), "seed %" PRIu64 " schedule %ld", cf->seed, k);
         rc = cf_script_run(cf, &out.s, &in.s, label,
                            cf->seed ^ ((uint64_t)k << 20) ^ (uint64_t)cf->rank);
+        if (rc != CF_PASS || cf->verbose) {
+            fprintf(stderr, "tmx_conformance: rank %d: schedule %ld %s\n", cf->rank, k,
+                    rc == CF_PASS ? "passed" : "FAILED");
+            cf_sched_dump(cf, "to", &out.s);
+            cf_sched_dump(cf, "from", &in.s);
+        }
         cf_release(cf);
     }
     if (cf->rank == 0) {

@@ -20,6 +20,13 @@ tmx_jobs()
 # configure.ac, Makefile.am or a fragment changes, so a second autoreconf is never needed.
 tmx_bootstrap()
 {
+    # Automake cannot build out of tree while the source tree is configured itself; say so
+    # now instead of failing in the middle of configure.
+    if [ -f "$TMX_ROOT/config.status" ]; then
+        echo "the source tree is configured in place (config.status): run 'make distclean'" \
+             "in $TMX_ROOT first; the scripts build out of tree in build*/" >&2
+        return 1
+    fi
     if [ -x "$TMX_ROOT/configure" ] && [ -f "$TMX_ROOT/Makefile.in" ] &&
        [ -f "$TMX_ROOT/build-aux/test-driver" ]; then
         return 0

@@ -125,7 +125,7 @@ if [ "$deps" = yes ]; then
     fi
 fi
 if ! tmx_bootstrap; then
-    echo "autoreconf failed"
+    echo "bootstrap (autoreconf) failed"
     echo "0 passed, 1 failed, 0 skipped"
     exit 1
 fi

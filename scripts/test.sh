@@ -42,7 +42,7 @@ done
 # -fno-sanitize-recover and also halts here. The settings only matter to sanitized builds.
 export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0:exitcode=1:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:exitcode=1:${UBSAN_OPTIONS:-}"
-export LSAN_OPTIONS="exitcode=1:${LSAN_OPTIONS:-}"
+export LSAN_OPTIONS="exitcode=1:suppressions=$TMX_ROOT/scripts/lsan.supp:${LSAN_OPTIONS:-}"
 # Criterion workers normally _exit() right after a test, which skips LeakSanitizer's check at
 # exit; this makes them exit normally so leaks in a unit test are reported.
 export CRITERION_NO_EARLY_EXIT=1

@@ -75,7 +75,9 @@ cores=$(nproc)
 lat_iters()  { if [ "$1" -gt 8192 ]; then echo 1000; else echo 10000; fi; }
 # Latency warm-up is ten times OSU's (1000, 100 above 8 KiB) for all three tools; see run_pair.
 lat_warmup_small=1000
-lat_warmup() { if [ "$1" -gt 8192 ]; then echo $((lat_warmup_small / 10)); else echo "$lat_warmup_small"; fi; }
+lat_warmup() {
+    if [ "$1" -gt 8192 ]; then echo $((lat_warmup_small / 10)); else echo "$lat_warmup_small"; fi
+}
 bw_iters()   { if [ "$1" -gt 8192 ]; then echo 20; else echo 100; fi; }
 bw_warmup()  { if [ "$1" -gt 8192 ]; then echo 2; else echo 10; fi; }
 window=64

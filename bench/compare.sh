@@ -122,7 +122,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # rendezvous); self for loopback. Without it UCX would also consider tcp over lo.
 export UCX_TLS=sm,self
 
-log "# compare.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), $cores cores, $rounds round(s), ${delay}s apart"
+log "# compare.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), $cores cores," \
+    "$rounds round(s), ${delay}s apart"
 log "# sizes: $sizes"
 log "# raw outputs: $outdir"
 log "# tmx : $tmx_status${tmxrun:+ ($tmxrun -n 2 $pingpong)}"

@@ -129,8 +129,8 @@ log "# raw outputs: $outdir"
 log "# tmx : $tmx_status${tmxrun:+ ($tmxrun -n 2 $pingpong)}"
 ucx_ver=$([ "$ucx_status" = ok ] && ucx_info -v 2> /dev/null | head -1 | sed 's/^# *//')
 ompi_ver=$([ "$ompi_status" = ok ] && mpirun --version 2> /dev/null | head -1)
-log "# ucx : $ucx_status${ucx_ver:+ ($ucx_ver)}: UCX_TLS=$UCX_TLS, server on core 0, client on 1"
-log "# ompi: $ompi_status${ompi_ver:+ ($ompi_ver)}: mpirun -np 2 --bind-to core"
+log "# ucx : $ucx_status${ucx_ver:+ ($ucx_ver): UCX_TLS=$UCX_TLS, server on core 0, client on 1}"
+log "# ompi: $ompi_status${ompi_ver:+ ($ompi_ver): mpirun -np 2 --bind-to core}"
 
 # ---------------------------------------------------------------- runners
 

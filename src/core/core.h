@@ -88,6 +88,7 @@ typedef struct tmx_worker {
     uint64_t          next_sreq_id;
     tmx_list_t        eps;          /* all endpoints, user and passive */
     tmx_list_t        pending_eps;  /* endpoints with queued sends */
+    tmx_list_t        claimed;      /* messages claimed by a probe, not yet received */
     tmx_mpool_t       req_mp;
     size_t            unexp_bytes;
     size_t            unexp_budget;
@@ -179,6 +180,7 @@ typedef struct tmx_request {
 typedef struct tmx_message {
     uint32_t        magic;
     tmx_tag_unexp_t unexp;
+    tmx_list_t      claimed_link; /* worker->claimed, while claimed by a probe */
     uint8_t         op;           /* TMX_PROTO_EAGER / _RTS */
     uint8_t         sync;
     uint8_t         credit_owed;  /* credit goes back when this is consumed */

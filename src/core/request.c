@@ -16,6 +16,10 @@ tmx_status_t tmx_request_params_check(const tmx_request_params_t *params, int is
     if (params->field_mask & ~known) {
         return TMX_ERR_INVALID_PARAM;
     }
+    if ((params->field_mask & TMX_REQ_PARAM_CALLBACK) &&
+        (is_send ? params->cb.send == NULL : params->cb.recv == NULL)) {
+        return TMX_ERR_INVALID_PARAM; /* asked for a callback but gave none */
+    }
     if (params->field_mask & TMX_REQ_PARAM_FLAGS) {
         unsigned allowed = is_send ? TMX_SEND_FLAG_SYNC : 0;
         if (params->flags & ~allowed) {

@@ -159,6 +159,7 @@ TMX_API tmx_status_t tmx_tag_probe(tmx_worker_h w, tmx_tag_t tag, tmx_tag_t mask
         info->length = msg->length;
     }
     if (mode == TMX_PROBE_CLAIM) {
+        tmx_list_add_tail(&w->claimed, &msg->claimed_link);
         *message_p = msg;
     } else if (mode == TMX_PROBE_DISCARD) {
         tmx_proto_message_drop(w, msg);
@@ -173,11 +174,12 @@ TMX_API tmx_status_t tmx_tag_msg_recv_nb(tmx_worker_h w, void *buf, size_t len,
 {
     tmx_request_t *req;
     tmx_status_t   status;
+    tmx_list_t    *l;
 
     if (w == NULL || msg == NULL || request_p == NULL) {
         return TMX_ERR_INVALID_PARAM;
     }
-    if (w->magic != TMX_MAGIC_WORKER || msg->magic != TMX_MAGIC_MSG) {
+    if (w->magic != TMX_MAGIC_WORKER) {
         return TMX_ERR_INVALID_HANDLE;
     }
     status = tmx_buf_check(buf, len);
@@ -188,11 +190,23 @@ TMX_API tmx_status_t tmx_tag_msg_recv_nb(tmx_worker_h w, void *buf, size_t len,
         return status;
     }
     tmx_worker_lock(w);
+    /* The handle is looked up among this worker's claimed messages before it is touched: a
+     * handle already received (its memory freed) or from another worker is refused. */
+    for (l = w->claimed.next; l != &w->claimed; l = l->next) {
+        if (l == &msg->claimed_link) {
+            break;
+        }
+    }
+    if (l == &w->claimed) {
+        tmx_worker_unlock(w);
+        return TMX_ERR_INVALID_HANDLE;
+    }
     req = tmx_request_alloc(w, TMX_REQ_RECV, params);
     if (req == NULL) {
         tmx_worker_unlock(w);
         return TMX_ERR_NO_MEMORY;
     }
+    tmx_list_del(&msg->claimed_link);
     req->buf   = buf;
     req->len   = len;
     *request_p = req;

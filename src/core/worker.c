@@ -290,6 +290,7 @@ TMX_API tmx_status_t tmx_worker_create(tmx_context_h ctx, const tmx_worker_param
     w->next_sreq_id  = 1;
     tmx_list_init(&w->eps);
     tmx_list_init(&w->pending_eps);
+    tmx_list_init(&w->claimed);
 
     status = tmx_tag_engine_init(&w->tm, ctx->cfg.tag_hash_bits);
     if (status != TMX_OK) {
@@ -352,6 +353,12 @@ static void tmx_worker_drop_unexpected(tmx_worker_t *w)
 
     while ((u = tmx_tag_unexp_match(&w->tm, 0, 0, 1)) != NULL) {
         tmx_message_t *msg = tmx_container_of(u, tmx_message_t, unexp);
+        msg->magic         = TMX_MAGIC_DEAD;
+        free(msg);
+    }
+    while (!tmx_list_is_empty(&w->claimed)) {
+        tmx_message_t *msg = tmx_container_of(tmx_list_pop_head(&w->claimed), tmx_message_t,
+                                              claimed_link);
         msg->magic         = TMX_MAGIC_DEAD;
         free(msg);
     }
@@ -443,7 +450,8 @@ tmx_status_t tmx_worker_addr_resolve(tmx_worker_t *w, const void *addr, size_t l
     const uint8_t *p = addr, *end;
     tmx_addr_hdr_t hdr;
 
-    if (addr == NULL || len < sizeof(hdr)) {
+    if (addr == NULL || len < sizeof(hdr) ||
+        len > sizeof(hdr) + TMX_MAX_IFACES * (sizeof(tmx_addr_iface_t) + TMX_DEV_ADDR_MAX)) {
         return TMX_ERR_INVALID_ADDR;
     }
     end = p + len;
@@ -453,17 +461,32 @@ tmx_status_t tmx_worker_addr_resolve(tmx_worker_t *w, const void *addr, size_t l
         return TMX_ERR_INVALID_ADDR;
     }
     p += sizeof(hdr);
+    /* First pass: the blob must be exactly the header plus its interface
+     * records, so a wrong length (short, padded or garbage) is refused
+     * before anything in it is used. */
+    {
+        const uint8_t *q = p;
+        for (unsigned i = 0; i < hdr.num_ifaces; i++) {
+            tmx_addr_iface_t ia;
+            if ((size_t)(end - q) < sizeof(ia)) {
+                return TMX_ERR_INVALID_ADDR;
+            }
+            memcpy(&ia, q, sizeof(ia));
+            q += sizeof(ia);
+            if ((size_t)(end - q) < ia.dev_addr_len || ia.dev_addr_len == 0 ||
+                ia.dev_addr_len > TMX_DEV_ADDR_MAX || ia.prov[sizeof(ia.prov) - 1] != '\0') {
+                return TMX_ERR_INVALID_ADDR;
+            }
+            q += ia.dev_addr_len;
+        }
+        if (q != end) {
+            return TMX_ERR_INVALID_ADDR;
+        }
+    }
     for (unsigned i = 0; i < hdr.num_ifaces; i++) {
         tmx_addr_iface_t ia;
-        if ((size_t)(end - p) < sizeof(ia)) {
-            return TMX_ERR_INVALID_ADDR;
-        }
         memcpy(&ia, p, sizeof(ia));
         p += sizeof(ia);
-        if ((size_t)(end - p) < ia.dev_addr_len || ia.dev_addr_len == 0 ||
-            ia.dev_addr_len > TMX_DEV_ADDR_MAX || ia.prov[sizeof(ia.prov) - 1] != '\0') {
-            return TMX_ERR_INVALID_ADDR;
-        }
         for (int j = 0; j < w->num_ifaces; j++) {
             tmx_iface_t *iface = &w->ifaces[j];
             if (strcmp(iface->dev->prov->name, ia.prov) == 0 &&

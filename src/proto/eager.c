@@ -184,12 +184,15 @@ tmx_status_t tmx_proto_eager_try(tmx_ep_t *ep, const void *buf, size_t len, uint
     return status;
 }
 
-static void tmx_proto_outstanding_add(tmx_ep_t *ep, tmx_request_t *req)
+/* A posted send that waits for its ACK or FIN: leaves ep->pending (if it was queued there)
+ * for ep->outstanding_list and becomes findable by its id. */
+void tmx_proto_outstanding_add(tmx_ep_t *ep, tmx_request_t *req)
 {
     tmx_worker_t *w = ep->worker;
 
     req->id = w->next_sreq_id++;
     tmx_hash_put(&w->sreq_by_id, req->id, req);
+    tmx_list_del(&req->pending_link);
     tmx_list_add_tail(&ep->outstanding_list, &req->pending_link);
     ep->outstanding++;
 }

@@ -89,6 +89,8 @@ void tmx_proto_rndv_recv(tmx_request_t *rreq, tmx_ep_t *ep, uint64_t sreq_id, ui
                          uint64_t length, uint32_t rkey);
 void tmx_proto_rndv_read_done(tmx_iface_t *iface, const tmx_wc_t *wc);
 void tmx_proto_rndv_fin(tmx_ep_t *ep, uint64_t sreq_id, int32_t status);
+/* A posted send now waits for its ACK or FIN (moved off ep->pending if queued). */
+void tmx_proto_outstanding_add(tmx_ep_t *ep, tmx_request_t *req);
 void tmx_proto_sreq_done(tmx_worker_t *w, tmx_request_t *sreq, tmx_status_t status);
 
 #endif /* TMX_PROTO_H */

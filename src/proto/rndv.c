@@ -43,10 +43,7 @@ tmx_status_t tmx_proto_rndv_send(tmx_ep_t *ep, tmx_request_t *req)
         return status; /* keeps the registration for the retry */
     }
     ep->credits--;
-    req->id = w->next_sreq_id++;
-    tmx_hash_put(&w->sreq_by_id, req->id, req);
-    tmx_list_add_tail(&ep->outstanding_list, &req->pending_link);
-    ep->outstanding++;
+    tmx_proto_outstanding_add(ep, req);
     return TMX_INPROGRESS;
 }
 

@@ -84,7 +84,7 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "Eager messages in flight per endpoint before the sender waits for credits."),
      .flags = TMX_CONFIG_F_MIN, .min = 1},
     {TMX_CONFIG_FIELD("TAG_HASH_BITS", TMX_CONFIG_UINT, "10", tag_hash_bits,
-                      "Log2 of the initial number of hash bins of the tag matching queues (they grow)."),
+                      "Log2 of the initial number of tag matching hash bins (they grow)."),
      .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX, .min = 1, .max = 24},
     {TMX_CONFIG_FIELD("PEER_TIMEOUT", TMX_CONFIG_DOUBLE, "10.0", peer_timeout,
                       "Seconds of silence after which a peer is declared failed."),

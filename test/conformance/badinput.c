@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <tmx/tmx.h>
 #include <tmx/tmx_job.h>
+#include "cf_status.h"
 
 #include <signal.h>
 #include <stdarg.h>
@@ -31,32 +32,6 @@ typedef struct bi_counts {
 static bi_counts_t *bi_counts; /* shared with the children */
 static const char  *bi_note = ""; /* extra context printed after the call */
 
-static const char *bi_name(tmx_status_t s)
-{
-    switch (s) {
-    case TMX_OK:                 return "TMX_OK";
-    case TMX_INPROGRESS:         return "TMX_INPROGRESS";
-    case TMX_ERR_INVALID_PARAM:  return "TMX_ERR_INVALID_PARAM";
-    case TMX_ERR_NO_MEMORY:      return "TMX_ERR_NO_MEMORY";
-    case TMX_ERR_NO_RESOURCE:    return "TMX_ERR_NO_RESOURCE";
-    case TMX_ERR_UNSUPPORTED:    return "TMX_ERR_UNSUPPORTED";
-    case TMX_ERR_TRUNCATED:      return "TMX_ERR_TRUNCATED";
-    case TMX_ERR_CANCELED:       return "TMX_ERR_CANCELED";
-    case TMX_ERR_NO_DEVICE:      return "TMX_ERR_NO_DEVICE";
-    case TMX_ERR_UNREACHABLE:    return "TMX_ERR_UNREACHABLE";
-    case TMX_ERR_VERSION:        return "TMX_ERR_VERSION";
-    case TMX_ERR_IO:             return "TMX_ERR_IO";
-    case TMX_ERR_TIMED_OUT:      return "TMX_ERR_TIMED_OUT";
-    case TMX_ERR_BUSY:           return "TMX_ERR_BUSY";
-    case TMX_ERR_PEER_FAILED:    return "TMX_ERR_PEER_FAILED";
-    case TMX_ERR_INVALID_ADDR:   return "TMX_ERR_INVALID_ADDR";
-    case TMX_ERR_NO_MESSAGE:     return "TMX_ERR_NO_MESSAGE";
-    case TMX_ERR_INVALID_HANDLE: return "TMX_ERR_INVALID_HANDLE";
-    case TMX_ERR_REMOTE_ACCESS:  return "TMX_ERR_REMOTE_ACCESS";
-    case TMX_ERR_INTERNAL:       return "TMX_ERR_INTERNAL";
-    }
-    return "(unknown status)";
-}
 
 static void bi_result(int ok, const char *call, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -82,12 +57,12 @@ static int bi_check(const char *call, tmx_status_t got, const tmx_status_t *want
     for (size_t i = 0; i < nwant; i++) {
         ok |= (got == want[i]);
         snprintf(expected + strlen(expected), sizeof(expected) - strlen(expected), "%s%s",
-                 i > 0 ? " or " : "", bi_name(want[i]));
+                 i > 0 ? " or " : "", cf_status_enum_name(want[i]));
     }
     if (ok) {
-        bi_result(1, call, " -> %s", bi_name(got));
+        bi_result(1, call, " -> %s", cf_status_enum_name(got));
     } else {
-        bi_result(0, call, ": expected %s, got %s (%d)", expected, bi_name(got), (int)got);
+        bi_result(0, call, ": expected %s, got %s (%d)", expected, cf_status_enum_name(got), (int)got);
     }
     return ok;
 }
@@ -147,7 +122,7 @@ static void bi_group_status(void)
     for (int s = TMX_ERR_INTERNAL; s <= TMX_INPROGRESS; s++) {
         const char *str = tmx_status_string((tmx_status_t)s);
         char        call[64];
-        snprintf(call, sizeof(call), "tmx_status_string(%s)", bi_name((tmx_status_t)s));
+        snprintf(call, sizeof(call), "tmx_status_string(%s)", cf_status_enum_name((tmx_status_t)s));
         bi_result(str != NULL && str[0] != '\0', call, " -> \"%s\"", str ? str : "(null)");
     }
     for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {

@@ -11,6 +11,7 @@
 
 #include <tmx/tmx.h>
 #include <tmx/tmx_job.h>
+#include "cf_status.h"
 
 #include <stddef.h>
 #include <stdint.h>

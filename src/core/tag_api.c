@@ -87,13 +87,13 @@ out:
     return status;
 }
 
-TMX_API tmx_status_t tmx_tag_recv_nb(tmx_worker_h w, void *buf, size_t len, tmx_tag_t tag,
-                                     tmx_tag_t mask, const tmx_request_params_t *params,
-                                     tmx_request_h *request_p)
+/* The checks shared by the two receive calls, in the order the API promises: NULL
+ * arguments, then a dead worker, then the buffer, then the request params. */
+static tmx_status_t tmx_recv_args_check(tmx_worker_t *w, void *buf, size_t len,
+                                        const tmx_request_params_t *params,
+                                        tmx_request_h *request_p)
 {
-    tmx_request_t   *req;
-    tmx_tag_unexp_t *u;
-    tmx_status_t     status;
+    tmx_status_t status;
 
     if (w == NULL || request_p == NULL) {
         return TMX_ERR_INVALID_PARAM;
@@ -105,6 +105,18 @@ TMX_API tmx_status_t tmx_tag_recv_nb(tmx_worker_h w, void *buf, size_t len, tmx_
     if (status == TMX_OK) {
         status = tmx_request_params_check(params, 0);
     }
+    return status;
+}
+
+TMX_API tmx_status_t tmx_tag_recv_nb(tmx_worker_h w, void *buf, size_t len, tmx_tag_t tag,
+                                     tmx_tag_t mask, const tmx_request_params_t *params,
+                                     tmx_request_h *request_p)
+{
+    tmx_request_t   *req;
+    tmx_tag_unexp_t *u;
+    tmx_status_t     status;
+
+    status = tmx_recv_args_check(w, buf, len, params, request_p);
     if (status != TMX_OK) {
         return status;
     }
@@ -176,16 +188,10 @@ TMX_API tmx_status_t tmx_tag_msg_recv_nb(tmx_worker_h w, void *buf, size_t len,
     tmx_status_t   status;
     tmx_list_t    *l;
 
-    if (w == NULL || msg == NULL || request_p == NULL) {
+    if (msg == NULL) {
         return TMX_ERR_INVALID_PARAM;
     }
-    if (w->magic != TMX_MAGIC_WORKER) {
-        return TMX_ERR_INVALID_HANDLE;
-    }
-    status = tmx_buf_check(buf, len);
-    if (status == TMX_OK) {
-        status = tmx_request_params_check(params, 0);
-    }
+    status = tmx_recv_args_check(w, buf, len, params, request_p);
     if (status != TMX_OK) {
         return status;
     }

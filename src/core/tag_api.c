@@ -16,13 +16,12 @@ static tmx_status_t tmx_buf_check(const void *buf, size_t len)
 }
 
 TMX_API tmx_status_t tmx_tag_send_nb(tmx_ep_h ep, const void *buf, size_t len, tmx_tag_t tag,
-                                     const tmx_request_params_t *params,
-                                     tmx_request_h *request_p)
+                                     const tmx_request_params_t *params, tmx_request_h *request_p)
 {
-    tmx_worker_t  *w;
+    tmx_worker_t *w;
     tmx_request_t *req;
-    tmx_status_t   status;
-    int            sync;
+    tmx_status_t status;
+    int sync;
 
     if (ep == NULL || request_p == NULL) {
         return TMX_ERR_INVALID_PARAM;
@@ -66,7 +65,7 @@ TMX_API tmx_status_t tmx_tag_send_nb(tmx_ep_h ep, const void *buf, size_t len, t
     req->buf = (void *)buf;
     req->len = len;
     req->tag = tag;
-    status = TMX_ERR_NO_RESOURCE;
+    status   = TMX_ERR_NO_RESOURCE;
     if (ep->state == TMX_EP_CONNECTED && tmx_list_is_empty(&ep->pending)) {
         status = tmx_proto_send(ep, req);
     }
@@ -112,9 +111,9 @@ TMX_API tmx_status_t tmx_tag_recv_nb(tmx_worker_h w, void *buf, size_t len, tmx_
                                      tmx_tag_t mask, const tmx_request_params_t *params,
                                      tmx_request_h *request_p)
 {
-    tmx_request_t   *req;
+    tmx_request_t *req;
     tmx_tag_unexp_t *u;
-    tmx_status_t     status;
+    tmx_status_t status;
 
     status = tmx_recv_args_check(w, buf, len, params, request_p);
     if (status != TMX_OK) {
@@ -130,7 +129,7 @@ TMX_API tmx_status_t tmx_tag_recv_nb(tmx_worker_h w, void *buf, size_t len, tmx_
     req->len   = len;
     req->tag   = tag;
     *request_p = req; /* set first: a callback may run inside the match below */
-    u = tmx_tag_unexp_match(&w->tm, tag, mask, 1);
+    u          = tmx_tag_unexp_match(&w->tm, tag, mask, 1);
     if (u != NULL) {
         tmx_proto_recv_matched(req, tmx_container_of(u, tmx_message_t, unexp));
     } else {
@@ -148,7 +147,7 @@ TMX_API tmx_status_t tmx_tag_probe(tmx_worker_h w, tmx_tag_t tag, tmx_tag_t mask
                                    tmx_message_h *message_p)
 {
     tmx_tag_unexp_t *u;
-    tmx_message_t   *msg;
+    tmx_message_t *msg;
 
     if (w == NULL) {
         return TMX_ERR_INVALID_PARAM;
@@ -180,13 +179,13 @@ TMX_API tmx_status_t tmx_tag_probe(tmx_worker_h w, tmx_tag_t tag, tmx_tag_t mask
     return TMX_OK;
 }
 
-TMX_API tmx_status_t tmx_tag_msg_recv_nb(tmx_worker_h w, void *buf, size_t len,
-                                         tmx_message_h msg, const tmx_request_params_t *params,
+TMX_API tmx_status_t tmx_tag_msg_recv_nb(tmx_worker_h w, void *buf, size_t len, tmx_message_h msg,
+                                         const tmx_request_params_t *params,
                                          tmx_request_h *request_p)
 {
     tmx_request_t *req;
-    tmx_status_t   status;
-    tmx_list_t    *l;
+    tmx_status_t status;
+    tmx_list_t *l;
 
     if (msg == NULL) {
         return TMX_ERR_INVALID_PARAM;
@@ -221,12 +220,12 @@ TMX_API tmx_status_t tmx_tag_msg_recv_nb(tmx_worker_h w, void *buf, size_t len,
     return TMX_INPROGRESS;
 }
 
-static tmx_status_t tmx_tag_send_blocking(tmx_ep_h ep, const void *buf, size_t len,
-                                          tmx_tag_t tag, unsigned flags)
+static tmx_status_t tmx_tag_send_blocking(tmx_ep_h ep, const void *buf, size_t len, tmx_tag_t tag,
+                                          unsigned flags)
 {
     tmx_request_params_t params = {.field_mask = TMX_REQ_PARAM_FLAGS, .flags = flags};
-    tmx_request_h        req;
-    tmx_status_t         status;
+    tmx_request_h req;
+    tmx_status_t status;
 
     status = tmx_tag_send_nb(ep, buf, len, tag, &params, &req);
     if (status != TMX_INPROGRESS) {
@@ -251,7 +250,7 @@ TMX_API tmx_status_t tmx_tag_recv(tmx_worker_h w, void *buf, size_t len, tmx_tag
                                   tmx_tag_t mask, tmx_tag_recv_info_t *info)
 {
     tmx_request_h req;
-    tmx_status_t  status;
+    tmx_status_t status;
 
     status = tmx_tag_recv_nb(w, buf, len, tag, mask, NULL, &req);
     if (status != TMX_INPROGRESS) {

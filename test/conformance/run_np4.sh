@@ -1,15 +1,3 @@
 #!/bin/sh
-# Runs the conformance suite on 4 ranks of this host through tmxrun (hard timeout 300 s).
-# Extra arguments go to tmx_conformance (e.g. -t random -s 42). Exit 77 (skip) without tmxrun.
-builddir=${TMX_BUILDDIR:-$(pwd)}
-tmxrun="$builddir/tools/tmxrun"
-prog="$builddir/test/conformance/tmx_conformance"
-if [ ! -x "$tmxrun" ]; then
-    echo "run_np4.sh: $tmxrun not built, skipping"
-    exit 77
-fi
-if [ ! -x "$prog" ]; then
-    echo "run_np4.sh: $prog not built" >&2
-    exit 1
-fi
-exec "$tmxrun" -n 4 --timeout 300 "$prog" "$@"
+# Runs the conformance suite on 4 ranks of this host (see run_np.sh).
+exec "$(dirname "$0")/run_np.sh" 4 "$@"

@@ -449,6 +449,7 @@ tmx_status_t tmx_worker_addr_resolve(tmx_worker_t *w, const void *addr, size_t l
 {
     const uint8_t *p = addr, *end;
     tmx_addr_hdr_t hdr;
+    tmx_iface_t   *found = NULL;
 
     if (addr == NULL || len < sizeof(hdr) ||
         len > sizeof(hdr) + TMX_MAX_IFACES * (sizeof(tmx_addr_iface_t) + TMX_DEV_ADDR_MAX)) {
@@ -461,47 +462,41 @@ tmx_status_t tmx_worker_addr_resolve(tmx_worker_t *w, const void *addr, size_t l
         return TMX_ERR_INVALID_ADDR;
     }
     p += sizeof(hdr);
-    /* First pass: the blob must be exactly the header plus its interface
-     * records, so a wrong length (short, padded or garbage) is refused
-     * before anything in it is used. */
-    {
-        const uint8_t *q = p;
-        for (unsigned i = 0; i < hdr.num_ifaces; i++) {
-            tmx_addr_iface_t ia;
-            if ((size_t)(end - q) < sizeof(ia)) {
-                return TMX_ERR_INVALID_ADDR;
-            }
-            memcpy(&ia, q, sizeof(ia));
-            q += sizeof(ia);
-            if ((size_t)(end - q) < ia.dev_addr_len || ia.dev_addr_len == 0 ||
-                ia.dev_addr_len > TMX_DEV_ADDR_MAX || ia.prov[sizeof(ia.prov) - 1] != '\0') {
-                return TMX_ERR_INVALID_ADDR;
-            }
-            q += ia.dev_addr_len;
-        }
-        if (q != end) {
-            return TMX_ERR_INVALID_ADDR;
-        }
-    }
+    /* Every record is checked, also past the one that is used: the blob must be exactly the
+     * header plus its interface records, so a wrong length (short, padded or garbage) is
+     * refused. */
     for (unsigned i = 0; i < hdr.num_ifaces; i++) {
         tmx_addr_iface_t ia;
+        if ((size_t)(end - p) < sizeof(ia)) {
+            return TMX_ERR_INVALID_ADDR;
+        }
         memcpy(&ia, p, sizeof(ia));
         p += sizeof(ia);
-        for (int j = 0; j < w->num_ifaces; j++) {
+        if ((size_t)(end - p) < ia.dev_addr_len || ia.dev_addr_len == 0 ||
+            ia.dev_addr_len > TMX_DEV_ADDR_MAX || ia.prov[sizeof(ia.prov) - 1] != '\0') {
+            return TMX_ERR_INVALID_ADDR;
+        }
+        for (int j = 0; j < w->num_ifaces && found == NULL; j++) {
             tmx_iface_t *iface = &w->ifaces[j];
             if (strcmp(iface->dev->prov->name, ia.prov) == 0 &&
                 iface->ops->dev_reachable(iface->dev, p, ia.dev_addr_len)) {
-                *uuid_p         = hdr.uuid;
-                *iface_p        = iface;
+                found           = iface;
                 *dev_addr_p     = p;
                 *dev_addr_len_p = ia.dev_addr_len;
                 *ud_qpn_p       = ia.ud_qpn;
-                return TMX_OK;
             }
         }
         p += ia.dev_addr_len;
     }
-    return TMX_ERR_UNREACHABLE;
+    if (p != end) {
+        return TMX_ERR_INVALID_ADDR;
+    }
+    if (found == NULL) {
+        return TMX_ERR_UNREACHABLE;
+    }
+    *uuid_p  = hdr.uuid;
+    *iface_p = found;
+    return TMX_OK;
 }
 
 static void tmx_iface_dispatch(tmx_iface_t *iface, const tmx_wc_t *wc)

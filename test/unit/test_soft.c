@@ -447,6 +447,86 @@ Test(soft, fifo_order, .timeout = 30)
     run_pair(fifo_rx, fifo_tx, &cfg);
 }
 
+/* ---------------------------------------------------------------- direct sends keep order */
+
+/* An unsignaled inline SEND goes straight to the ring only while the send queue is empty;
+ * behind a SEND still being written (larger than the ring) it must wait its turn even when the
+ * ring has room, keep its data although the caller reuses the buffer at once, and keep its
+ * immediate. */
+#define DIRECT_BIG (64 * 1024)
+#define DIRECT_N   50
+
+static int direct_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t  *big = calloc(1, DIRECT_BIG);
+    uint32_t  small[DIRECT_N];
+    tmx_mr_t *mr1, *mr2;
+    tmx_wc_t  wc;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    mr1 = reg(n, big, DIRECT_BIG, TMX_ACCESS_LOCAL_WRITE);
+    mr2 = reg(n, small, sizeof(small), TMX_ACCESS_LOCAL_WRITE);
+    CHECK(big != NULL && mr1 != NULL && mr2 != NULL);
+    CHECK(post_recv(n, 0, big, DIRECT_BIG, mr1->lkey, 1000) == TMX_OK);
+    for (uint32_t i = 0; i < DIRECT_N; i++) {
+        CHECK(post_recv(n, 0, &small[i], 4, mr2->lkey, i) == TMX_OK);
+    }
+    TRY(node_connect(n));
+    CHECK(node_wc(n, &wc) == 0);
+    CHECK(wc.wr_id == 1000 && wc.status == TMX_WC_SUCCESS && wc.byte_len == DIRECT_BIG);
+    CHECK(same(big, DIRECT_BIG, 5));
+    for (uint32_t i = 0; i < DIRECT_N; i++) {
+        CHECK(node_wc(n, &wc) == 0);
+        CHECK(wc.wr_id == i && wc.status == TMX_WC_SUCCESS && wc.byte_len == 4);
+        CHECK((wc.wc_flags & TMX_WC_WITH_IMM) && wc.imm_data == 0x5000 + i);
+        CHECK(small[i] == 0x7000 + i);
+    }
+    CHECK(node_barrier(n, 2) == 0);
+    n->ops->mr_dereg(mr1);
+    n->ops->mr_dereg(mr2);
+    free(big);
+    node_close(n);
+    return 0;
+}
+
+static int direct_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t  *big = malloc(DIRECT_BIG);
+    tmx_mr_t *mr;
+    tmx_wc_t  wc;
+    uint32_t  v;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    mr = reg(n, big, DIRECT_BIG, 0);
+    CHECK(big != NULL && mr != NULL);
+    fill(big, DIRECT_BIG, 5);
+    TRY(node_connect(n));
+    CHECK(post_send(n, 0, TMX_WR_SEND, big, DIRECT_BIG, mr->lkey, TMX_SEND_SIGNALED, 99, 0, 0,
+                    0) == TMX_OK);
+    /* The receiver empties the ring meanwhile: a direct send would find room, and overtake. */
+    usleep(50 * 1000);
+    for (uint32_t i = 0; i < DIRECT_N; i++) {
+        v = 0x7000 + i;
+        CHECK(post_send(n, 0, TMX_WR_SEND_WITH_IMM, &v, 4, 0, TMX_SEND_INLINE, i, 0, 0,
+                        0x5000 + i) == TMX_OK);
+        v = 0xdead; /* an inline buffer is the caller's again on return */
+    }
+    CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 99 && wc.status == TMX_WC_SUCCESS);
+    CHECK(node_barrier(n, 2) == 0);
+    CHECK(n->nstash == 0); /* the unsignaled ones complete silently */
+    n->ops->mr_dereg(mr);
+    free(big);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, direct_sends_wait_behind_queued, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, -1, 8192);
+    run_pair(direct_rx, direct_tx, &cfg);
+}
+
 /* ---------------------------------------------------------------- SRQ shared by two QPs */
 
 static int srq2_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)

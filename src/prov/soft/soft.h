@@ -126,7 +126,7 @@ typedef struct tmx_soft_rseg {
 typedef struct tmx_soft_cq {
     tmx_cq_t  super;
     tmx_wc_t *wc;
-    unsigned  cap;   /* grows for local completions; draining stops at super.cqe */
+    unsigned  cap;   /* a power of two, grows for local completions; draining stops at cqe */
     unsigned  head;
     unsigned  count;
 } tmx_soft_cq_t;

@@ -601,8 +601,10 @@ static tmx_status_t tmx_soft_cq_create(tmx_dev_t *dev, int cqe, tmx_cq_t **cq_p)
         status = TMX_ERR_NO_MEMORY;
         goto err;
     }
-    cq->cap = (unsigned)cqe;
-    cq->wc  = calloc(cq->cap, sizeof(*cq->wc));
+    /* a power of two: positions wrap with a mask */
+    for (cq->cap = 1; cq->cap < (unsigned)cqe; cq->cap *= 2) {
+    }
+    cq->wc = calloc(cq->cap, sizeof(*cq->wc));
     if (cq->wc == NULL) {
         status = TMX_ERR_NO_MEMORY;
         goto err_free;
@@ -641,14 +643,14 @@ tmx_status_t tmx_soft_cq_push(tmx_soft_cq_t *cq, const tmx_wc_t *wc)
             return TMX_ERR_NO_MEMORY;
         }
         for (unsigned i = 0; i < cq->count; i++) {
-            nwc[i] = cq->wc[(cq->head + i) % cq->cap];
+            nwc[i] = cq->wc[(cq->head + i) & (cq->cap - 1)];
         }
         free(cq->wc);
         cq->wc   = nwc;
         cq->cap  = ncap;
         cq->head = 0;
     }
-    cq->wc[(cq->head + cq->count) % cq->cap] = *wc;
+    cq->wc[(cq->head + cq->count) & (cq->cap - 1)] = *wc;
     cq->count++;
     return TMX_OK;
 }
@@ -660,8 +662,10 @@ int tmx_soft_rq_pop(tmx_soft_rq_t *rq, tmx_soft_rwr_t *out)
     if (rq->count == 0) {
         return 0;
     }
-    *out     = rq->wr[rq->head];
-    rq->head = (rq->head + 1) % rq->size;
+    *out = rq->wr[rq->head];
+    if (++rq->head == rq->size) {
+        rq->head = 0;
+    }
     rq->count--;
     return 1;
 }
@@ -672,6 +676,7 @@ tmx_status_t tmx_soft_rq_post(tmx_soft_dev_t *dev, tmx_soft_rq_t *rq, tmx_recv_w
     (void)dev;
     for (; wr != NULL; wr = wr->next) {
         tmx_soft_rwr_t *e;
+        unsigned        pos;
 
         if (wr->num_sge < 0 || wr->num_sge > TMX_SOFT_MAX_SGE ||
             (wr->num_sge > 0 && wr->sg_list == NULL)) {
@@ -682,7 +687,8 @@ tmx_status_t tmx_soft_rq_post(tmx_soft_dev_t *dev, tmx_soft_rq_t *rq, tmx_recv_w
             *bad_p = wr;
             return TMX_ERR_NO_RESOURCE;
         }
-        e          = &rq->wr[(rq->head + rq->count) % rq->size];
+        pos        = rq->head + rq->count; /* both below size: no overflow */
+        e          = &rq->wr[pos >= rq->size ? pos - rq->size : pos];
         e->wr_id   = wr->wr_id;
         e->num_sge = wr->num_sge;
         if (wr->num_sge > 0) {

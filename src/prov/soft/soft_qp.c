@@ -1276,6 +1276,46 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
     return TMX_OK;
 }
 
+/*
+ * The eager path's common case: an unsignaled inline SEND on an RC QP whose send queue is
+ * empty. It goes straight into one ring record and is complete on return, so it needs no
+ * queue entry and makes no completion; the sequence numbers move as if it had passed through
+ * the queue. 0: not this case, or the ring is full (the general path decides what to do).
+ */
+static int tmx_soft_send_direct(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, size_t total)
+{
+    tmx_soft_rec_t *rec;
+    uint8_t         flags = TMX_SOFT_REC_FIRST | TMX_SOFT_REC_LAST;
+
+    if (qp->sq_count != 0 || qp->resp_count != 0 || qp->sig_all ||
+        qp->super.type != TMX_QPT_RC ||
+        (wr->send_flags & (TMX_SEND_INLINE | TMX_SEND_SIGNALED)) != TMX_SEND_INLINE) {
+        return 0;
+    }
+    if (wr->opcode == TMX_WR_SEND_WITH_IMM) {
+        flags |= TMX_SOFT_REC_IMM;
+    } else if (wr->opcode != TMX_WR_SEND) {
+        return 0;
+    }
+    /* tmx_soft_wr_check bounded an inline total by max_payload: one record */
+    rec = tmx_soft_qp_reserve(qp, TMX_SOFT_HDR + total);
+    if (rec == NULL) {
+        return 0;
+    }
+    rec->len   = (uint32_t)total;
+    rec->op    = TMX_SOFT_OP_SEND;
+    rec->flags = flags;
+    rec->imm   = wr->imm_data;
+    rec->seq   = qp->next_seq;
+    tmx_soft_sge_gather(wr->sg_list, wr->num_sge, 0, (uint8_t *)(rec + 1), total);
+    tmx_soft_qp_commit(qp, rec, TMX_SOFT_HDR + total);
+    /* the queue was empty: head, tx and next were equal and stay so */
+    qp->next_seq++;
+    qp->tx_seq++;
+    qp->head_seq++;
+    return 1;
+}
+
 tmx_status_t tmx_soft_post_send(tmx_qp_t *q, tmx_send_wr_t *wr, tmx_send_wr_t **bad_p)
 {
     tmx_soft_qp_t *qp     = (tmx_soft_qp_t *)q;
@@ -1289,7 +1329,7 @@ tmx_status_t tmx_soft_post_send(tmx_qp_t *q, tmx_send_wr_t *wr, tmx_send_wr_t **
         } else {
             status = tmx_soft_wr_check(qp, wr, &total);
         }
-        if (status == TMX_OK) {
+        if (status == TMX_OK && !tmx_soft_send_direct(qp, wr, total)) {
             status = qp->super.type == TMX_QPT_UD ? tmx_soft_ud_send(qp, wr, total)
                                                   : tmx_soft_post_one(qp, wr, total);
         }
@@ -1362,7 +1402,7 @@ int tmx_soft_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
     }
     while (got < n && cq->count > 0) {
         wc[got++] = cq->wc[cq->head];
-        cq->head  = (cq->head + 1) % cq->cap;
+        cq->head  = (cq->head + 1) & (cq->cap - 1);
         cq->count--;
     }
     return got;

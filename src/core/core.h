@@ -63,6 +63,10 @@ typedef struct tmx_iface {
     size_t             tx_size;
     uint32_t          *tx_free;  /* stack of free tx buffer indices */
     unsigned           tx_free_top;
+    uint32_t          *rx_repost; /* receive buffers consumed, to post again when idle */
+    unsigned           rx_repost_count;
+    uint32_t           last_qpn;  /* tmx_ep_by_qpn's last answer (valid when last_ep) */
+    struct tmx_ep     *last_ep;
     uint8_t            dev_addr[TMX_DEV_ADDR_MAX];
     size_t             dev_addr_len;
     uint32_t           ud_qpn;

@@ -58,9 +58,21 @@ static uint64_t tmx_ep_passive_key(uint64_t uuid, uint64_t ep_id)
     return tmx_hash_u64(uuid ^ tmx_hash_u64(ep_id)) | 1;
 }
 
+/* Traffic comes in runs from one peer: the last answer is kept per interface (and forgotten
+ * when its endpoint loses its QP). */
 tmx_ep_t *tmx_ep_by_qpn(tmx_worker_t *w, tmx_iface_t *iface, uint32_t qpn)
 {
-    return tmx_hash_get(&w->ep_by_qpn, tmx_ep_qpn_key(w, iface, qpn));
+    tmx_ep_t *ep;
+
+    if (iface->last_ep != NULL && iface->last_qpn == qpn) {
+        return iface->last_ep;
+    }
+    ep = tmx_hash_get(&w->ep_by_qpn, tmx_ep_qpn_key(w, iface, qpn));
+    if (ep != NULL) {
+        iface->last_qpn = qpn;
+        iface->last_ep  = ep;
+    }
+    return ep;
 }
 
 static tmx_status_t tmx_ep_qp_create(tmx_ep_t *ep)
@@ -195,6 +207,9 @@ void tmx_ep_destroy(tmx_ep_t *ep)
 
     if (ep->qp != NULL) {
         tmx_hash_del(&w->ep_by_qpn, tmx_ep_qpn_key(w, ep->iface, ep->qp->qp_num));
+        if (ep->iface->last_ep == ep) {
+            ep->iface->last_ep = NULL;
+        }
         ep->iface->ops->qp_destroy(ep->qp);
         ep->qp = NULL;
     }

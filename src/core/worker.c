@@ -63,6 +63,19 @@ static tmx_status_t tmx_iface_post_rx(tmx_iface_t *iface, unsigned idx)
     return iface->ops->srq_post_recv(iface->srq, &wr, &bad);
 }
 
+/* Posts again the receive buffers that completions consumed. Done when a poll finds nothing
+ * (off the path from an arrival to its completion) or once a quarter of them are waiting; the
+ * device holds arrivals back while it has no receive, so nothing is lost meanwhile. */
+static void tmx_iface_repost_rx(tmx_iface_t *iface)
+{
+    while (iface->rx_repost_count > 0) {
+        unsigned idx = iface->rx_repost[--iface->rx_repost_count];
+        if (tmx_iface_post_rx(iface, idx) != TMX_OK) {
+            tmx_error("could not repost receive buffer %u", idx);
+        }
+    }
+}
+
 static tmx_status_t tmx_iface_post_ud_rx(tmx_iface_t *iface, unsigned idx)
 {
     tmx_sge_t     sge = {.addr   = (uintptr_t)(iface->ud_bufs + (size_t)idx * iface->ud_size),
@@ -119,6 +132,7 @@ static void tmx_iface_cleanup(tmx_iface_t *iface)
     free(iface->ud_bufs);
     free(iface->tx_bufs);
     free(iface->tx_free);
+    free(iface->rx_repost);
     if (iface->pd != NULL) {
         ops->pd_free(iface->pd);
     }
@@ -172,6 +186,11 @@ static tmx_status_t tmx_iface_init(tmx_worker_t *w, tmx_iface_t *iface, tmx_dev_
     status = tmx_iface_reg(iface, iface->rx_count * iface->rx_size, &iface->rx_bufs,
                            &iface->rx_mr);
     if (status != TMX_OK) {
+        goto err;
+    }
+    iface->rx_repost = malloc(iface->rx_count * sizeof(*iface->rx_repost));
+    if (iface->rx_repost == NULL) {
+        status = TMX_ERR_NO_MEMORY;
         goto err;
     }
     for (unsigned i = 0; i < iface->rx_count; i++) {
@@ -525,8 +544,8 @@ static void tmx_iface_dispatch(tmx_iface_t *iface, const tmx_wc_t *wc)
         } else if (wc->status != TMX_WC_WR_FLUSH_ERR) {
             tmx_warn("receive failed: %s", tmx_wc_status_string(wc->status));
         }
-        if (wc->status != TMX_WC_WR_FLUSH_ERR && tmx_iface_post_rx(iface, (unsigned)val) != TMX_OK) {
-            tmx_error("could not repost receive buffer %u", (unsigned)val);
+        if (wc->status != TMX_WC_WR_FLUSH_ERR) {
+            iface->rx_repost[iface->rx_repost_count++] = (uint32_t)val;
         }
         break;
     case TMX_WRID_UD_RX:
@@ -573,6 +592,10 @@ unsigned tmx_worker_progress_locked(tmx_worker_t *w)
         }
         for (int k = 0; k < n; k++) {
             tmx_iface_dispatch(iface, &wc[k]);
+        }
+        if (iface->rx_repost_count > 0 &&
+            (n == 0 || iface->rx_repost_count >= iface->rx_count / 4)) {
+            tmx_iface_repost_rx(iface);
         }
         count += (unsigned)n;
     }

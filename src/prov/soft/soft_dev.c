@@ -605,6 +605,7 @@ static tmx_status_t tmx_soft_cq_create(tmx_dev_t *dev, int cqe, tmx_cq_t **cq_p)
     for (cq->cap = 1; cq->cap < (unsigned)cqe; cq->cap *= 2) {
     }
     cq->wc = calloc(cq->cap, sizeof(*cq->wc));
+    tmx_soft_touch(cq->wc, cq->cap * sizeof(*cq->wc));
     if (cq->wc == NULL) {
         status = TMX_ERR_NO_MEMORY;
         goto err_free;
@@ -636,12 +637,13 @@ tmx_status_t tmx_soft_cq_push(tmx_soft_cq_t *cq, const tmx_wc_t *wc)
 {
     if (cq->count == cq->cap) {
         unsigned  ncap = cq->cap * 2;
-        tmx_wc_t *nwc  = malloc(ncap * sizeof(*nwc));
+        tmx_wc_t *nwc  = calloc(ncap, sizeof(*nwc));
 
         if (nwc == NULL) {
             tmx_error("completion queue full and out of memory: completion lost");
             return TMX_ERR_NO_MEMORY;
         }
+        tmx_soft_touch(nwc, ncap * sizeof(*nwc));
         for (unsigned i = 0; i < cq->count; i++) {
             nwc[i] = cq->wc[(cq->head + i) & (cq->cap - 1)];
         }
@@ -722,6 +724,7 @@ static tmx_status_t tmx_soft_srq_create(tmx_pd_t *pd, const tmx_srq_init_attr_t 
     }
     srq->rq.size = attr->max_wr;
     srq->rq.wr   = calloc(srq->rq.size, sizeof(*srq->rq.wr));
+    tmx_soft_touch(srq->rq.wr, srq->rq.size * sizeof(*srq->rq.wr));
     if (srq->rq.wr == NULL) {
         status = TMX_ERR_NO_MEMORY;
         goto err_free;

@@ -37,11 +37,29 @@ tmx_request_t *tmx_request_alloc(tmx_worker_t *w, tmx_req_type_t type,
     if (req == NULL) {
         return NULL;
     }
-    memset(req, 0, sizeof(*req));
-    req->magic  = TMX_MAGIC_REQ;
-    req->type   = (uint16_t)type;
-    req->status = TMX_INPROGRESS;
-    req->worker = w;
+    /* Every field but exp (set when the receive is posted, read only while it is) by hand:
+     * clearing the whole struct was a tenth of the work of receiving an eager message. A new
+     * field of tmx_request_t needs its line here. */
+    req->magic             = TMX_MAGIC_REQ;
+    req->type              = (uint16_t)type;
+    req->flags             = 0;
+    req->status            = TMX_INPROGRESS;
+    req->worker            = w;
+    req->ep                = NULL;
+    req->buf               = NULL;
+    req->len               = 0;
+    req->tag               = 0;
+    req->info.tag          = 0;
+    req->info.length       = 0;
+    req->cb.send           = NULL;
+    req->cb.recv           = NULL;
+    req->user_data         = NULL;
+    req->id                = 0;
+    req->mr                = NULL;
+    req->rndv_sreq_id      = 0;
+    req->rndv_ep_id        = 0;
+    req->reads_left        = 0;
+    req->rndv_status       = TMX_OK;
     tmx_list_init(&req->pending_link);
     if (params != NULL) {
         if (params->field_mask & TMX_REQ_PARAM_CALLBACK) {

@@ -9,6 +9,7 @@
 
 #include "core/core.h"
 #include "proto/proto.h"
+#include "util/copy.h"
 #include "util/log.h"
 
 typedef struct tmx_proto_ctrl {
@@ -46,9 +47,7 @@ static tmx_status_t tmx_proto_post(tmx_ep_t *ep, void *hdr, size_t hdr_len, cons
     unsigned         idx = 0;
 
     h->credits = (uint16_t)give;
-    memset(&wr, 0, sizeof(wr));
-    wr.opcode  = TMX_WR_SEND;
-    wr.sg_list = sge;
+    wr         = (tmx_send_wr_t){.opcode = TMX_WR_SEND, .sg_list = sge};
     if (hdr_len + len <= iface->max_inline) {
         sge[0].addr   = (uintptr_t)hdr;
         sge[0].length = (uint32_t)hdr_len;
@@ -318,9 +317,7 @@ static void tmx_proto_deliver(tmx_request_t *rreq, uint64_t tag, const void *dat
 {
     size_t n = len < rreq->len ? len : rreq->len;
 
-    if (n > 0) {
-        memcpy(rreq->buf, data, n);
-    }
+    tmx_copy(rreq->buf, data, n);
     rreq->info.tag    = tag;
     rreq->info.length = len;
     tmx_request_complete(rreq, len > rreq->len ? TMX_ERR_TRUNCATED : TMX_OK);

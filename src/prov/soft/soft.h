@@ -281,10 +281,46 @@ tmx_soft_rseg_t *tmx_soft_rseg_get(tmx_soft_dev_t *dev, const void *addr, size_t
 void tmx_soft_rseg_put(tmx_soft_dev_t *dev, tmx_soft_rseg_t *rseg);
 int tmx_soft_rseg_cma(tmx_soft_dev_t *dev, tmx_soft_rseg_t *rseg);
 int tmx_soft_pid_dead(pid_t pid);
-/* 0 when [addr, addr+len) lies in a valid registration of key with the rights. */
-int tmx_soft_key_check(const tmx_soft_mr_ent_t *table, unsigned max, uint32_t key,
-                       uint64_t addr, uint64_t len, unsigned access);
-tmx_status_t tmx_soft_cq_push(tmx_soft_cq_t *cq, const tmx_wc_t *wc);
+/* 0 when [addr, addr+len) lies in a valid registration of key with the rights (inline: it
+ * runs for every receive and every RDMA). */
+static inline int tmx_soft_key_check(const tmx_soft_mr_ent_t *table, unsigned max,
+                                     uint32_t key, uint64_t addr, uint64_t len, unsigned access)
+{
+    unsigned                 idx = key >> 8;
+    const tmx_soft_mr_ent_t *e;
+    uint64_t                 base, size;
+    uint32_t                 gv;
+
+    if (idx >= max) {
+        return -1;
+    }
+    e    = &table[idx];
+    gv   = atomic_load_explicit(&e->gen_valid, memory_order_acquire);
+    base = atomic_load_explicit(&e->addr, memory_order_relaxed);
+    size = atomic_load_explicit(&e->length, memory_order_relaxed);
+    if (gv != (0x100u | (key & 0xffu))) {
+        return -1;
+    }
+    /* Written so that no sum can overflow. */
+    if (addr < base || addr - base > size || len > size - (addr - base)) {
+        return -1;
+    }
+    if ((atomic_load_explicit(&e->access, memory_order_relaxed) & access) != access) {
+        return -1;
+    }
+    return 0;
+}
+
+tmx_status_t tmx_soft_cq_grow_push(tmx_soft_cq_t *cq, const tmx_wc_t *wc);
+static inline tmx_status_t tmx_soft_cq_push(tmx_soft_cq_t *cq, const tmx_wc_t *wc)
+{
+    if (cq->count == cq->cap) {
+        return tmx_soft_cq_grow_push(cq, wc);
+    }
+    cq->wc[(cq->head + cq->count) & (cq->cap - 1)] = *wc;
+    cq->count++;
+    return TMX_OK;
+}
 static inline int tmx_soft_cq_has_room(tmx_cq_t *cq)
 {
     tmx_soft_cq_t *c = (tmx_soft_cq_t *)cq;

@@ -490,33 +490,6 @@ static void tmx_soft_pd_free(tmx_pd_t *pd)
     free(pd);
 }
 
-int tmx_soft_key_check(const tmx_soft_mr_ent_t *table, unsigned max, uint32_t key,
-                       uint64_t addr, uint64_t len, unsigned access)
-{
-    unsigned                 idx = key >> 8;
-    const tmx_soft_mr_ent_t *e;
-    uint64_t                 base, size;
-    uint32_t                 gv;
-
-    if (idx >= max) {
-        return -1;
-    }
-    e    = &table[idx];
-    gv   = atomic_load_explicit(&e->gen_valid, memory_order_acquire);
-    base = atomic_load_explicit(&e->addr, memory_order_relaxed);
-    size = atomic_load_explicit(&e->length, memory_order_relaxed);
-    if (gv != (0x100u | (key & 0xffu))) {
-        return -1;
-    }
-    /* Written so that no sum can overflow. */
-    if (addr < base || addr - base > size || len > size - (addr - base)) {
-        return -1;
-    }
-    if ((atomic_load_explicit(&e->access, memory_order_relaxed) & access) != access) {
-        return -1;
-    }
-    return 0;
-}
 
 static tmx_status_t tmx_soft_mr_reg(tmx_pd_t *pd, void *addr, size_t length, unsigned access,
                                     tmx_mr_t **mr_p)
@@ -633,27 +606,24 @@ static void tmx_soft_cq_destroy(tmx_cq_t *c)
 
 /* Local completions (sends, flushes) may exceed cqe: the ring grows rather than lose one;
  * draining the wire stops at cqe, which is the backpressure. */
-tmx_status_t tmx_soft_cq_push(tmx_soft_cq_t *cq, const tmx_wc_t *wc)
+tmx_status_t tmx_soft_cq_grow_push(tmx_soft_cq_t *cq, const tmx_wc_t *wc)
 {
-    if (cq->count == cq->cap) {
-        unsigned  ncap = cq->cap * 2;
-        tmx_wc_t *nwc  = calloc(ncap, sizeof(*nwc));
+    unsigned  ncap = cq->cap * 2;
+    tmx_wc_t *nwc  = calloc(ncap, sizeof(*nwc));
 
-        if (nwc == NULL) {
-            tmx_error("completion queue full and out of memory: completion lost");
-            return TMX_ERR_NO_MEMORY;
-        }
-        tmx_soft_touch(nwc, ncap * sizeof(*nwc));
-        for (unsigned i = 0; i < cq->count; i++) {
-            nwc[i] = cq->wc[(cq->head + i) & (cq->cap - 1)];
-        }
-        free(cq->wc);
-        cq->wc   = nwc;
-        cq->cap  = ncap;
-        cq->head = 0;
+    if (nwc == NULL) {
+        tmx_error("completion queue full and out of memory: completion lost");
+        return TMX_ERR_NO_MEMORY;
     }
-    cq->wc[(cq->head + cq->count) & (cq->cap - 1)] = *wc;
-    cq->count++;
+    tmx_soft_touch(nwc, ncap * sizeof(*nwc));
+    for (unsigned i = 0; i < cq->count; i++) {
+        nwc[i] = cq->wc[(cq->head + i) & (cq->cap - 1)];
+    }
+    free(cq->wc);
+    cq->wc   = nwc;
+    cq->cap  = ncap;
+    cq->head = 0;
+    cq->wc[cq->count++] = *wc;
     return TMX_OK;
 }
 
@@ -693,7 +663,9 @@ tmx_status_t tmx_soft_rq_post(tmx_soft_dev_t *dev, tmx_soft_rq_t *rq, tmx_recv_w
         e          = &rq->wr[pos >= rq->size ? pos - rq->size : pos];
         e->wr_id   = wr->wr_id;
         e->num_sge = wr->num_sge;
-        if (wr->num_sge > 0) {
+        if (wr->num_sge == 1) {
+            e->sge[0] = wr->sg_list[0]; /* the usual case, without a call */
+        } else if (wr->num_sge > 1) {
             memcpy(e->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(tmx_sge_t));
         }
         rq->count++;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "prov/soft/soft.h"
+#include "util/copy.h"
 #include "util/log.h"
 #include "util/time.h"
 
@@ -56,6 +57,10 @@ static inline tmx_soft_rec_ext_t *tmx_soft_ext(tmx_soft_rec_t *rec)
 static void tmx_soft_sge_gather(const tmx_sge_t *sge, int n, size_t off, uint8_t *dst,
                                 size_t len)
 {
+    if (n == 1 && off + len <= sge[0].length) {
+        tmx_copy(dst, (const uint8_t *)(uintptr_t)sge[0].addr + off, len);
+        return;
+    }
     for (int i = 0; i < n && len > 0; i++) {
         size_t c;
 
@@ -64,7 +69,7 @@ static void tmx_soft_sge_gather(const tmx_sge_t *sge, int n, size_t off, uint8_t
             continue;
         }
         c = sge[i].length - off < len ? sge[i].length - off : len;
-        memcpy(dst, (const uint8_t *)(uintptr_t)sge[i].addr + off, c);
+        tmx_copy(dst, (const uint8_t *)(uintptr_t)sge[i].addr + off, c);
         dst += c;
         len -= c;
         off  = 0;
@@ -74,6 +79,10 @@ static void tmx_soft_sge_gather(const tmx_sge_t *sge, int n, size_t off, uint8_t
 static void tmx_soft_sge_scatter(const tmx_sge_t *sge, int n, size_t off, const uint8_t *src,
                                  size_t len)
 {
+    if (n == 1 && off + len <= sge[0].length) {
+        tmx_copy((uint8_t *)(uintptr_t)sge[0].addr + off, src, len);
+        return;
+    }
     for (int i = 0; i < n && len > 0; i++) {
         size_t c;
 
@@ -82,7 +91,7 @@ static void tmx_soft_sge_scatter(const tmx_sge_t *sge, int n, size_t off, const 
             continue;
         }
         c = sge[i].length - off < len ? sge[i].length - off : len;
-        memcpy((uint8_t *)(uintptr_t)sge[i].addr + off, src, c);
+        tmx_copy((uint8_t *)(uintptr_t)sge[i].addr + off, src, c);
         src += c;
         len -= c;
         off  = 0;
@@ -575,19 +584,15 @@ static void tmx_soft_recv_complete(tmx_soft_qp_t *qp, uint64_t wr_id, tmx_wc_sta
                                    tmx_wc_opcode_t opcode, uint64_t len, int imm_valid,
                                    uint32_t imm, uint32_t src_qp)
 {
-    tmx_wc_t wc;
+    tmx_wc_t wc = {.wr_id    = wr_id,
+                   .status   = status,
+                   .opcode   = opcode,
+                   .byte_len = (uint32_t)len,
+                   .imm_data = imm_valid ? imm : 0,
+                   .qp_num   = qp->super.qp_num,
+                   .src_qp   = src_qp,
+                   .wc_flags = imm_valid ? TMX_WC_WITH_IMM : 0};
 
-    memset(&wc, 0, sizeof(wc));
-    wc.wr_id    = wr_id;
-    wc.status   = status;
-    wc.opcode   = opcode;
-    wc.byte_len = (uint32_t)len;
-    wc.qp_num   = qp->super.qp_num;
-    wc.src_qp   = src_qp;
-    if (imm_valid) {
-        wc.imm_data = imm;
-        wc.wc_flags = TMX_WC_WITH_IMM;
-    }
     tmx_soft_cq_push((tmx_soft_cq_t *)qp->super.recv_cq, &wc);
 }
 

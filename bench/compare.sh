@@ -300,7 +300,35 @@ awk -v sizes="$sizes" -v tmxst="$tmx_status" -v ucxst="$ucx_status" -v ompist="$
         if (s >= 1024 && s % 1024 == 0) return (s / 1024) " KiB"
         return s " B"
     }
-    { key = $1 SUBSEP $2 SUBSEP $3; cnt[key]++; val[key, cnt[key]] = $5 }
+    { key = $1 SUBSEP $2 SUBSEP $3; cnt[key]++; val[key, cnt[key]] = $5
+      rv[$1, $2, $3, $4] = $5; if ($4 > maxr) maxr = $4 }
+    # The ratio of tmx to the best peer within each round, where the VM was in one mode for
+    # all three (mostly: a mode can flip inside a round too); the median of those.
+    function round_ratio(metric, s,    r, k, t, best, x, n, v, i, j) {
+        n = 0
+        for (r = 1; r <= maxr; r++) {
+            if (!(("tmx", metric, s, r) in rv)) continue
+            best = ""
+            for (k = 2; k <= 3; k++) {
+                t = tools[k]
+                if (!((t, metric, s, r) in rv)) continue
+                x = rv[t, metric, s, r]
+                if (best == "") best = x
+                else if (metric == "lat" && x < best) best = x
+                else if (metric == "bw" && x > best) best = x
+            }
+            if (best == "" || best <= 0) continue
+            v[++n] = rv["tmx", metric, s, r] / best
+        }
+        if (n == 0) return "-"
+        for (i = 2; i <= n; i++) {
+            x = v[i]
+            for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]
+            v[j + 1] = x
+        }
+        x = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+        return sprintf("%.2f (%d rounds, %.2f..%.2f)", x, n, v[1], v[n])
+    }
     END {
         split("tmx ucx ompi", tools, " ")
         printf "%-10s | %9s %9s %9s %7s | %10s %10s %10s %7s\n", "size", "lat tmx", "ucx",
@@ -343,6 +371,12 @@ awk -v sizes="$sizes" -v tmxst="$tmx_status" -v ucxst="$ucx_status" -v ompist="$
         }
         print ""
         for (i = 1; i <= ns; i++) print line[i]
+        print ""
+        print "# per-round ratio tmx / best peer of the same round: median (rounds, min..max)"
+        for (i = 1; i <= ns; i++) {
+            printf "%-10s latency %s; bandwidth %s\n", human(sz[i]), round_ratio("lat", sz[i]),
+                   round_ratio("bw", sz[i])
+        }
     }' "$data" | tee -a "$outdir/summary.txt"
 
 echo "# summary: $outdir/summary.txt" >&2

@@ -821,6 +821,17 @@ static int tmx_soft_rx_ud(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
     return TMX_SOFT_RX_DONE;
 }
 
+/* Whether a record waits at the head of the QP's inbound ring: the one question every poll
+ * asks of every QP, so it is kept to a few loads (drain asks it again, and reads the record). */
+static inline int tmx_soft_qp_has_rx(const tmx_soft_qp_t *qp)
+{
+    uint64_t              head = qp->super.type == TMX_QPT_UD ? qp->dev->ud_head : qp->in_head;
+    const tmx_soft_rec_t *rec  = (const tmx_soft_rec_t *)(qp->in_ring +
+                                                          (head & (qp->in_size - 1)));
+
+    return atomic_load_explicit(&rec->stamp, memory_order_acquire) == head + 1;
+}
+
 /* Consumes the records waiting in the QP's inbound ring. Every field of a record is read
  * once into a local: the peer could rewrite the ring under us, and nothing it writes may
  * take us out of bounds. */
@@ -1124,14 +1135,21 @@ static void tmx_soft_prefault(uint8_t *ring, size_t size)
     long page = sysconf(_SC_PAGESIZE);
 
 #ifdef MADV_POPULATE_WRITE
-    if (madvise(ring, size, MADV_POPULATE_WRITE) == 0) {
-        return;
-    }
+    if (madvise(ring, size, MADV_POPULATE_WRITE) != 0)
 #endif
-    if (page <= 0) {
-        page = 4096;
+    {
+        if (page <= 0) {
+            page = 4096;
+        }
+        for (size_t off = 0; off < size; off += (size_t)page) {
+            (void)*(volatile uint8_t *)(ring + off);
+        }
     }
-    for (size_t off = 0; off < size; off += (size_t)page) {
+    /* And one read of every line: the first lap then writes lines this core already holds
+     * (an upgrade, as in every later lap) instead of fetching each from memory. Measured
+     * (tmx_pingpong -t rate -m 8:8 -n 100, fast mode, interleaved): 10.8-12.3 M msg/s before,
+     * 14.8-15.7 after. */
+    for (size_t off = 0; off < size; off += TMX_SOFT_LINE) {
         (void)*(volatile uint8_t *)(ring + off);
     }
 }
@@ -1459,10 +1477,12 @@ int tmx_soft_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
     for (unsigned i = 0; i < dev->num_active; i++) {
         tmx_soft_qp_t *qp = dev->active[i];
 
-        tmx_soft_qp_drain(qp);
-        if (qp->super.state == TMX_QPS_ERR) {
-            i--; /* it left the array */
-            continue;
+        if (tmx_soft_qp_has_rx(qp)) {
+            tmx_soft_qp_drain(qp);
+            if (qp->super.state == TMX_QPS_ERR) {
+                i--; /* it left the array */
+                continue;
+            }
         }
         if (qp->resp_count > 0) {
             tmx_soft_resp_progress(qp);

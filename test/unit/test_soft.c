@@ -700,25 +700,36 @@ Test(soft, ring_full_then_success, .timeout = 30)
     run_pair(full_rx, full_tx, &cfg);
 }
 
-/* ---------------------------------------------------------------- LOC_LEN_ERR */
+/* ---------------------------------------------------------------- LOC_LEN_ERR, LOC_PROT_ERR */
 
+/* A receive too short for its message completes LOC_LEN_ERR; one whose key does not cover its
+ * buffer completes LOC_PROT_ERR and its buffer stays untouched; the receives after them work. */
 static int len_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
 {
     uint8_t   small[16], big[256];
     tmx_mr_t *mr1, *mr2;
     tmx_wc_t  wc;
 
+    memset(big, 0, sizeof(big));
     TRY(node_open(n, sh, me, cfg, 1, 1));
     mr1 = reg(n, small, sizeof(small), TMX_ACCESS_LOCAL_WRITE);
     mr2 = reg(n, big, sizeof(big), TMX_ACCESS_LOCAL_WRITE);
     CHECK(mr1 != NULL && mr2 != NULL);
     CHECK(post_recv(n, 0, small, sizeof(small), mr1->lkey, 1) == TMX_OK);
-    CHECK(post_recv(n, 0, big, sizeof(big), mr2->lkey, 2) == TMX_OK);
+    CHECK(post_recv(n, 0, big, 64, mr2->lkey, 2) == TMX_OK);
+    CHECK(post_recv(n, 0, big + 128, 64, mr2->lkey + 1, 3) == TMX_OK); /* stale generation */
+    CHECK(post_recv(n, 0, big + 192, 64, mr2->lkey, 4) == TMX_OK);
     TRY(node_connect(n));
     CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 1);
     CHECK(wc.status == TMX_WC_LOC_LEN_ERR && wc.byte_len == 100);
     CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 2);
     CHECK(wc.status == TMX_WC_SUCCESS && wc.byte_len == 50 && same(big, 50, 2));
+    CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 3 && wc.status == TMX_WC_LOC_PROT_ERR);
+    for (int i = 128; i < 192; i++) {
+        CHECK(big[i] == 0);
+    }
+    CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 4);
+    CHECK(wc.status == TMX_WC_SUCCESS && wc.byte_len == 30 && same(big + 192, 30, 4));
     CHECK(node_barrier(n, 2) == 0);
     n->ops->mr_dereg(mr1);
     n->ops->mr_dereg(mr2);
@@ -736,6 +747,10 @@ static int len_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
     CHECK(post_send_retry(n, 0, TMX_WR_SEND, v, 100, 0, TMX_SEND_INLINE, 1, 0) == TMX_OK);
     fill(v, 50, 2);
     CHECK(post_send_retry(n, 0, TMX_WR_SEND, v, 50, 0, TMX_SEND_INLINE, 2, 0) == TMX_OK);
+    fill(v, 20, 3);
+    CHECK(post_send_retry(n, 0, TMX_WR_SEND, v, 20, 0, TMX_SEND_INLINE, 3, 0) == TMX_OK);
+    fill(v, 30, 4);
+    CHECK(post_send_retry(n, 0, TMX_WR_SEND, v, 30, 0, TMX_SEND_INLINE, 4, 0) == TMX_OK);
     CHECK(node_barrier(n, 2) == 0);
     node_close(n);
     return 0;

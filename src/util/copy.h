@@ -12,7 +12,7 @@
 
 static inline void tmx_copy(void *dst, const void *src, size_t n)
 {
-    uint8_t       *d = dst;
+    uint8_t *d       = dst;
     const uint8_t *s = src;
 
     if (n > 16) {
@@ -31,9 +31,9 @@ static inline void tmx_copy(void *dst, const void *src, size_t n)
         memcpy(d + n - 4, &b, 4);
     } else if (n > 0) {
         /* 1, 2 or 3 bytes: first, middle and last cover them all */
-        d[0]         = s[0];
-        d[n / 2]     = s[n / 2];
-        d[n - 1]     = s[n - 1];
+        d[0]     = s[0];
+        d[n / 2] = s[n / 2];
+        d[n - 1] = s[n - 1];
     }
 }
 

@@ -490,7 +490,6 @@ static void tmx_soft_pd_free(tmx_pd_t *pd)
     free(pd);
 }
 
-
 static tmx_status_t tmx_soft_mr_reg(tmx_pd_t *pd, void *addr, size_t length, unsigned access,
                                     tmx_mr_t **mr_p)
 {
@@ -578,11 +577,11 @@ static tmx_status_t tmx_soft_cq_create(tmx_dev_t *dev, int cqe, tmx_cq_t **cq_p)
     for (cq->cap = 1; cq->cap < (unsigned)cqe; cq->cap *= 2) {
     }
     cq->wc = calloc(cq->cap, sizeof(*cq->wc));
-    tmx_soft_touch(cq->wc, cq->cap * sizeof(*cq->wc));
     if (cq->wc == NULL) {
         status = TMX_ERR_NO_MEMORY;
         goto err_free;
     }
+    tmx_soft_touch(cq->wc, cq->cap * sizeof(*cq->wc));
     cq->super.dev = dev;
     cq->super.cqe = cqe;
     *cq_p         = &cq->super;
@@ -696,11 +695,11 @@ static tmx_status_t tmx_soft_srq_create(tmx_pd_t *pd, const tmx_srq_init_attr_t 
     }
     srq->rq.size = attr->max_wr;
     srq->rq.wr   = calloc(srq->rq.size, sizeof(*srq->rq.wr));
-    tmx_soft_touch(srq->rq.wr, srq->rq.size * sizeof(*srq->rq.wr));
     if (srq->rq.wr == NULL) {
         status = TMX_ERR_NO_MEMORY;
         goto err_free;
     }
+    tmx_soft_touch(srq->rq.wr, srq->rq.size * sizeof(*srq->rq.wr));
     srq->super.pd   = pd;
     srq->super.type = TMX_SRQT_BASIC;
     srq->super.cq   = attr->cq;

@@ -1122,7 +1122,6 @@ tmx_status_t tmx_soft_qp_get_addr(tmx_qp_t *q, void *buf, size_t *len_p)
     return TMX_OK;
 }
 
-/* INIT -> RTR of an RC QP: map the peer's segment and aim at its QP's inbound ring. */
 /*
  * Maps the pages of a peer's ring into this process now. Otherwise the first lap of the ring
  * takes a page fault every 64 records, on the path of a message: measured here, the first
@@ -1154,6 +1153,7 @@ static void tmx_soft_prefault(uint8_t *ring, size_t size)
     }
 }
 
+/* INIT -> RTR of an RC QP: map the peer's segment and aim at its QP's inbound ring. */
 static tmx_status_t tmx_soft_qp_connect(tmx_soft_qp_t *qp, const tmx_qp_attr_t *attr)
 {
     tmx_soft_dev_t    *dev = qp->dev;

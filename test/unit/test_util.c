@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "util/config.h"
+#include "util/copy.h"
 #include "util/hash.h"
 #include "util/log.h"
 #include "util/mpool.h"
@@ -692,4 +693,30 @@ Test(log, lines_of_threads_do_not_mix)
     }
     free(text);
     cr_assert_eq(lines, LOG_THREADS * LOG_LINES);
+}
+
+/* ---------------------------------------------------------------- copy */
+
+/* Every length up to past the memcpy cut-over, at every alignment of both sides: exactly the n
+ * bytes arrive, and nothing around them is written. */
+Test(copy, every_small_length_and_alignment)
+{
+    uint8_t src[96], dst[96];
+
+    for (size_t i = 0; i < sizeof(src); i++) {
+        src[i] = (uint8_t)(i * 13 + 1);
+    }
+    for (size_t n = 0; n <= 40; n++) {
+        for (size_t so = 0; so < 8; so++) {
+            for (size_t doff = 0; doff < 8; doff++) {
+                memset(dst, 0xee, sizeof(dst));
+                tmx_copy(dst + 16 + doff, src + so, n);
+                for (size_t i = 0; i < sizeof(dst); i++) {
+                    int inside = i >= 16 + doff && i < 16 + doff + n;
+                    cr_assert_eq(dst[i], inside ? src[so + i - 16 - doff] : 0xee,
+                                 "n %zu src+%zu dst+%zu: byte %zu", n, so, doff, i);
+                }
+            }
+        }
+    }
 }

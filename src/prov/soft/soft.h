@@ -327,6 +327,14 @@ static inline int tmx_soft_cq_has_room(tmx_cq_t *cq)
     return c->count < (unsigned)c->super.cqe;
 }
 int tmx_soft_rq_pop(tmx_soft_rq_t *rq, tmx_soft_rwr_t *out);
+/* Drops the receive at the head of a non-empty queue (the caller has used it in place). */
+static inline void tmx_soft_rq_advance(tmx_soft_rq_t *rq)
+{
+    if (++rq->head == rq->size) {
+        rq->head = 0;
+    }
+    rq->count--;
+}
 tmx_status_t tmx_soft_rq_post(tmx_soft_dev_t *dev, tmx_soft_rq_t *rq, tmx_recv_wr_t *wr,
                               tmx_recv_wr_t **bad_p);
 

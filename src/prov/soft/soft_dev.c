@@ -634,10 +634,7 @@ int tmx_soft_rq_pop(tmx_soft_rq_t *rq, tmx_soft_rwr_t *out)
         return 0;
     }
     *out = rq->wr[rq->head];
-    if (++rq->head == rq->size) {
-        rq->head = 0;
-    }
-    rq->count--;
+    tmx_soft_rq_advance(rq);
     return 1;
 }
 

@@ -134,6 +134,7 @@ typedef struct tmx_ep {
     unsigned       credits_owed;   /* credits to give back to the peer */
     unsigned       outstanding;    /* sends waiting for ACK/FIN */
     int            disc_acked;     /* the peer knows the connection closes */
+    int            peer_closed_idle; /* the peer closed in order with nothing of ours in flight */
     int            closing;
     double         wireup_time;    /* last wire-up request sent */
     double         connect_start;

@@ -493,7 +493,9 @@ TMX_API tmx_status_t tmx_ep_close(tmx_ep_h ep, tmx_ep_close_mode_t mode)
         while (!tmx_ep_flushed(ep)) {
             tmx_worker_progress_locked(w);
         }
-        if (ep->state == TMX_EP_FAILED) {
+        /* tmx(3): PEER_FAILED only when the peer died before the flush finished, not when it
+         * closed in order after every send of ours had completed */
+        if (ep->state == TMX_EP_FAILED && !ep->peer_closed_idle) {
             status = TMX_ERR_PEER_FAILED;
         }
     }
@@ -515,7 +517,9 @@ void tmx_ep_peer_disconnected(tmx_ep_t *ep)
         tmx_ep_fail(ep, TMX_ERR_PEER_FAILED);
         tmx_ep_destroy(ep);
     } else if (!ep->closing) {
-        /* the peer went away while our endpoint is still open: later sends fail */
+        /* the peer went away while our endpoint is still open: later sends fail. With nothing
+         * of ours in flight, a later FLUSH close has lost nothing and succeeds. */
+        ep->peer_closed_idle = tmx_list_is_empty(&ep->pending) && ep->outstanding == 0;
         tmx_ep_fail(ep, TMX_ERR_PEER_FAILED);
     }
 }

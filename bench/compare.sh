@@ -283,16 +283,22 @@ status_of() {
 } | tee -a "$outdir/summary.txt"
 
 awk -v sizes="$sizes" -v tmxst="$tmx_status" -v ucxst="$ucx_status" -v ompist="$ompi_status" '
-    function median(key,    n, i, j, v, t) {
-        n = cnt[key]
-        if (n == 0) return ""
-        for (i = 1; i <= n; i++) v[i] = val[key, i]
-        for (i = 2; i <= n; i++) {           # insertion sort, n is small
+    function sort(v, n,    i, j, t) {  # insertion sort of v[1..n], n is small
+        for (i = 2; i <= n; i++) {
             t = v[i]
             for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]
             v[j + 1] = t
         }
+    }
+    function mid(v, n) {  # the median of v[1..n]; leaves v sorted
+        sort(v, n)
         return (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+    }
+    function median(key,    n, i, v) {
+        n = cnt[key]
+        if (n == 0) return ""
+        for (i = 1; i <= n; i++) v[i] = val[key, i]
+        return mid(v, n)
     }
     function fmt(x, p) { return (x == "") ? "-" : sprintf("%." p "f", x) }
     function human(s) {
@@ -304,7 +310,7 @@ awk -v sizes="$sizes" -v tmxst="$tmx_status" -v ucxst="$ucx_status" -v ompist="$
       rv[$1, $2, $3, $4] = $5; if ($4 > maxr) maxr = $4 }
     # The ratio of tmx to the best peer within each round, where the VM was in one mode for
     # all three (mostly: a mode can flip inside a round too); the median of those.
-    function round_ratio(metric, s,    r, k, t, best, x, n, v, i, j) {
+    function round_ratio(metric, s,    r, k, t, best, x, n, v) {
         n = 0
         for (r = 1; r <= maxr; r++) {
             if (!(("tmx", metric, s, r) in rv)) continue
@@ -321,12 +327,7 @@ awk -v sizes="$sizes" -v tmxst="$tmx_status" -v ucxst="$ucx_status" -v ompist="$
             v[++n] = rv["tmx", metric, s, r] / best
         }
         if (n == 0) return "-"
-        for (i = 2; i <= n; i++) {
-            x = v[i]
-            for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]
-            v[j + 1] = x
-        }
-        x = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+        x = mid(v, n)
         return sprintf("%.2f (%d rounds, %.2f..%.2f)", x, n, v[1], v[n])
     }
     END {

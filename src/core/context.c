@@ -151,7 +151,8 @@ TMX_API tmx_status_t tmx_context_destroy(tmx_context_h ctx)
 static void tmx_print_caps(FILE *stream, const tmx_dev_attr_t *a)
 {
     static const char *names[] = {"rc", "ud", "srq", "rma", "tm", "tm-rndv",
-                                  "xrc", "ooo", "full-match", "local-only"};
+                                  "xrc", "ooo", "full-match", "local-only",
+                                  "manual-progress"};
     fprintf(stream, "#      caps       :");
     for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         if (a->caps & (1ull << i)) {

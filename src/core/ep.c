@@ -253,6 +253,7 @@ void tmx_ep_fail(tmx_ep_t *ep, tmx_status_t status)
         tmx_request_t *req = tmx_container_of(l, tmx_request_t, pending_link);
         tmx_proto_sreq_done(ep->worker, req, status);
     }
+    tmx_proto_ctrl_drop(ep);
     tmx_list_del(&ep->pending_link);
 }
 

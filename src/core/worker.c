@@ -32,6 +32,27 @@ typedef struct tmx_addr_iface {
 #define TMX_TX_BUFS  64
 #define TMX_CQ_SIZE  4096
 #define TMX_POLL_MAX 32
+/* Largest eager message on any device: every interface keeps TMX_RX_BUFS + TMX_TX_BUFS
+ * buffers of the eager size (320 MiB at this limit). */
+#define TMX_EAGER_LIMIT ((size_t)1 << 20)
+
+/* The largest eager payload dev can carry. A device that moves data only inside our calls
+ * (TMX_DEV_CAP_MANUAL_PROGRESS) must get each eager message out whole at the post, or a send
+ * reported done could wait for progress the sender never makes: there an eager message is
+ * one inline SEND, header included. */
+static size_t tmx_iface_eager_limit(const tmx_dev_t *dev)
+{
+    size_t hdr   = sizeof(tmx_proto_rts_hdr_t);
+    size_t limit = TMX_EAGER_LIMIT;
+    size_t dev_max;
+
+    dev_max = (dev->attr.caps & TMX_DEV_CAP_MANUAL_PROGRESS) ? dev->attr.max_inline
+                                                            : dev->attr.max_msg_sz;
+    if (dev_max != 0 && dev_max < hdr + limit) {
+        limit = dev_max > hdr ? dev_max - hdr : 0;
+    }
+    return limit;
+}
 
 void tmx_worker_lock(tmx_worker_t *w)
 {
@@ -159,6 +180,12 @@ static tmx_status_t tmx_iface_init(tmx_worker_t *w, tmx_iface_t *iface, tmx_dev_
     }
     iface->max_inline = dev->attr.max_inline;
     iface->max_msg    = dev->attr.max_msg_sz;
+    if (w->eager_max > tmx_iface_eager_limit(dev)) {
+        tmx_warn("TMX_EAGER_MAX=%zu lowered to %zu: the largest eager message device %s "
+                 "carries (larger ones go by rendezvous)",
+                 w->eager_max, tmx_iface_eager_limit(dev), dev->name);
+        w->eager_max = tmx_iface_eager_limit(dev);
+    }
 
     status = ops->pd_alloc(dev, &iface->pd);
     if (status != TMX_OK) {

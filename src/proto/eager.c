@@ -13,10 +13,12 @@
 #include "util/log.h"
 
 typedef struct tmx_proto_ctrl {
-    tmx_list_t list;
-    uint8_t    op;
-    int32_t    status;
-    uint64_t   sreq_id;
+    tmx_list_t     list;
+    uint8_t        op;
+    int32_t        status;
+    uint64_t       sreq_id;
+    tmx_request_t *rreq;    /* a receive that completes once this is on the wire, or NULL */
+    tmx_status_t   rstatus; /* ... with this status */
 } tmx_proto_ctrl_t;
 
 static int tmx_list_linked(const tmx_list_t *l)
@@ -105,39 +107,64 @@ static tmx_status_t tmx_proto_ctrl_post(tmx_ep_t *ep, uint8_t op, uint64_t sreq_
 }
 
 /* Control messages are never lost: when the wire is full they wait, in order, on the
- * endpoint. */
-tmx_status_t tmx_proto_send_ctrl(tmx_ep_t *ep, uint8_t op, uint64_t sreq_id, int32_t status)
+ * endpoint. A receive whose sender waits for this message (ACK, FIN) completes only once it
+ * is on the wire: completed, the receiver may stop calling tmx (a barrier, a sleep) while the
+ * message would still need its progress, and the sender would wait for ever. With rreq NULL,
+ * the message is queued or sent and nothing else happens. */
+tmx_status_t tmx_proto_send_ctrl_then(tmx_ep_t *ep, uint8_t op, uint64_t sreq_id, int32_t status,
+                                      tmx_request_t *rreq, tmx_status_t rstatus)
 {
     tmx_proto_ctrl_t *c;
-    tmx_status_t      st;
+    tmx_status_t      st = TMX_ERR_PEER_FAILED;
 
-    if (ep->state == TMX_EP_FAILED || ep->qp == NULL) {
-        return TMX_ERR_PEER_FAILED;
+    if (ep == NULL || ep->state == TMX_EP_FAILED || ep->qp == NULL) {
+        goto out_complete;
     }
     if (tmx_list_is_empty(&ep->ctrl_pending)) {
         st = tmx_proto_ctrl_post(ep, op, sreq_id, status);
         if (st != TMX_ERR_NO_RESOURCE) {
-            return st;
+            goto out_complete;
         }
     }
     c = malloc(sizeof(*c));
     if (c == NULL) {
-        return TMX_ERR_NO_MEMORY;
+        st = TMX_ERR_NO_MEMORY;
+        goto out_complete;
     }
     c->op      = op;
     c->status  = status;
     c->sreq_id = sreq_id;
+    c->rreq    = rreq;
+    c->rstatus = rstatus;
     tmx_list_add_tail(&ep->ctrl_pending, &c->list);
     tmx_proto_ep_schedule(ep);
     return TMX_OK;
+
+out_complete:
+    /* posted, or it never can be (the peer is gone: nobody waits for it) */
+    if (rreq != NULL) {
+        tmx_request_complete(rreq, rstatus);
+    }
+    return st;
 }
 
+tmx_status_t tmx_proto_send_ctrl(tmx_ep_t *ep, uint8_t op, uint64_t sreq_id, int32_t status)
+{
+    return tmx_proto_send_ctrl_then(ep, op, sreq_id, status, NULL, TMX_OK);
+}
+
+/* The endpoint failed or closes: its queued control messages will never go; the receives
+ * waiting on them complete now. */
 void tmx_proto_ctrl_drop(tmx_ep_t *ep)
 {
     tmx_list_t *l;
 
     while ((l = tmx_list_pop_head(&ep->ctrl_pending)) != NULL) {
-        free(tmx_container_of(l, tmx_proto_ctrl_t, list));
+        tmx_proto_ctrl_t *c = tmx_container_of(l, tmx_proto_ctrl_t, list);
+        if (c->rreq != NULL) {
+            tmx_request_complete(c->rreq, c->rstatus);
+        }
+        free(c);
     }
 }
 
@@ -263,6 +290,9 @@ static void tmx_proto_ep_progress(tmx_ep_t *ep)
             return;
         }
         tmx_list_del(l);
+        if (c->rreq != NULL) {
+            tmx_request_complete(c->rreq, c->rstatus);
+        }
         free(c);
     }
     while ((l = ep->pending.next) != &ep->pending) {
@@ -313,14 +343,22 @@ static void tmx_proto_message_release(tmx_worker_t *w, tmx_message_t *msg)
     free(msg);
 }
 
-static void tmx_proto_deliver(tmx_request_t *rreq, uint64_t tag, const void *data, size_t len)
+/* Copies an eager payload into a matched receive and completes it; a synchronous one first
+ * sends the ACK its sender waits for (ack_ep non-NULL), and completes once that is out. */
+static void tmx_proto_deliver(tmx_request_t *rreq, uint64_t tag, const void *data, size_t len,
+                              tmx_ep_t *ack_ep, uint64_t sreq_id)
 {
-    size_t n = len < rreq->len ? len : rreq->len;
+    size_t       n      = len < rreq->len ? len : rreq->len;
+    tmx_status_t status = len > rreq->len ? TMX_ERR_TRUNCATED : TMX_OK;
 
     tmx_copy(rreq->buf, data, n);
     rreq->info.tag    = tag;
     rreq->info.length = len;
-    tmx_request_complete(rreq, len > rreq->len ? TMX_ERR_TRUNCATED : TMX_OK);
+    if (ack_ep != NULL) {
+        tmx_proto_send_ctrl_then(ack_ep, TMX_PROTO_ACK, sreq_id, 0, rreq, status);
+    } else {
+        tmx_request_complete(rreq, status);
+    }
 }
 
 void tmx_proto_recv_matched(tmx_request_t *rreq, tmx_message_t *msg)
@@ -339,13 +377,8 @@ void tmx_proto_recv_matched(tmx_request_t *rreq, tmx_message_t *msg)
                                 msg->rndv_rkey);
         }
     } else {
-        if (msg->sync) {
-            tmx_ep_t *ep = tmx_hash_get(&w->ep_by_id, msg->ep_id);
-            if (ep != NULL) {
-                tmx_proto_send_ctrl(ep, TMX_PROTO_ACK, msg->sreq_id, 0);
-            }
-        }
-        tmx_proto_deliver(rreq, msg->unexp.tag, msg->data, msg->length);
+        tmx_ep_t *ack_ep = msg->sync ? tmx_hash_get(&w->ep_by_id, msg->ep_id) : NULL;
+        tmx_proto_deliver(rreq, msg->unexp.tag, msg->data, msg->length, ack_ep, msg->sreq_id);
     }
     tmx_proto_message_release(w, msg);
 }
@@ -417,11 +450,8 @@ static void tmx_proto_rx_eager(tmx_ep_t *ep, uint64_t tag, const void *data, siz
         tmx_request_t *rreq = tmx_container_of(exp, tmx_request_t, exp);
         rreq->flags &= (uint16_t)~TMX_REQ_FLAG_EXPECTED;
         rreq->flags |= TMX_REQ_FLAG_MATCHED;
-        if (sync) {
-            tmx_proto_send_ctrl(ep, TMX_PROTO_ACK, sreq_id, 0);
-        }
         tmx_proto_credit_return(ep);
-        tmx_proto_deliver(rreq, tag, data, len);
+        tmx_proto_deliver(rreq, tag, data, len, sync ? ep : NULL, sreq_id);
         return;
     }
     tmx_proto_unexpected(ep, TMX_PROTO_EAGER, sync, sreq_id, tag, data, len, NULL);

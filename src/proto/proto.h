@@ -72,6 +72,8 @@ enum {
 /* eager.c */
 tmx_status_t tmx_proto_send(tmx_ep_t *ep, tmx_request_t *req);
 tmx_status_t tmx_proto_send_ctrl(tmx_ep_t *ep, uint8_t op, uint64_t sreq_id, int32_t status);
+tmx_status_t tmx_proto_send_ctrl_then(tmx_ep_t *ep, uint8_t op, uint64_t sreq_id, int32_t status,
+                                      tmx_request_t *rreq, tmx_status_t rstatus);
 void tmx_proto_rx(tmx_iface_t *iface, const tmx_wc_t *wc);
 void tmx_proto_tx_done(tmx_iface_t *iface, const tmx_wc_t *wc);
 void tmx_proto_progress_pending(tmx_worker_t *w);

@@ -56,14 +56,12 @@ static void tmx_proto_rndv_finish(tmx_request_t *rreq)
     if (rreq->rndv_status != TMX_OK && rreq->rndv_status != TMX_ERR_TRUNCATED) {
         fin = rreq->rndv_status;
     }
-    if (ep != NULL) {
-        if (rreq->mr != NULL) {
-            ep->iface->ops->mr_dereg(rreq->mr);
-        }
-        tmx_proto_send_ctrl(ep, TMX_PROTO_FIN, rreq->rndv_sreq_id, fin);
+    if (ep != NULL && rreq->mr != NULL) {
+        ep->iface->ops->mr_dereg(rreq->mr);
     }
     rreq->mr = NULL;
-    tmx_request_complete(rreq, rreq->rndv_status);
+    /* completes the receive once the FIN is on the wire (at once without an endpoint) */
+    tmx_proto_send_ctrl_then(ep, TMX_PROTO_FIN, rreq->rndv_sreq_id, fin, rreq, rreq->rndv_status);
 }
 
 void tmx_proto_rndv_recv(tmx_request_t *rreq, tmx_ep_t *ep, uint64_t sreq_id, uint64_t addr,

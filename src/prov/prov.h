@@ -38,6 +38,12 @@ enum tmx_dev_cap {
     TMX_DEV_CAP_OOO         = 1u << 7,  /* out-of-order data placement can be enabled */
     TMX_DEV_CAP_FULL_MATCH  = 1u << 8,  /* provider matches tags itself (libfabric) */
     TMX_DEV_CAP_LOCAL_ONLY  = 1u << 9,  /* reaches only processes of this host */
+    /* The device has no engine of its own: data moves only inside the caller's calls (post,
+     * poll). Such a device accepts an unsignaled SEND only when it can put the whole of it on
+     * the wire at once (TMX_ERR_NO_RESOURCE otherwise, nothing posted), so that nothing the
+     * caller may treat as done waits for its progress; a SEND of more than max_inline bytes
+     * must be signaled, and its completion is what says it left. */
+    TMX_DEV_CAP_MANUAL_PROGRESS = 1u << 10,
 };
 
 /* What ibv_query_qp_data_in_order answers (capability form); 0 = no guarantee. */
@@ -360,7 +366,8 @@ struct tmx_prov_ops {
     tmx_status_t (*qp_modify)(tmx_qp_t *qp, const tmx_qp_attr_t *attr, unsigned attr_mask);
     /* TMX_DATA_IN_ORDER_* for op on this QP (valid from RTS on), 0 for none. */
     unsigned (*qp_data_in_order)(tmx_qp_t *qp, tmx_wr_opcode_t op);
-    /* TMX_ERR_NO_RESOURCE when the send queue (or the wire) is full: nothing of wr posted. */
+    /* TMX_ERR_NO_RESOURCE when the send queue (or the wire) is full: nothing of wr posted
+     * (see TMX_DEV_CAP_MANUAL_PROGRESS for when an unsignaled SEND is accepted). */
     tmx_status_t (*post_send)(tmx_qp_t *qp, tmx_send_wr_t *wr, tmx_send_wr_t **bad_p);
     tmx_status_t (*post_recv)(tmx_qp_t *qp, tmx_recv_wr_t *wr, tmx_recv_wr_t **bad_p);
 

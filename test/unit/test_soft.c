@@ -450,9 +450,10 @@ Test(soft, fifo_order, .timeout = 30)
 /* ---------------------------------------------------------------- direct sends keep order */
 
 /* An unsignaled inline SEND goes straight to the ring only while the send queue is empty;
- * behind a SEND still being written (larger than the ring) it must wait its turn even when the
- * ring has room, keep its data although the caller reuses the buffer at once, and keep its
- * immediate. */
+ * behind a SEND still being written (larger than the ring) it is refused with NO_RESOURCE
+ * even when the ring has room (queued, it would wait for progress its poster owes nothing
+ * to: TMX_DEV_CAP_MANUAL_PROGRESS), and retried it keeps its place, its data and its
+ * immediate. An unsignaled SEND larger than one record is refused outright. */
 #define DIRECT_BIG (64 * 1024)
 #define DIRECT_N   50
 
@@ -505,10 +506,15 @@ static int direct_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
                     0) == TMX_OK);
     /* The receiver empties the ring meanwhile: a direct send would find room, and overtake. */
     usleep(50 * 1000);
+    v = 0xdead;
+    CHECK(post_send(n, 0, TMX_WR_SEND_WITH_IMM, &v, 4, 0, TMX_SEND_INLINE, 77, 0, 0, 0) ==
+          TMX_ERR_NO_RESOURCE);
+    CHECK(post_send(n, 0, TMX_WR_SEND, big, (uint32_t)n->dev->attr.max_inline + 1, mr->lkey, 0, 78,
+                    0, 0, 0) == TMX_ERR_INVALID_PARAM);
     for (uint32_t i = 0; i < DIRECT_N; i++) {
         v = 0x7000 + i;
-        CHECK(post_send(n, 0, TMX_WR_SEND_WITH_IMM, &v, 4, 0, TMX_SEND_INLINE, i, 0, 0,
-                        0x5000 + i) == TMX_OK);
+        CHECK(post_send_retry(n, 0, TMX_WR_SEND_WITH_IMM, &v, 4, 0, TMX_SEND_INLINE, i,
+                              0x5000 + i) == TMX_OK);
         v = 0xdead; /* an inline buffer is the caller's again on return */
     }
     CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 99 && wc.status == TMX_WC_SUCCESS);

@@ -240,7 +240,7 @@ static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t
     dev->super.prov = prov;
     snprintf(dev->super.name, sizeof(dev->super.name), "soft:shm");
     dev->super.attr.caps = TMX_DEV_CAP_RC | TMX_DEV_CAP_UD | TMX_DEV_CAP_SRQ | TMX_DEV_CAP_RMA |
-                           TMX_DEV_CAP_LOCAL_ONLY;
+                           TMX_DEV_CAP_LOCAL_ONLY | TMX_DEV_CAP_MANUAL_PROGRESS;
     dev->super.attr.max_msg_sz = TMX_SOFT_MAX_MSG;
     dev->super.attr.max_inline = dev->max_payload;
     dev->super.attr.max_qp     = dev->hdr->max_qps;

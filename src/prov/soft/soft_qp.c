@@ -1302,6 +1302,19 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
     if (qp->sq_count == qp->sq_size) {
         return TMX_ERR_NO_RESOURCE;
     }
+    if ((wr->opcode == TMX_WR_SEND || wr->opcode == TMX_WR_SEND_WITH_IMM) &&
+        !(wr->send_flags & TMX_SEND_SIGNALED) && !qp->sig_all) {
+        /* TMX_DEV_CAP_MANUAL_PROGRESS: an unsignaled SEND is done for its poster once posted,
+         * and nothing here moves data without the poster's calls, so it is accepted only
+         * when it goes out whole now: one record, nothing queued before it. Queued, it would
+         * wait for progress its poster may never make (a send "completed", then a barrier). */
+        if (total > qp->dev->max_payload) {
+            return TMX_ERR_INVALID_PARAM;
+        }
+        if (!idle) {
+            return TMX_ERR_NO_RESOURCE;
+        }
+    }
     swr           = tmx_soft_swr(qp, qp->next_seq);
     swr->wr_id    = wr->wr_id;
     swr->seq      = qp->next_seq;

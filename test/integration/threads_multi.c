@@ -11,6 +11,8 @@
  *               request tests complete only after its callback returned
  *   3 free      frees its sends at once (released by whichever thread completes them; every
  *               send has its own buffer), receives by tmx_request_test + tmx_worker_progress
+ *   4 probe     cancels a receive no message matches, then claims its message with
+ *               tmx_tag_probe (no progress) and receives it with tmx_tag_msg_recv_nb + wait
  *
  * Sizes alternate eager and rendezvous, some sends are synchronous. Every message is checked
  * (status, info, payload). Run under tmxrun with 2 ranks; exits 0 when all checks passed. The
@@ -36,11 +38,11 @@
 #define MT_LARGE       (3 * 8192 + 123) /* above the default eager limit (8 KiB): rendezvous */
 #define MT_DEADLINE    90.0             /* seconds for the whole exchange */
 
-enum { MT_WAIT, MT_TEST, MT_CALLBACK, MT_FREE, MT_MODES };
-static const char *const mt_mode_names[MT_MODES] = {"wait", "test", "callback", "free"};
+enum { MT_WAIT, MT_TEST, MT_CALLBACK, MT_FREE, MT_PROBE, MT_MODES };
+static const char *const mt_mode_names[MT_MODES] = {"wait", "test", "callback", "free", "probe"};
 
 static int            rank = -1;
-static int            nthreads = 4;
+static int            nthreads = MT_MODES;
 static int            nmsgs    = 200;
 static tmx_worker_h   worker;
 static tmx_ep_h       peer_ep;
@@ -134,6 +136,27 @@ static tmx_status_t mt_poll(tmx_request_h req, tmx_tag_recv_info_t *info, int pr
     return s;
 }
 
+/* Claims message t:i by probing (which does not progress: other threads do). */
+static tmx_status_t mt_claim(int t, int i, tmx_message_h *msg_p)
+{
+    tmx_tag_recv_info_t info;
+    tmx_status_t        s;
+    unsigned            n = 0;
+
+    while ((s = tmx_tag_probe(worker, mt_tag(t, i), ~(tmx_tag_t)0, TMX_PROBE_CLAIM, &info,
+                              msg_p)) == TMX_ERR_NO_MESSAGE) {
+        sched_yield();
+        if (++n % 1024 == 0 && mt_now() > deadline) {
+            return TMX_ERR_TIMED_OUT;
+        }
+    }
+    if (s != TMX_OK || info.tag != mt_tag(t, i) || info.length != mt_size(t, i)) {
+        mt_fail(t, i, "%s: %s", "probe", s);
+        return s == TMX_OK ? TMX_ERR_INVALID_PARAM : s;
+    }
+    return TMX_OK;
+}
+
 static void mt_check_recv(int t, int i, const uint8_t *rbuf, tmx_status_t s,
                           const tmx_tag_recv_info_t *info)
 {
@@ -177,6 +200,7 @@ static void *mt_worker_thread(void *arg)
         mt_cb_t              scb  = {0}, rcb = {0};
         tmx_request_params_t sp = {0}, rp = {0};
         tmx_request_h        sreq = NULL, rreq = NULL;
+        tmx_message_h        msg  = NULL;
         tmx_tag_recv_info_t  info = {0};
         tmx_status_t         s;
 
@@ -196,19 +220,34 @@ static void *mt_worker_thread(void *arg)
             rp.cb.recv    = mt_recv_cb;
             rp.user_data  = &rcb;
         }
-        s = tmx_tag_recv_nb(worker, rbuf, len, mt_tag(t, i), ~(tmx_tag_t)0, &rp, &rreq);
-        if (s != TMX_INPROGRESS) {
-            mt_fail(t, i, "%s: %s", "tmx_tag_recv_nb", s);
-            break;
+        if (mode == MT_PROBE) {
+            /* a receive no message matches (tag t:nmsgs+i), canceled while others progress */
+            s = tmx_tag_recv_nb(worker, rbuf, len, mt_tag(t, nmsgs + i), ~(tmx_tag_t)0, NULL,
+                                &rreq);
+            if (s != TMX_INPROGRESS || (s = tmx_request_cancel(rreq)) != TMX_OK ||
+                (s = tmx_request_test(rreq, NULL)) != TMX_ERR_CANCELED) {
+                mt_fail(t, i, "%s: %s", "cancel", s);
+                break;
+            }
+            tmx_request_free(rreq);
+            rreq = NULL;
+        } else {
+            s = tmx_tag_recv_nb(worker, rbuf, len, mt_tag(t, i), ~(tmx_tag_t)0, &rp, &rreq);
+            if (s != TMX_INPROGRESS) {
+                mt_fail(t, i, "%s: %s", "tmx_tag_recv_nb", s);
+                break;
+            }
         }
         s = tmx_tag_send_nb(peer_ep, sbuf, len, mt_tag(t, i), &sp, &sreq);
         if (s == TMX_OK) {
             sreq = NULL; /* completed in place: no callback */
         } else if (s != TMX_INPROGRESS) {
             mt_fail(t, i, "%s: %s", "tmx_tag_send_nb", s);
-            tmx_request_cancel(rreq);
-            tmx_request_wait(rreq, NULL);
-            tmx_request_free(rreq);
+            if (rreq != NULL) {
+                tmx_request_cancel(rreq);
+                tmx_request_wait(rreq, NULL);
+                tmx_request_free(rreq);
+            }
             break;
         }
         switch (mode) {
@@ -239,10 +278,27 @@ static void *mt_worker_thread(void *arg)
                 mt_fail(t, i, "%s: %s", "receive tests complete, its callback had not run", s);
             }
             break;
-        default: /* MT_FREE */
+        case MT_FREE:
             tmx_request_free(sreq); /* sreq may be NULL: a no-op */
             sreq = NULL;
             s    = mt_poll(rreq, &info, 1);
+            break;
+        default: /* MT_PROBE */
+            s = mt_claim(t, i, &msg);
+            if (s == TMX_OK) {
+                s = tmx_tag_msg_recv_nb(worker, rbuf, len, msg, NULL, &rreq);
+                if (s != TMX_INPROGRESS) {
+                    mt_fail(t, i, "%s: %s", "tmx_tag_msg_recv_nb", s);
+                    break;
+                }
+                s = tmx_request_wait(rreq, &info);
+            }
+            if (sreq != NULL && s != TMX_ERR_TIMED_OUT) {
+                tmx_status_t ss = tmx_request_wait(sreq, NULL);
+                if (ss != TMX_OK) {
+                    mt_fail(t, i, "%s: %s", "send wait", ss);
+                }
+            }
             break;
         }
         if (s == TMX_ERR_TIMED_OUT) {

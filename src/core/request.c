@@ -136,7 +136,7 @@ TMX_API tmx_status_t tmx_request_test(tmx_request_h req, tmx_tag_recv_info_t *in
 TMX_API tmx_status_t tmx_request_wait(tmx_request_h req, tmx_tag_recv_info_t *info)
 {
     tmx_worker_t *w;
-    int           released;
+    int           released = 0;
 
     if (req == NULL) {
         return TMX_ERR_INVALID_PARAM;
@@ -145,14 +145,18 @@ TMX_API tmx_status_t tmx_request_wait(tmx_request_h req, tmx_tag_recv_info_t *in
         return TMX_ERR_INVALID_HANDLE;
     }
     w = req->worker;
-    tmx_worker_lock(w); /* flags change under it, in the progress of other threads */
-    released = (req->flags & TMX_REQ_FLAG_RELEASE) != 0;
-    tmx_worker_unlock(w);
+    /* A freed request is never done (it is released instead); its RELEASE flag is read under
+     * the lock, as other threads' progress changes the flags. */
+    while (!released && !tmx_request_done(req)) {
+        tmx_worker_lock(w);
+        released = (req->flags & TMX_REQ_FLAG_RELEASE) != 0;
+        if (!released) {
+            tmx_worker_progress_locked(w);
+        }
+        tmx_worker_unlock(w);
+    }
     if (released) {
         return TMX_ERR_INVALID_HANDLE;
-    }
-    while (!tmx_request_done(req)) {
-        tmx_worker_progress(w);
     }
     return tmx_request_test(req, info);
 }

@@ -118,7 +118,7 @@ check_dir()
 {
     local name=$1 dir="$TMX_ROOT/$1" rc=0
     shift
-    tmx_say "${check_prefix[*]+${check_prefix[*]} }make -j$jobs check $* in $name"
+    tmx_say "${check_prefix[*]+${check_prefix[*]} }make -j$jobs check${*:+ $*} in $name"
     timeout --kill-after=30 "${TMX_CHECK_TIMEOUT:-900}" ${check_prefix[@]+"${check_prefix[@]}"} \
         make -C "$dir" -j"$jobs" check "$@" </dev/null || rc=$?
     if [ "$rc" -ne 0 ]; then

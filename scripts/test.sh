@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Quick start 2, and what CI runs (.ci/run): every test, in up to three builds.
+# Quick start 2, and what CI runs (.ci/run): every test, in up to three builds, and the
+# threaded tests in a fourth.
 #
 #   build/        gcc, --enable-werror                                     make check
 #   build-san/    gcc, --enable-asan --enable-ubsan --enable-debug, -Werror make check
 #   build-clang/  clang, --enable-werror (only when clang is installed)    make check
+#   build-tsan/   gcc, --enable-tsan --enable-debug, -Werror               the threaded tests
 #
 #   scripts/test.sh [--quick] [--no-deps] [-j N]
 #
@@ -14,8 +16,9 @@
 # Environment: CONFIGURE_FLAGS (added to every configure), TMX_CHECK_TIMEOUT (seconds one
 # `make check` may take, default 900).
 # The last line of output is always "N passed, N failed, N skipped", counted from the automake
-# test-suite.log of every build (a build that does not compile counts as one failure); the
-# exit status is non-zero when anything failed.
+# test-suite.log of every build (a build that does not compile counts as one failure, a
+# ThreadSanitizer that cannot start on this machine as one skip); the exit status is non-zero
+# when anything failed.
 set -uo pipefail
 
 # shellcheck source=scripts/common.sh
@@ -31,7 +34,7 @@ while [ $# -gt 0 ]; do
         --no-deps) deps=no ;;
         -j)        jobs=${2:?-j needs a number}; shift ;;
         -j*)       jobs=${1#-j} ;;
-        -h|--help) sed -n '2,18s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,21s/^# \{0,1\}//p' "$0"; exit 0 ;;
         *)         echo "test: unknown option '$1' (try --help)" >&2; exit 2 ;;
     esac
     shift
@@ -39,7 +42,9 @@ done
 
 # Sanitizer reports must fail the test that triggered them, never scroll by: ASan exits
 # non-zero on the first error (halt_on_error), LSan reports leaks at exit, UBSan is built with
-# -fno-sanitize-recover and also halts here. The settings only matter to sanitized builds.
+# -fno-sanitize-recover and also halts here, ThreadSanitizer exits 66 at its first report. The
+# settings only matter to sanitized builds.
+export TSAN_OPTIONS="halt_on_error=1:exitcode=66:${TSAN_OPTIONS:-}"
 export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0:exitcode=1:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:exitcode=1:${UBSAN_OPTIONS:-}"
 export LSAN_OPTIONS="exitcode=1:suppressions=$TMX_ROOT/scripts/lsan.supp:${LSAN_OPTIONS:-}"
@@ -78,16 +83,17 @@ count_results()
     echo "$dir: $pass passed, $fail failed, $skip skipped"
 }
 
-# run_build DIR configure-options...: configure, build and check one build directory.
-run_build()
+# build_dir DIR configure-options...: configure and build one build directory; on failure
+# counts it and returns non-zero.
+build_dir()
 {
-    local name=$1 dir="$TMX_ROOT/$1" rc=0
+    local name=$1 dir="$TMX_ROOT/$1"
     shift
     # shellcheck disable=SC2086 # CONFIGURE_FLAGS is a list of words
     if ! tmx_configure "$name" "$@" ${CONFIGURE_FLAGS:-}; then
         failed_builds+=("$name (configure)")
         total_fail=$((total_fail + 1))
-        return
+        return 1
     fi
     # Results of an earlier run must not be counted as this run's.
     find "$dir" \( -name '*.trs' -o -name 'test-suite.log' \) -delete 2>/dev/null
@@ -95,11 +101,26 @@ run_build()
     if ! make -C "$dir" -j"$jobs" </dev/null; then
         failed_builds+=("$name (build)")
         total_fail=$((total_fail + 1))
-        return
+        return 1
     fi
-    tmx_say "make -j$jobs check in $name"
-    timeout --kill-after=30 "${TMX_CHECK_TIMEOUT:-900}" \
-        make -C "$dir" -j"$jobs" check </dev/null || rc=$?
+}
+
+# run_build DIR configure-options...: configure, build and check one build directory.
+run_build()
+{
+    build_dir "$@" && check_dir "$1"
+}
+
+# check_dir DIR [make-arguments...]: make check in a built directory (with the arguments, e.g.
+# TESTS=... to run some tests only), under the command prefix of the array check_prefix, and
+# counts the results.
+check_dir()
+{
+    local name=$1 dir="$TMX_ROOT/$1" rc=0
+    shift
+    tmx_say "${check_prefix[*]+${check_prefix[*]} }make -j$jobs check${*:+ $*} in $name"
+    timeout --kill-after=30 "${TMX_CHECK_TIMEOUT:-900}" ${check_prefix[@]+"${check_prefix[@]}"} \
+        make -C "$dir" -j"$jobs" check "$@" </dev/null || rc=$?
     if [ "$rc" -ne 0 ]; then
         if [ -f "$dir/test-suite.log" ]; then
             tmx_say "$name/test-suite.log"
@@ -116,6 +137,49 @@ run_build()
         fi
     fi
     count_results "$dir"
+}
+check_prefix=()
+
+# The threaded tests (several threads on one TMX_THREAD_MODE_MULTI worker), and what they need
+# built: all the ThreadSanitizer build runs. The other tests are single-threaded, and the
+# Criterion unit tests cannot run under TSan (Criterion's inheritable arena clashes with its
+# memory layout).
+tsan_tests="test/integration/threads_multi.sh"
+tsan_programs="test/integration/threads_multi"
+
+# run_tsan_build: build-tsan/, the threaded tests only. ThreadSanitizer runtimes older than
+# LLVM 18 (gcc 12's, clang 14's) abort with "FATAL: ThreadSanitizer: unexpected memory mapping"
+# when the kernel randomizes mmap over more bits than their layout allows (vm.mmap_rnd_bits >
+# 28 on x86-64, the default of some newer distributions); there the tests run with address
+# space randomization off (setarch -R), which every process they start inherits. A tsan
+# program of the build (tmx_info) is tried first: if it cannot start either way, the build is
+# counted as skipped, loudly, rather than failing on the machine.
+run_tsan_build()
+{
+    local name=build-tsan dir="$TMX_ROOT/build-tsan" bits arch probe
+    local -a check_prefix=() # seen by check_dir
+    build_dir "$name" --enable-tsan --enable-debug --enable-werror || return
+    arch=$(uname -m)
+    bits=$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo 0)
+    if [ "$bits" -gt 28 ] && setarch "$arch" -R true 2>/dev/null; then
+        check_prefix=(setarch "$arch" -R)
+    fi
+    probe="$dir/tools/tmx_info"
+    if ! ${check_prefix[@]+"${check_prefix[@]}"} "$probe" >/dev/null 2>"$dir/tsan-probe.err" \
+       </dev/null; then
+        if [ ${#check_prefix[@]} -eq 0 ] && setarch "$arch" -R true 2>/dev/null &&
+           setarch "$arch" -R "$probe" >/dev/null 2>"$dir/tsan-probe.err" </dev/null; then
+            check_prefix=(setarch "$arch" -R)
+        elif grep -q "ThreadSanitizer" "$dir/tsan-probe.err"; then
+            cat "$dir/tsan-probe.err"
+            echo "$name: ThreadSanitizer programs cannot start here (vm.mmap_rnd_bits=$bits," \
+                 "setarch -R did not help): the threaded tests are SKIPPED"
+            total_skip=$((total_skip + 1))
+            return
+        fi
+        # any other failure: the tests will show it
+    fi
+    check_dir "$name" TESTS="$tsan_tests" check_PROGRAMS="$tsan_programs"
 }
 
 if [ "$deps" = yes ]; then
@@ -139,6 +203,7 @@ if [ "$quick" = no ]; then
     else
         echo "clang not installed: build-clang skipped"
     fi
+    run_tsan_build
 fi
 
 echo "total time: $(($(date +%s) - start)) s"

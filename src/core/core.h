@@ -145,8 +145,10 @@ typedef enum {
     TMX_REQ_RECV = 1,
 } tmx_req_type_t;
 
+/* Written and read under the worker lock only (in TMX_THREAD_MODE_MULTI). What
+ * tmx_request_test and tmx_request_wait read without the lock is tmx_request_t.done. */
 enum tmx_req_flags {
-    TMX_REQ_FLAG_COMPLETED  = 1u << 0,
+    TMX_REQ_FLAG_COMPLETED  = 1u << 0, /* tmx_request_complete ran (or is running its callback) */
     TMX_REQ_FLAG_RELEASE    = 1u << 1, /* user freed it: release on completion */
     TMX_REQ_FLAG_EXPECTED   = 1u << 2, /* receive is in the expected queue */
     TMX_REQ_FLAG_MATCHED    = 1u << 3,
@@ -160,6 +162,9 @@ typedef struct tmx_request {
     uint16_t            type;
     uint16_t            flags;
     tmx_status_t        status;
+    /* Completion published to threads that test without the lock: stored 1 with release
+     * ordering once status, info and the callback are done; read with acquire. */
+    uint8_t             done;
     tmx_worker_t       *worker;
     tmx_ep_t           *ep;
     void               *buf;

@@ -44,6 +44,7 @@ tmx_request_t *tmx_request_alloc(tmx_worker_t *w, tmx_req_type_t type,
     req->type              = (uint16_t)type;
     req->flags             = 0;
     req->status            = TMX_INPROGRESS;
+    req->done              = 0; /* the last reader took the lock since (free, or alloc here) */
     req->worker            = w;
     req->ep                = NULL;
     req->buf               = NULL;
@@ -97,7 +98,17 @@ void tmx_request_complete(tmx_request_t *req, tmx_status_t status)
     }
     if (req->flags & TMX_REQ_FLAG_RELEASE) {
         tmx_request_release(req);
+        return;
     }
+    /* Last: a thread that sees done (tmx_request_test, without the worker lock) sees status and
+     * info too, and the callback has returned; this thread does not touch req afterwards. */
+    __atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
+}
+
+/* Whether the request completed; no lock needed (see tmx_request_complete). */
+static inline int tmx_request_done(const tmx_request_t *req)
+{
+    return __atomic_load_n(&req->done, __ATOMIC_ACQUIRE);
 }
 
 static int tmx_request_check(const tmx_request_t *req)
@@ -113,7 +124,7 @@ TMX_API tmx_status_t tmx_request_test(tmx_request_h req, tmx_tag_recv_info_t *in
     if (!tmx_request_check(req)) {
         return TMX_ERR_INVALID_HANDLE;
     }
-    if (!(req->flags & TMX_REQ_FLAG_COMPLETED)) {
+    if (!tmx_request_done(req)) {
         return TMX_INPROGRESS;
     }
     if (info != NULL && req->type == TMX_REQ_RECV) {
@@ -125,16 +136,27 @@ TMX_API tmx_status_t tmx_request_test(tmx_request_h req, tmx_tag_recv_info_t *in
 TMX_API tmx_status_t tmx_request_wait(tmx_request_h req, tmx_tag_recv_info_t *info)
 {
     tmx_worker_t *w;
+    int           released = 0;
 
     if (req == NULL) {
         return TMX_ERR_INVALID_PARAM;
     }
-    if (!tmx_request_check(req) || (req->flags & TMX_REQ_FLAG_RELEASE)) {
+    if (!tmx_request_check(req)) {
         return TMX_ERR_INVALID_HANDLE;
     }
     w = req->worker;
-    while (!(req->flags & TMX_REQ_FLAG_COMPLETED)) {
-        tmx_worker_progress(w);
+    /* A freed request is never done (it is released instead); its RELEASE flag is read under
+     * the lock, as other threads' progress changes the flags. */
+    while (!released && !tmx_request_done(req)) {
+        tmx_worker_lock(w);
+        released = (req->flags & TMX_REQ_FLAG_RELEASE) != 0;
+        if (!released) {
+            tmx_worker_progress_locked(w);
+        }
+        tmx_worker_unlock(w);
+    }
+    if (released) {
+        return TMX_ERR_INVALID_HANDLE;
     }
     return tmx_request_test(req, info);
 }
@@ -171,14 +193,17 @@ TMX_API void tmx_request_free(tmx_request_h req)
 {
     tmx_worker_t *w;
 
-    if (!tmx_request_check(req) || (req->flags & TMX_REQ_FLAG_RELEASE)) {
+    if (!tmx_request_check(req)) {
         return;
     }
     w = req->worker;
     tmx_worker_lock(w);
-    if (req->flags & TMX_REQ_FLAG_COMPLETED) {
+    if (req->flags & TMX_REQ_FLAG_RELEASE) {
+        /* freed twice: ignored */
+    } else if (tmx_request_done(req)) {
         tmx_request_release(req);
     } else {
+        /* Released by tmx_request_complete; also when freed from its own callback. */
         req->flags |= TMX_REQ_FLAG_RELEASE;
     }
     tmx_worker_unlock(w);

@@ -496,6 +496,14 @@ static void bi_group_tag(void)
         BI_EXPECT(tmx_request_wait(rreq, NULL), TMX_ERR_CANCELED);
         tmx_request_free(rreq);
     }
+    /* A receive freed while in progress (it stays posted until the worker goes): waiting for it
+     * is refused, not a wait forever; a second free is ignored. */
+    if (BI_EXPECT(tmx_tag_recv_nb(env.w, buf, 8, 0x67, ~0ull, NULL, &rreq), TMX_INPROGRESS)) {
+        tmx_request_free(rreq);
+        BI_EXPECT(tmx_request_wait(rreq, NULL), TMX_ERR_INVALID_HANDLE);
+        tmx_request_free(rreq);
+        BI_TRUE("a second tmx_request_free of a request in progress returns", 1);
+    }
     {
         tmx_worker_attr_t attr = {.field_mask = TMX_WORKER_ATTR_PEERS};
         size_t            big;

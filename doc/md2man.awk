@@ -1,8 +1,8 @@
 # md2man.awk: converts a tmx man page written in markdown (doc/man/*.md) to a roff man page.
 #
-#   awk -v version=0.1.0 -f doc/md2man.awk doc/man/tmx.3.md > tmx.3
+#   LC_ALL=C awk -v version=0.1.0 -f doc/md2man.awk doc/man/tmx.3.md > tmx.3
 #
-# POSIX awk (mawk, gawk, busybox). It knows the subset of markdown the pages use, which is a
+# POSIX awk (mawk, gawk, busybox), in the C locale: it works on bytes. It knows the subset of markdown the pages use, which is a
 # subset of pandoc's (so `pandoc -s -t man` gives the same page):
 #
 #   ---/title:/section:/header:/---   front matter, becomes .TH (required)
@@ -73,7 +73,7 @@ function roff_escape(s)
 {
     gsub(/\\/, "\\e", s)
     gsub(/-/, "\\-", s)
-    return unicode(s)
+    return s
 }
 
 # Protects a line that starts with a control character.
@@ -85,13 +85,15 @@ function roff_line(s)
     return s
 }
 
-# The text of a markdown span with its markup removed (for widths of table cells).
+# The width of a markdown span with its markup removed (for table cells), in characters:
+# UTF-8 continuation bytes do not count.
 function visible(s)
 {
     gsub(/\\\\/, "\001", s)
     gsub(/\\[*_`|<>#]/, "x", s)
     gsub(/[*`]/, "", s)
     gsub(/\001/, "x", s)
+    gsub(/[\200-\277]/, "", s)
     return s
 }
 
@@ -133,7 +135,7 @@ function inline(s,    out, i, n, c, rest, j, code)
     gsub(/\001/, "\\e", out)
     gsub(/\002/, "*", out)
     gsub(/\003/, "`", out)
-    return out
+    return unicode(out)     # on the whole: a character may be several bytes
 }
 
 # The inside of a bold or italic span: code spans are taken as text there.
@@ -236,7 +238,7 @@ function start_code()
 
 function code_line(s)
 {
-    print roff_line(roff_escape(s))
+    print roff_line(unicode(roff_escape(s)))
 }
 
 function strip(s)
@@ -288,8 +290,8 @@ infence && /^ *```/ {
 }
 infence {
     line = $0
-    if (fence_indent > 0) {
-        sub("^ {0," fence_indent "}", "", line)
+    for (k = 0; k < fence_indent && substr(line, 1, 1) == " "; k++) {
+        line = substr(line, 2)      # the fence's indent (no {m,n}: older mawk lacks it)
     }
     code_line(line)
     next

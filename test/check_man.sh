@@ -6,7 +6,9 @@
 #      doc/Makefile.include, so `make install` installs it);
 #   3. every tmx page a page refers to, as *name*(N) or **name**(N), exists: a page of that
 #      name and section, or for section 3 a function of the public headers;
-#   4. the converter refuses a page without front matter.
+#   4. the converter refuses a page without front matter;
+#   5. it converts a page with every construct and with what roff reads specially (leading
+#      dots and quotes, backslashes, non-ASCII) into roff that groff -ww takes silently.
 # Run by `make check` (TMX_BUILDDIR, TMX_SRCDIR set); exit 77 (skip) when run without them.
 set -u
 
@@ -50,7 +52,8 @@ for md in "$src"/doc/man/*.md; do
     esac
 
     # 1. conversion, front matter, groff
-    if ! "$awk_prog" -v version=test -f "$md2man" "$md" >"$tmp/$page" 2>"$tmp/err"; then
+    if ! LC_ALL=C "$awk_prog" -v version=test -f "$md2man" "$md" >"$tmp/$page" 2>"$tmp/err"
+    then
         cat "$tmp/err"
         fail "doc/man/${page}.md does not convert"
         continue
@@ -97,11 +100,71 @@ done
 
 # 4. the converter fails clearly on a page it cannot handle
 printf '# NAME\n\nno front matter\n' >"$tmp/bad.md"
-if "$awk_prog" -v version=test -f "$md2man" "$tmp/bad.md" >/dev/null 2>"$tmp/err"; then
+if LC_ALL=C "$awk_prog" -v version=test -f "$md2man" "$tmp/bad.md" >/dev/null 2>"$tmp/err"; then
     fail "md2man.awk accepted a page without front matter"
 elif ! grep -q 'front matter' "$tmp/err"; then
     cat "$tmp/err"
     fail "md2man.awk failed on a page without front matter, but did not say why"
+fi
+
+# 5. the converter on the constructs the pages may use, with what roff reads specially: lines
+# that start with '.' or "'", backslashes, non-ASCII characters
+cat >"$tmp/all.1.md" <<'PAGE'
+---
+title: ALL
+section: 1
+header: tmx manual
+---
+
+# NAME
+
+all - every construct \* of md2man
+
+## Sub
+
+**-a** *arg*
+:   text, `code \n`
+    ...more
+
+    a second paragraph
+
+```c
+.not_a_request();
+'neither
+```
+
+- item — 10 µs
+  continued
+- 'item
+
+| a | b |
+|---|---|
+| × | **y** |
+
+    indented code \fB
+.PP
+PAGE
+if ! LC_ALL=C "$awk_prog" -v version=test -f "$md2man" "$tmp/all.1.md" >"$tmp/all.1" \
+        2>"$tmp/err"; then
+    cat "$tmp/err"
+    fail "md2man.awk fails on the constructs test page"
+else
+    if [ "$have_groff" = yes ]; then
+        groff -man -Tutf8 -ww -z "$tmp/all.1" >"$tmp/groff.out" 2>&1
+        if [ -s "$tmp/groff.out" ]; then
+            cat "$tmp/groff.out"
+            fail "groff warns about md2man.awk's output for the constructs test page"
+        fi
+    fi
+    for want in '^\\&\.not_a_request' '^\\&'"'"'neither' '\\\[u00D7\]' '\\\[u00B5\]s' \
+                '^\.TP$' '^\.IP \\(bu 2$' 'indented code \\efB' '^\\&\.PP$'; do
+        if ! grep -q "$want" "$tmp/all.1"; then
+            fail "md2man.awk: no line matching '$want' in the constructs test page"
+        fi
+    done
+    if grep -q '^\.not_a_request' "$tmp/all.1"; then
+        fail "md2man.awk let a line of text through as a roff request"
+    fi
 fi
 
 if [ "$failures" -gt 0 ]; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Quick start 1: from a fresh Debian checkout to a ping-pong table in one command.
 # Installs what is missing, builds out of tree in build/ and runs two ranks of tmx_pingpong on
-# this machine over the soft device.
+# this machine over the soft device. Afterwards `. build/tmx-env.sh` sets up a shell to build
+# programs against build/ (README.md, "A first program").
 #
 #   scripts/pingpong.sh [tmx_pingpong options]     e.g. scripts/pingpong.sh -t lat -m 1:4096
 #
@@ -29,6 +30,16 @@ for prog in build/tools/tmxrun build/examples/tmx_pingpong; do
         exit 1
     fi
 done
+if [ ! -f build/tmx-env.sh ]; then
+    echo "pingpong: build/tmx-env.sh was not written by configure" >&2
+    exit 1
+fi
 
 tmx_say "build/tools/tmxrun -n 2 build/examples/tmx_pingpong $*"
-exec build/tools/tmxrun -n 2 build/examples/tmx_pingpong "$@"
+status=0
+build/tools/tmxrun -n 2 build/examples/tmx_pingpong "$@" || status=$?
+if [ "$status" -eq 0 ]; then
+    # configure wrote it; README.md, "A first program", shows it in use.
+    tmx_say "to build your own programs with this build: . build/tmx-env.sh (see README.md)"
+fi
+exit "$status"

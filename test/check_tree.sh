@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Checks that what the README and the man pages promise is true of the tree:
 #   1. the example program of README.md ("A first program") compiles warning-free as strict
-#      C11 against the public headers and the built libtmx, and runs: alone (a job of one that
-#      sends to itself) and, when tmxrun is built, as 2 ranks under tmxrun;
+#      C11 against the public headers and the built libtmx and runs alone (a job of one that
+#      sends to itself); then the README's shell commands that build and run it, exactly as
+#      written, work after the quick start: run in a directory where build/ is this build
+#      tree, without PKG_CONFIG_PATH or LD_LIBRARY_PATH, they build the program and run it as
+#      4 ranks under tmxrun;
 #   2. every public function of include/tmx/tmx.h has its section in doc/man/tmx.3.md;
 #   3. every doc/ file the README links to exists, and the scripts parse.
 # Run by `make check` (TMX_BUILDDIR, TMX_SRCDIR set); exit 77 (skip) when run without them.
@@ -61,21 +64,43 @@ else
         else
             echo "README example ran alone: $(cat "$tmp/run1.out")"
         fi
-        if [ -x "$bld/tools/tmxrun" ]; then
-            if ! (cd "$tmp" && timeout 120 "$bld/tools/tmxrun" -n 2 --timeout 60 ./ring) \
-                    >"$tmp/run2.out" 2>&1; then
-                cat "$tmp/run2.out"
-                fail "the README example fails under tmxrun -n 2"
-            elif [ "$(grep -c -E '^rank [01] of 2: got [01] with tag [01]$' "$tmp/run2.out")" != 2 ]
-            then
-                cat "$tmp/run2.out"
-                fail "the README example under tmxrun -n 2 did not print one line per rank"
-            else
-                echo "README example ran under tmxrun -n 2"
-            fi
-        else
-            echo "note: tools/tmxrun not built, README example not run with 2 ranks"
-        fi
+    fi
+fi
+
+# The README's commands: the first ```sh block after the program, run as they are, in a
+# directory that holds ring.c and where build/ is this build tree (the quick start builds in
+# build/ at the top of the tree). `cc` is the compiler of this build (a sanitized library
+# needs the same compiler's runtime; everywhere else cc and gcc are the same compiler).
+awk '/^## A first program/ { sect = 1 }
+     sect && /^```c$/      { seen_c = 1 }
+     seen_c && /^```sh$/   { code = 1; next }
+     code && /^```$/       { exit }
+     code                  { print }' "$src/README.md" >"$tmp/readme.sh"
+if [ ! -s "$tmp/readme.sh" ]; then
+    fail "no \`\`\`sh block after the program under '## A first program' in README.md"
+elif [ -s "$tmp/ring.c" ] && [ -e "$bld/.libs/libtmx.so" ]; then
+    mkdir "$tmp/user" "$tmp/bin"
+    cp "$tmp/ring.c" "$tmp/user/ring.c"
+    ln -s "$bld" "$tmp/user/build"
+    printf '#!/bin/sh\nexec %s "$@"\n' "$(make_var CC)" >"$tmp/bin/cc"
+    chmod +x "$tmp/bin/cc"
+    echo "README commands:"
+    sed 's/^/    /' "$tmp/readme.sh"
+    if ! (cd "$tmp/user" &&
+          env -u PKG_CONFIG_PATH -u PKG_CONFIG_LIBDIR -u LD_LIBRARY_PATH \
+              PATH="$tmp/bin:$PATH" timeout 180 sh -e "$tmp/readme.sh") >"$tmp/run4.out" 2>&1; then
+        cat "$tmp/run4.out"
+        fail "the README's commands to build and run the example fail after the quick start"
+    elif [ "$(grep -c -E '^rank [0-3] of 4: got [0-3] with tag [0-3]$' "$tmp/run4.out")" != 4 ]
+    then
+        cat "$tmp/run4.out"
+        fail "the README's 'tmxrun -n 4 ./ring' did not print one line per rank"
+    elif command -v readelf >/dev/null 2>&1 && [ -e "$tmp/user/ring" ] &&
+         ! readelf -d "$tmp/user/ring" | grep -F PATH | grep -q -F "$bld/.libs"; then
+        readelf -d "$tmp/user/ring"
+        fail "the README's commands did not link the library of this build tree (no rpath to it)"
+    else
+        echo "README commands built the example and ran it under tmxrun -n 4"
     fi
 fi
 

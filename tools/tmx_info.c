@@ -36,7 +36,7 @@ static void tmx_info_usage(FILE *stream, const char *prog)
             "  -w  create a worker and print how it reaches each class of peer\n"
             "  -a  all of the above\n"
             "  -h  this help\n"
-            "With no option, -v is assumed.\n",
+            "With no option, -v -d is assumed.\n",
             prog);
 }
 
@@ -108,16 +108,30 @@ static int tmx_info_run(unsigned what)
         printf("# tmx version %s (API %d.%d)\n", tmx_version_string(), TMX_API_MAJOR,
                TMX_API_MINOR);
     }
-    if (what & TMX_INFO_CONFIG) {
-        tmx_config_print(stdout, TMX_CONFIG_PRINT_DOC);
-    }
-    if (what & (TMX_INFO_DEVICES | TMX_INFO_WORKER)) {
+    if (what & (TMX_INFO_CONFIG | TMX_INFO_DEVICES | TMX_INFO_WORKER)) {
+        /* Creating a context reads and checks the configuration: a malformed TMX_* variable
+         * (or an unknown provider name) fails it with INVALID_PARAM after the library named
+         * the variable on stderr. That is an error for -c too, which then prints no table. */
         status = tmx_context_create(NULL, &context);
-        if (status != TMX_OK) {
-            fprintf(stderr, "tmx_info: context create failed: %s\n", tmx_status_string(status));
+        if (status == TMX_ERR_INVALID_PARAM) {
+            fprintf(stderr, "tmx_info: invalid configuration (see the message above)\n");
             ret = 1;
             goto out;
         }
+        if (status != TMX_OK) {
+            context = NULL;
+            if (what & (TMX_INFO_DEVICES | TMX_INFO_WORKER)) {
+                fprintf(stderr, "tmx_info: context create failed: %s\n",
+                        tmx_status_string(status));
+                ret = 1;
+            }
+        }
+    }
+    if (what & TMX_INFO_CONFIG) {
+        tmx_config_print(stdout, TMX_CONFIG_PRINT_DOC);
+    }
+    if (context == NULL) {
+        goto out;
     }
     if ((what & TMX_INFO_DEVICES) && tmx_context_print_info(context, stdout) != TMX_OK) {
         fprintf(stderr, "tmx_info: cannot print devices\n");
@@ -126,9 +140,7 @@ static int tmx_info_run(unsigned what)
     if ((what & TMX_INFO_WORKER) && tmx_info_worker(context) != 0) {
         ret = 1;
     }
-    if (context != NULL) {
-        tmx_context_destroy(context);
-    }
+    tmx_context_destroy(context);
 out:
     return ret;
 }
@@ -169,7 +181,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (what == 0) {
-        what = TMX_INFO_VERSION;
+        what = TMX_INFO_VERSION | TMX_INFO_DEVICES; /* what a user wants to see first */
     }
     return tmx_info_run(what);
 }

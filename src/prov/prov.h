@@ -212,7 +212,7 @@ typedef enum {
 
 enum tmx_send_flags {
     TMX_SEND_SIGNALED = 1u << 0, /* generate a send completion */
-    TMX_SEND_FENCE    = 1u << 1, /* wait for prior RDMA reads (ordering table of DESIGN.md) */
+    TMX_SEND_FENCE    = 1u << 1, /* wait for prior RDMA reads (ordering table, doc/DESIGN.md) */
     TMX_SEND_INLINE   = 1u << 2, /* copy the data now; buffer reusable on return */
 };
 

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# tmx_info: what it prints with no option (version, providers, devices and their caps), -d,
+# -c, and its exit status on a malformed TMX_* variable (1, as tmx_info(1) says) and on a bad
+# option (2).
+. "$(dirname "$0")/lib.sh"
+INFO="$B/tools/tmx_info"
+if [ ! -x "$INFO" ]; then
+    echo "no tmx_info at $INFO" >&2
+    exit 99
+fi
+# A user's own settings must not change what is tested.
+for v in $(env | sed -n 's/^\(TMX_[A-Za-z0-9_]*\)=.*/\1/p'); do
+    case $v in TMX_BUILDDIR|TMX_SRCDIR) ;; *) unset "$v" ;; esac
+done
+
+# No option: the version, then the providers and the soft device with its capabilities.
+run 30 "$INFO"
+expect_rc 0 "tmx_info with no option"
+for pattern in '^# tmx version ' '^# providers built: .*soft' '^# provider soft' \
+               '^#   device ' '^#      caps  ' '^#      max_msg '; do
+    if ! grep -q "$pattern" "$T/out"; then
+        fail "tmx_info with no option: no line matching '$pattern'"
+        sed 's/^/    | /' "$T/out" >&2
+    fi
+done
+if grep -q '^TMX_' "$T/out"; then
+    fail "tmx_info with no option printed the configuration table"
+fi
+
+run 30 "$INFO" -d
+expect_rc 0 "tmx_info -d"
+expect_grep "$T/out" '^#   device ' "tmx_info -d lists the devices"
+
+run 30 "$INFO" -v
+expect_rc 0 "tmx_info -v"
+if grep -q '^# provider' "$T/out"; then
+    fail "tmx_info -v printed more than the version"
+fi
+
+run 30 "$INFO" -c
+expect_rc 0 "tmx_info -c"
+expect_grep "$T/out" '^TMX_EAGER_MAX=' "tmx_info -c prints the table"
+
+# A malformed variable: the library names it on stderr, tmx_info exits 1 and prints no table.
+for opt in -c "" -d -w -a; do
+    # shellcheck disable=SC2086 # an empty $opt is no argument
+    run 30 env TMX_EAGER_MAX=12q "$INFO" $opt
+    expect_rc 1 "TMX_EAGER_MAX=12q tmx_info $opt"
+    expect_grep "$T/err" 'TMX_EAGER_MAX' "TMX_EAGER_MAX=12q tmx_info $opt names the variable"
+    if grep -q '^TMX_' "$T/out"; then
+        fail "TMX_EAGER_MAX=12q tmx_info $opt printed the table"
+    fi
+done
+run 30 env TMX_PROVIDERS=nosuch "$INFO" -c
+expect_rc 1 "TMX_PROVIDERS=nosuch tmx_info -c"
+expect_grep "$T/err" "nosuch" "TMX_PROVIDERS=nosuch tmx_info -c names the provider"
+
+run 30 "$INFO" -x
+expect_rc 2 "tmx_info -x"
+run 30 "$INFO" extra
+expect_rc 2 "tmx_info extra"
+
+finish

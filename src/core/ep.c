@@ -256,6 +256,18 @@ void tmx_ep_fail(tmx_ep_t *ep, tmx_status_t status)
     tmx_list_del(&ep->pending_link);
 }
 
+/* The connection broke (the device said so) or never came up: unlike a close in order, this
+ * is a peer failure, which the worker reports (tmx_worker_peer_failed). A connection that
+ * had already ended in order is not one. */
+void tmx_ep_lost(tmx_ep_t *ep, tmx_status_t status)
+{
+    if (ep->state == TMX_EP_FAILED) {
+        return;
+    }
+    tmx_ep_fail(ep, status);
+    tmx_worker_peer_failed(ep->worker, ep->remote_uuid, status);
+}
+
 TMX_API tmx_status_t tmx_ep_create(tmx_worker_h w, const tmx_ep_params_t *params, tmx_ep_h *ep_p)
 {
     tmx_iface_t   *iface;
@@ -324,7 +336,7 @@ void tmx_ep_wireup_progress(tmx_ep_t *ep)
     if (now - ep->connect_start > ep->worker->ctx->cfg.peer_timeout) {
         tmx_warn("connection to peer %016llx timed out after %.1f s (TMX_PEER_TIMEOUT)",
                  (unsigned long long)ep->remote_uuid, ep->worker->ctx->cfg.peer_timeout);
-        tmx_ep_fail(ep, TMX_ERR_UNREACHABLE);
+        tmx_ep_lost(ep, TMX_ERR_UNREACHABLE);
         return;
     }
     if (now - ep->wireup_time > TMX_WIREUP_RESEND) {

@@ -571,7 +571,7 @@ void tmx_proto_tx_done(tmx_iface_t *iface, const tmx_wc_t *wc)
         if (ep != NULL) {
             tmx_warn("send to %016llx failed: %s", (unsigned long long)ep->remote_uuid,
                      tmx_wc_status_string(wc->status));
-            tmx_ep_fail(ep, TMX_ERR_PEER_FAILED);
+            tmx_ep_lost(ep, TMX_ERR_PEER_FAILED);
         }
     }
 }

@@ -201,7 +201,9 @@ TMX_API tmx_status_t tmx_ep_create(tmx_worker_h worker, const tmx_ep_params_t *p
                                    tmx_ep_h *ep_p);
 
 typedef enum {
-    TMX_EP_CLOSE_FLUSH = 0, /**< wait until outstanding sends completed */
+    /** wait until outstanding sends completed; TMX_PEER_TIMEOUT seconds in which none of them
+     *  progresses fail the rest with TMX_ERR_TIMED_OUT */
+    TMX_EP_CLOSE_FLUSH = 0,
     TMX_EP_CLOSE_FORCE = 1, /**< fail outstanding sends with TMX_ERR_CANCELED */
 } tmx_ep_close_mode_t;
 

@@ -155,6 +155,7 @@ typedef struct tmx_ep {
     int            disc_acked;     /* the peer knows the connection closes */
     int            peer_closed_idle; /* the peer closed in order with nothing of ours in flight */
     int            closing;
+    uint64_t       send_events;    /* sends posted or completed: the progress a FLUSH close sees */
     double         wireup_time;    /* last wire-up request sent */
     double         connect_start;
 } tmx_ep_t;

@@ -205,6 +205,9 @@ void tmx_proto_sreq_done(tmx_worker_t *w, tmx_request_t *sreq, tmx_status_t stat
     if (ep != NULL && ep->outstanding > 0) {
         ep->outstanding--;
     }
+    if (ep != NULL) {
+        ep->send_events++;
+    }
     if (sreq->mr != NULL) {
         ep->iface->ops->mr_dereg(sreq->mr);
         sreq->mr = NULL;
@@ -273,6 +276,7 @@ static void tmx_proto_ep_progress(tmx_ep_t *ep)
         if (status == TMX_ERR_NO_RESOURCE) {
             return;
         }
+        ep->send_events++;
         if (status != TMX_INPROGRESS) {
             tmx_list_del(l);
             tmx_request_complete(req, status);

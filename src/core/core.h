@@ -112,6 +112,9 @@ typedef struct tmx_worker {
     int               destroying;     /* tmx_worker_destroy: the error handler stays quiet */
     tmx_err_handler_cb_t err_handler;
     void             *err_handler_arg;
+    /* Rendezvous sends waiting for a memory registration: logged once, then counted. */
+    uint64_t          reg_waits;      /* registration attempts refused, since the last log */
+    double            reg_wait_logged; /* when the last line said so (0: never) */
 } tmx_worker_t;
 
 /* A remote worker found failed: reported once to the error handler. */

@@ -404,6 +404,10 @@ TMX_API tmx_status_t tmx_worker_destroy(tmx_worker_h w)
     w->destroying = 1;
     tmx_ep_close_all(w);
     tmx_worker_drop_unexpected(w);
+    if (w->reg_waits > 0) {
+        tmx_info("%llu more registration attempts of rendezvous sends were refused (device "
+                 "limit) since the last report", (unsigned long long)w->reg_waits);
+    }
     while (!tmx_list_is_empty(&w->failures)) {
         free(tmx_container_of(tmx_list_pop_head(&w->failures), tmx_peer_failure_t, list));
     }

@@ -13,8 +13,10 @@
  *   flush     rank 1 never receives rank 0's rendezvous message: rank 0's FLUSH close returns
  *             TMX_ERR_TIMED_OUT after about TMX_PEER_TIMEOUT (the script sets it small) and
  *             the send completes with it; neither side's handler is called.
- *   rndvmany  rank 0 has more rendezvous sends outstanding than the device has registrations;
- *             all complete (the script counts the log lines this makes).
+ *   rndvmany [N K]  rank 0 posts N rendezvous sends (default 5000), rank 1 takes none before
+ *             message K (default 4000) arrived: with N above the device's registrations
+ *             (TMX_SOFT_MAX_MRS, 4096 by default) the sender waits for them, and all
+ *             complete (the script counts the log lines this makes).
  *
  * Exits 0 when every check passed and prints "rank R ok" on the ranks that finish.
  */
@@ -298,45 +300,44 @@ static int mode_flush(env_t *e)
     return teardown(e, 1);
 }
 
-#define MANY      5000
 #define MANY_SIZE 9000 /* above the eager limit (8k) */
 
-static int mode_rndvmany(env_t *e)
+/* many sends, and the receiver takes nothing before message wait_for arrived */
+static int mode_rndvmany(env_t *e, int many, int wait_for)
 {
     static char    buf[MANY_SIZE];
-    tmx_request_h *reqs = calloc(MANY, sizeof(*reqs));
+    tmx_request_h *reqs = calloc((size_t)many, sizeof(*reqs));
     int            done = 0;
 
-    if (reqs == NULL) {
+    if (reqs == NULL || wait_for >= many) {
         return 1;
     }
     if (rank == 0) {
         memset(buf, 0x5a, sizeof(buf));
-        for (int i = 0; i < MANY; i++) {
+        for (int i = 0; i < many; i++) {
             EXPECT(tmx_tag_send_nb(e->eps[1], buf, sizeof(buf), (tmx_tag_t)(1000 + i), NULL,
                                    &reqs[i]),
                    TMX_INPROGRESS);
         }
-        for (int i = 0; i < MANY; i++) {
+        for (int i = 0; i < many; i++) {
             if (tmx_request_wait(reqs[i], NULL) == TMX_OK) {
                 done++;
             }
             tmx_request_free(reqs[i]);
         }
-        CHECK(done == MANY, "%d of %d rendezvous sends completed", done, MANY);
+        CHECK(done == many, "%d of %d rendezvous sends completed", done, many);
     } else {
         static char in[MANY_SIZE];
         double      end = now() + 60.0;
 
-        /* Take nothing until the sender is close to the device's registrations (4096), then
-         * a little longer: it retries on every progress meanwhile. */
-        while (now() < end &&
-               tmx_tag_probe(e->w, 1000 + 4000, ~(tmx_tag_t)0, TMX_PROBE_PEEK, NULL, NULL) !=
-                   TMX_OK) {
+        /* Take nothing until the sender is close to the device's registrations
+         * (TMX_SOFT_MAX_MRS), then a little longer: it retries on every progress meanwhile. */
+        while (now() < end && tmx_tag_probe(e->w, (tmx_tag_t)(1000 + wait_for), ~(tmx_tag_t)0,
+                                            TMX_PROBE_PEEK, NULL, NULL) != TMX_OK) {
             tmx_worker_progress(e->w);
         }
         progress_for(e->w, 0.5);
-        for (int i = 0; i < MANY; i++) {
+        for (int i = 0; i < many; i++) {
             memset(in, 0, 16);
             if (tmx_tag_recv(e->w, in, sizeof(in), (tmx_tag_t)(1000 + i), ~(tmx_tag_t)0, NULL) ==
                     TMX_OK &&
@@ -344,7 +345,7 @@ static int mode_rndvmany(env_t *e)
                 done++;
             }
         }
-        CHECK(done == MANY, "%d of %d rendezvous messages received", done, MANY);
+        CHECK(done == many, "%d of %d rendezvous messages received", done, many);
     }
     free(reqs);
     return teardown(e, 1);
@@ -354,8 +355,8 @@ int main(int argc, char **argv)
 {
     env_t e;
 
-    if (argc != 2) {
-        fprintf(stderr, "usage: peer_fail pending|blocking|passive|flush|rndvmany\n");
+    if (argc < 2) {
+        fprintf(stderr, "usage: peer_fail pending|blocking|passive|flush|rndvmany [N K]\n");
         return 2;
     }
     mode = argv[1];
@@ -372,7 +373,8 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "flush") == 0) {
         return mode_flush(&e);
     } else if (strcmp(mode, "rndvmany") == 0) {
-        return mode_rndvmany(&e);
+        return mode_rndvmany(&e, argc > 2 ? atoi(argv[2]) : 5000,
+                             argc > 3 ? atoi(argv[3]) : 4000);
     }
     fprintf(stderr, "peer_fail: unknown mode %s\n", mode);
     return 2;

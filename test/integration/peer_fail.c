@@ -17,6 +17,10 @@
  *             message K (default 4000) arrived: with N above the device's registrations
  *             (TMX_SOFT_MAX_MRS, 4096 by default) the sender waits for them, and all
  *             complete (the script counts the log lines this makes).
+ *   unreachable  one process, no tmxrun, TMX_PEER_TIMEOUT small (the script): an endpoint to a
+ *             worker that never progresses does not come up; its queued send completes with
+ *             TMX_ERR_UNREACHABLE, a receive waiting for a match is told, the handler names
+ *             the endpoint with TMX_ERR_UNREACHABLE.
  *
  * Exits 0 when every check passed and prints "rank R ok" on the ranks that finish.
  */
@@ -351,15 +355,67 @@ static int mode_rndvmany(env_t *e, int many, int wait_for)
     return teardown(e, 1);
 }
 
+static int mode_unreachable(void)
+{
+    tmx_worker_params_t wp = {.field_mask  = TMX_WORKER_PARAM_ERR_HANDLER,
+                              .err_handler = on_peer_error};
+    tmx_worker_attr_t   wa = {.field_mask = TMX_WORKER_ATTR_ID};
+    tmx_context_h       ctx;
+    tmx_worker_h        w, silent;
+    tmx_ep_params_t     ep_params = {.field_mask = TMX_EP_PARAM_ADDRESS};
+    tmx_ep_h            ep = NULL;
+    tmx_request_h       s = NULL, r = NULL;
+    void               *addr = NULL;
+    size_t              len = 0;
+    int                 v = 1, x = 0;
+
+    rank = 0;
+    EXPECT(tmx_context_create(NULL, &ctx), TMX_OK);
+    EXPECT(tmx_worker_create(ctx, &wp, &w), TMX_OK);
+    EXPECT(tmx_worker_create(ctx, NULL, &silent), TMX_OK); /* never progressed */
+    EXPECT(tmx_worker_query(silent, &wa), TMX_OK);
+    EXPECT(tmx_worker_get_address(silent, &addr, &len), TMX_OK);
+    if (errors > 0) {
+        return 1;
+    }
+    ep_params.address        = addr;
+    ep_params.address_length = len;
+    EXPECT(tmx_ep_create(w, &ep_params, &ep), TMX_OK);
+    EXPECT(tmx_tag_send_nb(ep, &v, sizeof(v), 7, NULL, &s), TMX_INPROGRESS);
+    EXPECT(tmx_tag_recv_nb(w, &x, sizeof(x), 7, ~(tmx_tag_t)0, NULL, &r), TMX_INPROGRESS);
+    EXPECT(tmx_request_wait(r, NULL), TMX_ERR_PEER_FAILED_PENDING);
+    EXPECT(tmx_request_test(s, NULL), TMX_ERR_UNREACHABLE);
+    CHECK(heard.count == 1 && heard.ep == ep && heard.peer_id == wa.id &&
+              heard.status == TMX_ERR_UNREACHABLE,
+          "error handler: %d calls, ep %p (want %p), peer %016llx (want %016llx), %s",
+          heard.count, (void *)heard.ep, (void *)ep, (unsigned long long)heard.peer_id,
+          (unsigned long long)wa.id, tmx_status_string(heard.status));
+    EXPECT(tmx_request_cancel(r), TMX_OK);
+    tmx_request_free(r);
+    tmx_request_free(s);
+    EXPECT(tmx_ep_close(ep, TMX_EP_CLOSE_FLUSH), TMX_ERR_PEER_FAILED); /* it never connected */
+    tmx_worker_release_address(silent, addr);
+    EXPECT(tmx_worker_destroy(silent), TMX_OK);
+    EXPECT(tmx_worker_destroy(w), TMX_OK);
+    EXPECT(tmx_context_destroy(ctx), TMX_OK);
+    if (errors == 0) {
+        printf("rank 0 ok\n");
+    }
+    return errors == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     env_t e;
 
     if (argc < 2) {
-        fprintf(stderr, "usage: peer_fail pending|blocking|passive|flush|rndvmany [N K]\n");
+        fprintf(stderr, "usage: peer_fail pending|blocking|passive|flush|rndvmany [N K]|unreachable\n");
         return 2;
     }
     mode = argv[1];
+    if (strcmp(mode, "unreachable") == 0) {
+        return mode_unreachable();
+    }
     memset(&e, 0, sizeof(e));
     if (setup(&e) != 0) {
         return 1;

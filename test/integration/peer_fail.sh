@@ -11,6 +11,10 @@ for m in pending blocking passive; do
     expect_grep "$T/out" "rank 0 ok" "$m: rank 0 checked every status"
 done
 
+run 30 env -u TMX_RANK -u TMX_SIZE -u TMX_BOOT_ADDR TMX_PEER_TIMEOUT=1 "$P" unreachable
+expect_rc 0 "unreachable: a connection that never comes up is a peer failure"
+expect_grep "$T/out" "rank 0 ok" "unreachable: every status checked"
+
 run 60 env TMX_PEER_TIMEOUT=1 "$TMXRUN" -n 2 --timeout 50 "$P" flush
 expect_rc 0 "flush: FLUSH close of an unmatched rendezvous send times out"
 c=$(grep -c "rank [01] ok" "$T/out")

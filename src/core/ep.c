@@ -500,8 +500,8 @@ static int tmx_ep_flushed(tmx_ep_t *ep)
  */
 static tmx_status_t tmx_ep_flush(tmx_ep_t *ep)
 {
-    tmx_worker_t *w       = ep->worker;
-    double        timeout = w->ctx->cfg.peer_timeout;
+    tmx_worker_t *w        = ep->worker;
+    double        timeout  = w->ctx->cfg.peer_timeout;
     double        deadline = tmx_time_sec() + timeout;
     uint64_t      seen     = ep->send_events;
 

@@ -542,6 +542,7 @@ TMX_API tmx_status_t tmx_ep_close(tmx_ep_h ep, tmx_ep_close_mode_t mode)
     }
     w = ep->worker;
     tmx_worker_lock(w);
+    ep->user_closed = 1; /* the error handler is not handed an endpoint being closed */
     if (mode == TMX_EP_CLOSE_FLUSH) {
         status = tmx_ep_flush(ep);
     }

@@ -638,7 +638,7 @@ static void tmx_worker_report_failures(tmx_worker_t *w)
         }
         tmx_list_for_each(e, &w->eps) {
             tmx_ep_t *cand = tmx_container_of(e, tmx_ep_t, list);
-            if (!cand->passive && !cand->closing && cand->remote_uuid == f->uuid) {
+            if (!cand->passive && !cand->user_closed && cand->remote_uuid == f->uuid) {
                 ep = cand;
                 break;
             }

@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 #define TMX_API_MAJOR   1
-#define TMX_API_MINOR   0
+#define TMX_API_MINOR   1
 #define TMX_API_VERSION ((TMX_API_MAJOR << 16) | TMX_API_MINOR)
 
 /** Status codes: TMX_OK, TMX_INPROGRESS, or a negative error. */
@@ -53,6 +53,10 @@ typedef enum {
     TMX_ERR_INVALID_HANDLE = -16, /**< a handle that was destroyed or never created */
     TMX_ERR_REMOTE_ACCESS  = -17, /**< remote key or bounds check failed */
     TMX_ERR_INTERNAL       = -18,
+    /** A receive still waits for a match, and a peer failed since it was posted (or since it
+     *  last said so): told once per receive; the receive stays posted (MPI's
+     *  MPI_ERR_PROC_FAILED_PENDING). Cancel it, or keep waiting. */
+    TMX_ERR_PEER_FAILED_PENDING = -19,
 } tmx_status_t;
 
 /** A static, lower-case description of a status. Never NULL. */
@@ -106,13 +110,26 @@ typedef enum {
     TMX_THREAD_MODE_MULTI      = 2, /**< many threads at once; the worker takes a lock */
 } tmx_thread_mode_t;
 
+/**
+ * Called from the worker's progress once for each remote worker found failed (its process
+ * died, or a connection to it broke or never came up), not for one that closed in order.
+ * ep: the caller's endpoint to that worker, or NULL when there is none (only the peer had
+ * connected to us); peer_id: that worker's id (TMX_WORKER_ATTR_ID on its side); status:
+ * TMX_ERR_PEER_FAILED, or TMX_ERR_UNREACHABLE when the connection never came up.
+ */
+typedef void (*tmx_err_handler_cb_t)(void *arg, tmx_ep_h ep, uint64_t peer_id,
+                                     tmx_status_t status);
+
 enum tmx_worker_params_field {
     TMX_WORKER_PARAM_THREAD_MODE = 1u << 0,
+    TMX_WORKER_PARAM_ERR_HANDLER = 1u << 1, /**< err_handler, err_handler_arg */
 };
 
 typedef struct tmx_worker_params {
-    uint64_t          field_mask;
-    tmx_thread_mode_t thread_mode; /**< default TMX_THREAD_MODE_SINGLE */
+    uint64_t             field_mask;
+    tmx_thread_mode_t    thread_mode;     /**< default TMX_THREAD_MODE_SINGLE */
+    tmx_err_handler_cb_t err_handler;     /**< default none */
+    void                *err_handler_arg; /**< first argument of err_handler */
 } tmx_worker_params_t;
 
 TMX_API tmx_status_t tmx_worker_create(tmx_context_h context, const tmx_worker_params_t *params,
@@ -152,6 +169,7 @@ enum tmx_worker_attr_field {
     TMX_WORKER_ATTR_THREAD_MODE = 1u << 0,
     TMX_WORKER_ATTR_PEERS       = 1u << 1,
     TMX_WORKER_ATTR_LIMITS      = 1u << 2,
+    TMX_WORKER_ATTR_ID          = 1u << 3,
 };
 
 typedef struct tmx_worker_attr {
@@ -160,6 +178,7 @@ typedef struct tmx_worker_attr {
     tmx_peer_class_attr_t peer[TMX_PEER_CLASS_LAST];
     size_t                unexp_budget;  /**< bytes of unexpected eager data buffered */
     unsigned              eager_credits; /**< eager messages in flight per endpoint */
+    uint64_t              id;            /**< the peer_id an error handler of a peer gets */
 } tmx_worker_attr_t;
 
 TMX_API tmx_status_t tmx_worker_query(tmx_worker_h worker, tmx_worker_attr_t *attr);
@@ -182,7 +201,9 @@ TMX_API tmx_status_t tmx_ep_create(tmx_worker_h worker, const tmx_ep_params_t *p
                                    tmx_ep_h *ep_p);
 
 typedef enum {
-    TMX_EP_CLOSE_FLUSH = 0, /**< wait until outstanding sends completed */
+    /** wait until outstanding sends completed; TMX_PEER_TIMEOUT seconds in which none of them
+     *  progresses fail the rest with TMX_ERR_TIMED_OUT */
+    TMX_EP_CLOSE_FLUSH = 0,
     TMX_EP_CLOSE_FORCE = 1, /**< fail outstanding sends with TMX_ERR_CANCELED */
 } tmx_ep_close_mode_t;
 
@@ -236,7 +257,10 @@ TMX_API tmx_status_t tmx_tag_send_nb(tmx_ep_h ep, const void *buf, size_t len, t
  * Posts a receive for a message with (msg_tag & mask) == (tag & mask).
  * @return TMX_INPROGRESS with *request_p set (it may already be complete), or a negative
  *         status. Completion statuses: TMX_OK, TMX_ERR_TRUNCATED (the first len bytes were
- *         delivered, info.length is the real length), TMX_ERR_CANCELED.
+ *         delivered, info.length is the real length), TMX_ERR_CANCELED, TMX_ERR_PEER_FAILED
+ *         (the sender died before its data came). While it waits for a match, test and wait
+ *         return TMX_ERR_PEER_FAILED_PENDING once after a peer failed (the receive stays
+ *         posted).
  */
 TMX_API tmx_status_t tmx_tag_recv_nb(tmx_worker_h worker, void *buf, size_t len, tmx_tag_t tag,
                                      tmx_tag_t mask, const tmx_request_params_t *params,
@@ -261,10 +285,12 @@ TMX_API tmx_status_t tmx_tag_msg_recv_nb(tmx_worker_h worker, void *buf, size_t 
                                          tmx_message_h message, const tmx_request_params_t *params,
                                          tmx_request_h *request_p);
 
-/** TMX_INPROGRESS, or the final status. Does not progress. info may be NULL. */
+/** TMX_INPROGRESS, or the final status, or (a receive waiting for a match after a peer
+ *  failed) TMX_ERR_PEER_FAILED_PENDING once. Does not progress. info may be NULL. */
 TMX_API tmx_status_t tmx_request_test(tmx_request_h request, tmx_tag_recv_info_t *info);
 
-/** Progresses the request's worker until the request completes; returns its status. */
+/** Progresses the request's worker until the request completes; returns its status, or
+ *  TMX_ERR_PEER_FAILED_PENDING (once) for a receive still waiting when a peer failed. */
 TMX_API tmx_status_t tmx_request_wait(tmx_request_h request, tmx_tag_recv_info_t *info);
 
 /** Cancels a receive that has not matched yet: it completes with TMX_ERR_CANCELED.

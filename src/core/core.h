@@ -6,6 +6,7 @@
 #define TMX_CORE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <tmx/tmx.h>
 
@@ -101,7 +102,28 @@ typedef struct tmx_worker {
     /* counters shown by tmx_info / debug logs */
     uint64_t          num_unexp;
     uint64_t          num_credit_stalls;
+    /* Peer failures (ULFM's "failure pending"): fail_epoch counts the remote workers found
+     * failed; a receive remembers the count it has told its user about. Written under the
+     * worker's lock, read by test/wait without it. */
+    atomic_uint       fail_epoch;
+    tmx_hash_t        failed_peers;   /* remote uuid -> tmx_peer_failure_t */
+    tmx_list_t        failures;       /* every tmx_peer_failure_t, reported or not */
+    unsigned          failures_unreported;
+    int               destroying;     /* tmx_worker_destroy: the error handler stays quiet */
+    tmx_err_handler_cb_t err_handler;
+    void             *err_handler_arg;
+    /* Rendezvous sends waiting for a memory registration: logged once, then counted. */
+    uint64_t          reg_waits;      /* registration attempts refused, since the last log */
+    double            reg_wait_logged; /* when the last line said so (0: never) */
 } tmx_worker_t;
+
+/* A remote worker found failed: reported once to the error handler. */
+typedef struct tmx_peer_failure {
+    tmx_list_t   list;     /* worker->failures */
+    uint64_t     uuid;
+    tmx_status_t status;
+    int          reported;
+} tmx_peer_failure_t;
 
 typedef enum {
     TMX_EP_CONNECTING = 0,
@@ -136,6 +158,7 @@ typedef struct tmx_ep {
     int            disc_acked;     /* the peer knows the connection closes */
     int            peer_closed_idle; /* the peer closed in order with nothing of ours in flight */
     int            closing;
+    uint64_t       send_events;    /* sends posted or completed: the progress a FLUSH close sees */
     double         wireup_time;    /* last wire-up request sent */
     double         connect_start;
 } tmx_ep_t;
@@ -184,6 +207,7 @@ typedef struct tmx_request {
     uint64_t            rndv_ep_id;   /* receive of a rendezvous: where the FIN goes */
     unsigned            reads_left;
     tmx_status_t        rndv_status;
+    atomic_uint         fail_epoch;   /* receive: worker->fail_epoch its user was told about */
 } tmx_request_t;
 
 /* An arrived, unmatched message (also the handle of a claimed message). */
@@ -213,10 +237,12 @@ void tmx_worker_lock(tmx_worker_t *w);
 void tmx_worker_unlock(tmx_worker_t *w);
 unsigned tmx_worker_progress_locked(tmx_worker_t *w);
 int tmx_worker_check(tmx_worker_t *w);
+void tmx_worker_peer_failed(tmx_worker_t *w, uint64_t uuid, tmx_status_t status);
 
 /* ---- ep.c */
 tmx_status_t tmx_ep_wireup_rx(tmx_iface_t *iface, const void *msg, size_t len);
 void tmx_ep_fail(tmx_ep_t *ep, tmx_status_t status);
+void tmx_ep_lost(tmx_ep_t *ep, tmx_status_t status);
 void tmx_ep_destroy(tmx_ep_t *ep);
 tmx_ep_t *tmx_ep_by_qpn(tmx_worker_t *w, tmx_iface_t *iface, uint32_t qpn);
 void tmx_ep_close_all(tmx_worker_t *w);

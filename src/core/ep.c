@@ -232,15 +232,11 @@ void tmx_ep_destroy(tmx_ep_t *ep)
     }
 }
 
-/* Fails everything queued or outstanding on the endpoint. */
-void tmx_ep_fail(tmx_ep_t *ep, tmx_status_t status)
+/* Completes every send queued or outstanding on the endpoint with status. */
+static void tmx_ep_fail_sends(tmx_ep_t *ep, tmx_status_t status)
 {
     tmx_list_t *l;
 
-    if (ep->state == TMX_EP_FAILED) {
-        return;
-    }
-    ep->state = TMX_EP_FAILED;
     while ((l = tmx_list_pop_head(&ep->pending)) != NULL) {
         tmx_request_t *req = tmx_container_of(l, tmx_request_t, pending_link);
         if (req->mr != NULL) { /* a rendezvous registered before the wire filled up */
@@ -253,8 +249,30 @@ void tmx_ep_fail(tmx_ep_t *ep, tmx_status_t status)
         tmx_request_t *req = tmx_container_of(l, tmx_request_t, pending_link);
         tmx_proto_sreq_done(ep->worker, req, status);
     }
-    tmx_proto_ctrl_drop(ep);
+}
+
+/* Fails everything queued or outstanding on the endpoint. */
+void tmx_ep_fail(tmx_ep_t *ep, tmx_status_t status)
+{
+    if (ep->state == TMX_EP_FAILED) {
+        return;
+    }
+    ep->state = TMX_EP_FAILED;
+    tmx_ep_fail_sends(ep, status);
+    tmx_proto_ctrl_drop(ep); /* never sent now: the receives waiting on them complete */
     tmx_list_del(&ep->pending_link);
+}
+
+/* The connection broke (the device said so) or never came up: unlike a close in order, this
+ * is a peer failure, which the worker reports (tmx_worker_peer_failed). A connection that
+ * had already ended in order is not one. */
+void tmx_ep_lost(tmx_ep_t *ep, tmx_status_t status)
+{
+    if (ep->state == TMX_EP_FAILED) {
+        return;
+    }
+    tmx_ep_fail(ep, status);
+    tmx_worker_peer_failed(ep->worker, ep->remote_uuid, status);
 }
 
 TMX_API tmx_status_t tmx_ep_create(tmx_worker_h w, const tmx_ep_params_t *params, tmx_ep_h *ep_p)
@@ -325,7 +343,7 @@ void tmx_ep_wireup_progress(tmx_ep_t *ep)
     if (now - ep->connect_start > ep->worker->ctx->cfg.peer_timeout) {
         tmx_warn("connection to peer %016llx timed out after %.1f s (TMX_PEER_TIMEOUT)",
                  (unsigned long long)ep->remote_uuid, ep->worker->ctx->cfg.peer_timeout);
-        tmx_ep_fail(ep, TMX_ERR_UNREACHABLE);
+        tmx_ep_lost(ep, TMX_ERR_UNREACHABLE);
         return;
     }
     if (now - ep->wireup_time > TMX_WIREUP_RESEND) {
@@ -474,6 +492,41 @@ static int tmx_ep_flushed(tmx_ep_t *ep)
             ep->state == TMX_EP_CONNECTED);
 }
 
+/*
+ * FLUSH: progresses until every send of the endpoint completed. A receiver that is alive but
+ * never posts the matching receive would hold a rendezvous send forever, so the wait is
+ * bounded: TMX_PEER_TIMEOUT seconds in which no send of the endpoint is posted or completes
+ * fail the rest with TMX_ERR_TIMED_OUT (their buffers are deregistered: a late read of the
+ * peer fails its remote key check). The connection itself stays up for the disconnect.
+ */
+static tmx_status_t tmx_ep_flush(tmx_ep_t *ep)
+{
+    tmx_worker_t *w        = ep->worker;
+    double        timeout  = w->ctx->cfg.peer_timeout;
+    double        deadline = tmx_time_sec() + timeout;
+    uint64_t      seen     = ep->send_events;
+
+    while (!tmx_ep_flushed(ep)) {
+        tmx_worker_progress_locked(w);
+        if (ep->send_events != seen) {
+            seen     = ep->send_events;
+            deadline = tmx_time_sec() + timeout;
+        } else if (ep->state == TMX_EP_CONNECTED && tmx_time_sec() > deadline) {
+            tmx_warn("close of the endpoint to peer %016llx: its sends made no progress in "
+                     "%.1f s (TMX_PEER_TIMEOUT); %u outstanding and the queued ones fail with "
+                     "timed out", (unsigned long long)ep->remote_uuid, timeout, ep->outstanding);
+            tmx_ep_fail_sends(ep, TMX_ERR_TIMED_OUT);
+            return TMX_ERR_TIMED_OUT;
+        }
+    }
+    /* tmx(3): PEER_FAILED only when the peer died before the flush finished, not when it
+     * closed in order after every send of ours had completed */
+    if (ep->state == TMX_EP_FAILED && !ep->peer_closed_idle) {
+        return TMX_ERR_PEER_FAILED;
+    }
+    return TMX_OK;
+}
+
 TMX_API tmx_status_t tmx_ep_close(tmx_ep_h ep, tmx_ep_close_mode_t mode)
 {
     tmx_worker_t *w;
@@ -490,15 +543,9 @@ TMX_API tmx_status_t tmx_ep_close(tmx_ep_h ep, tmx_ep_close_mode_t mode)
     }
     w = ep->worker;
     tmx_worker_lock(w);
+    ep->user_closed = 1; /* the error handler is not handed an endpoint being closed */
     if (mode == TMX_EP_CLOSE_FLUSH) {
-        while (!tmx_ep_flushed(ep)) {
-            tmx_worker_progress_locked(w);
-        }
-        /* tmx(3): PEER_FAILED only when the peer died before the flush finished, not when it
-         * closed in order after every send of ours had completed */
-        if (ep->state == TMX_EP_FAILED && !ep->peer_closed_idle) {
-            status = TMX_ERR_PEER_FAILED;
-        }
+        status = tmx_ep_flush(ep);
     }
     if (ep->state != TMX_EP_FAILED) {
         tmx_ep_t *one[1] = {ep};

@@ -61,6 +61,9 @@ tmx_request_t *tmx_request_alloc(tmx_worker_t *w, tmx_req_type_t type,
     req->rndv_ep_id        = 0;
     req->reads_left        = 0;
     req->rndv_status       = TMX_OK;
+    atomic_store_explicit(&req->fail_epoch,
+                          atomic_load_explicit(&w->fail_epoch, memory_order_relaxed),
+                          memory_order_relaxed);
     tmx_list_init(&req->pending_link);
     if (params != NULL) {
         if (params->field_mask & TMX_REQ_PARAM_CALLBACK) {
@@ -116,6 +119,30 @@ static int tmx_request_check(const tmx_request_t *req)
     return req != NULL && req->magic == TMX_MAGIC_REQ;
 }
 
+/* ULFM's "failure pending": a receive still waiting for a match when a peer failed cannot
+ * know whether that peer was its sender (matching is by tag), so test and wait say so once per
+ * failure seen, and the receive stays posted. One that has matched is past that question. */
+static int tmx_request_failure_pending(tmx_request_t *req)
+{
+    tmx_worker_t *w = req->worker;
+    unsigned      epoch;
+    int           pending;
+
+    if (req->type != TMX_REQ_RECV) {
+        return 0;
+    }
+    epoch = atomic_load_explicit(&w->fail_epoch, memory_order_acquire);
+    if (epoch == atomic_load_explicit(&req->fail_epoch, memory_order_relaxed)) {
+        return 0;
+    }
+    tmx_worker_lock(w);
+    pending = (req->flags & (TMX_REQ_FLAG_EXPECTED | TMX_REQ_FLAG_COMPLETED)) ==
+                  TMX_REQ_FLAG_EXPECTED &&
+              atomic_exchange_explicit(&req->fail_epoch, epoch, memory_order_relaxed) != epoch;
+    tmx_worker_unlock(w);
+    return pending;
+}
+
 TMX_API tmx_status_t tmx_request_test(tmx_request_h req, tmx_tag_recv_info_t *info)
 {
     if (req == NULL) {
@@ -125,7 +152,7 @@ TMX_API tmx_status_t tmx_request_test(tmx_request_h req, tmx_tag_recv_info_t *in
         return TMX_ERR_INVALID_HANDLE;
     }
     if (!tmx_request_done(req)) {
-        return TMX_INPROGRESS;
+        return tmx_request_failure_pending(req) ? TMX_ERR_PEER_FAILED_PENDING : TMX_INPROGRESS;
     }
     if (info != NULL && req->type == TMX_REQ_RECV) {
         *info = req->info;
@@ -148,6 +175,9 @@ TMX_API tmx_status_t tmx_request_wait(tmx_request_h req, tmx_tag_recv_info_t *in
     /* A freed request is never done (it is released instead); its RELEASE flag is read under
      * the lock, as other threads' progress changes the flags. */
     while (!released && !tmx_request_done(req)) {
+        if (tmx_request_failure_pending(req)) {
+            return TMX_ERR_PEER_FAILED_PENDING;
+        }
         tmx_worker_lock(w);
         released = (req->flags & TMX_REQ_FLAG_RELEASE) != 0;
         if (!released) {

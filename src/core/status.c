@@ -25,6 +25,8 @@ TMX_API const char *tmx_status_string(tmx_status_t status)
     case TMX_ERR_INVALID_HANDLE: return "invalid or destroyed handle";
     case TMX_ERR_REMOTE_ACCESS:  return "remote access error";
     case TMX_ERR_INTERNAL:       return "internal error";
+    case TMX_ERR_PEER_FAILED_PENDING:
+        return "a peer failed; the receive is still posted";
     }
     return "unknown status";
 }

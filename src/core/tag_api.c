@@ -256,7 +256,15 @@ TMX_API tmx_status_t tmx_tag_recv(tmx_worker_h w, void *buf, size_t len, tmx_tag
     if (status != TMX_INPROGRESS) {
         return status;
     }
-    status = tmx_request_wait(req, info);
+    /* Blocking, the caller cannot choose to keep waiting after a peer failed: the receive is
+     * canceled and fails (as MPI_Recv from MPI_ANY_SOURCE does under ULFM), unless it matched
+     * meanwhile. */
+    while ((status = tmx_request_wait(req, info)) == TMX_ERR_PEER_FAILED_PENDING) {
+        if (tmx_request_cancel(req) == TMX_OK) {
+            status = TMX_ERR_PEER_FAILED;
+            break;
+        }
+    }
     tmx_request_free(req);
     return status;
 }

@@ -313,9 +313,11 @@ TMX_API tmx_status_t tmx_worker_create(tmx_context_h ctx, const tmx_worker_param
         return TMX_ERR_INVALID_HANDLE;
     }
     if (params != NULL &&
-        ((params->field_mask & ~(uint64_t)TMX_WORKER_PARAM_THREAD_MODE) != 0 ||
+        ((params->field_mask &
+          ~(uint64_t)(TMX_WORKER_PARAM_THREAD_MODE | TMX_WORKER_PARAM_ERR_HANDLER)) != 0 ||
          ((params->field_mask & TMX_WORKER_PARAM_THREAD_MODE) &&
-          (unsigned)params->thread_mode > TMX_THREAD_MODE_MULTI))) {
+          (unsigned)params->thread_mode > TMX_THREAD_MODE_MULTI) ||
+         ((params->field_mask & TMX_WORKER_PARAM_ERR_HANDLER) && params->err_handler == NULL))) {
         return TMX_ERR_INVALID_PARAM;
     }
     w = calloc(1, sizeof(*w));
@@ -327,6 +329,10 @@ TMX_API tmx_status_t tmx_worker_create(tmx_context_h ctx, const tmx_worker_param
     if (params != NULL && (params->field_mask & TMX_WORKER_PARAM_THREAD_MODE)) {
         w->thread_mode = params->thread_mode;
     }
+    if (params != NULL && (params->field_mask & TMX_WORKER_PARAM_ERR_HANDLER)) {
+        w->err_handler     = params->err_handler;
+        w->err_handler_arg = params->err_handler_arg;
+    }
     pthread_mutex_init(&w->lock, NULL);
     w->uuid          = tmx_worker_new_uuid();
     w->eager_max     = ctx->cfg.eager_max;
@@ -337,6 +343,7 @@ TMX_API tmx_status_t tmx_worker_create(tmx_context_h ctx, const tmx_worker_param
     tmx_list_init(&w->eps);
     tmx_list_init(&w->pending_eps);
     tmx_list_init(&w->claimed);
+    tmx_list_init(&w->failures);
 
     status = tmx_tag_engine_init(&w->tm, ctx->cfg.tag_hash_bits);
     if (status != TMX_OK) {
@@ -344,7 +351,8 @@ TMX_API tmx_status_t tmx_worker_create(tmx_context_h ctx, const tmx_worker_param
     }
     if (tmx_hash_init(&w->ep_by_qpn, 64) != TMX_OK || tmx_hash_init(&w->ep_by_id, 64) != TMX_OK ||
         tmx_hash_init(&w->passive_by_key, 64) != TMX_OK ||
-        tmx_hash_init(&w->sreq_by_id, 256) != TMX_OK) {
+        tmx_hash_init(&w->sreq_by_id, 256) != TMX_OK ||
+        tmx_hash_init(&w->failed_peers, 16) != TMX_OK) {
         status = TMX_ERR_NO_MEMORY;
         goto err_hash;
     }
@@ -386,6 +394,7 @@ err_hash:
     tmx_hash_cleanup(&w->ep_by_id);
     tmx_hash_cleanup(&w->passive_by_key);
     tmx_hash_cleanup(&w->sreq_by_id);
+    tmx_hash_cleanup(&w->failed_peers);
     tmx_tag_engine_cleanup(&w->tm);
 err_free:
     pthread_mutex_destroy(&w->lock);
@@ -419,8 +428,16 @@ TMX_API tmx_status_t tmx_worker_destroy(tmx_worker_h w)
         return TMX_ERR_INVALID_HANDLE;
     }
     tmx_worker_lock(w);
+    w->destroying = 1;
     tmx_ep_close_all(w);
     tmx_worker_drop_unexpected(w);
+    if (w->reg_waits > 0) {
+        tmx_info("%llu more registration attempts of rendezvous sends were refused (device "
+                 "limit) since the last report", (unsigned long long)w->reg_waits);
+    }
+    while (!tmx_list_is_empty(&w->failures)) {
+        free(tmx_container_of(tmx_list_pop_head(&w->failures), tmx_peer_failure_t, list));
+    }
     for (int i = 0; i < w->num_ifaces; i++) {
         tmx_iface_cleanup(&w->ifaces[i]);
     }
@@ -432,6 +449,7 @@ TMX_API tmx_status_t tmx_worker_destroy(tmx_worker_h w)
     tmx_hash_cleanup(&w->ep_by_id);
     tmx_hash_cleanup(&w->passive_by_key);
     tmx_hash_cleanup(&w->sreq_by_id);
+    tmx_hash_cleanup(&w->failed_peers);
     tmx_tag_engine_cleanup(&w->tm);
     pthread_mutex_destroy(&w->lock);
     w->ctx->num_workers--;
@@ -556,7 +574,7 @@ static void tmx_iface_dispatch(tmx_iface_t *iface, const tmx_wc_t *wc)
         if (ep != NULL) {
             tmx_warn("connection to peer %016llx lost: %s", (unsigned long long)ep->remote_uuid,
                      tmx_wc_status_string(wc->status));
-            tmx_ep_fail(ep, TMX_ERR_PEER_FAILED);
+            tmx_ep_lost(ep, TMX_ERR_PEER_FAILED);
         }
         return;
     }
@@ -600,6 +618,62 @@ static void tmx_iface_dispatch(tmx_iface_t *iface, const tmx_wc_t *wc)
     }
 }
 
+/*
+ * A remote worker is found failed (a connection to it broke, or never came up): the first
+ * time for that worker, every receive still waiting for a match learns it once from test or
+ * wait (the epoch moves on), and the error handler is called at the end of this progress
+ * round. Later connections to the same dead worker failing add nothing.
+ */
+void tmx_worker_peer_failed(tmx_worker_t *w, uint64_t uuid, tmx_status_t status)
+{
+    tmx_peer_failure_t *f;
+
+    if (tmx_hash_get(&w->failed_peers, uuid) != NULL) {
+        return;
+    }
+    atomic_fetch_add_explicit(&w->fail_epoch, 1, memory_order_release);
+    f = calloc(1, sizeof(*f));
+    if (f == NULL || tmx_hash_put(&w->failed_peers, uuid, f) != TMX_OK) {
+        tmx_error("out of memory recording the failure of peer %016llx: the error handler "
+                  "will not hear of it", (unsigned long long)uuid);
+        free(f);
+        return;
+    }
+    f->uuid   = uuid;
+    f->status = status;
+    tmx_list_add_tail(&w->failures, &f->list);
+    w->failures_unreported++;
+}
+
+/* The error handler hears of each failed remote worker once, after the round that found it,
+ * with the user's endpoint to it if one is open (a passive connection has no handle). */
+static void tmx_worker_report_failures(tmx_worker_t *w)
+{
+    tmx_list_t *l, *e;
+
+    tmx_list_for_each(l, &w->failures) {
+        tmx_peer_failure_t *f  = tmx_container_of(l, tmx_peer_failure_t, list);
+        tmx_ep_t           *ep = NULL;
+
+        if (f->reported) {
+            continue;
+        }
+        f->reported = 1;
+        w->failures_unreported--;
+        if (w->err_handler == NULL || w->destroying) {
+            continue;
+        }
+        tmx_list_for_each(e, &w->eps) {
+            tmx_ep_t *cand = tmx_container_of(e, tmx_ep_t, list);
+            if (!cand->passive && !cand->user_closed && cand->remote_uuid == f->uuid) {
+                ep = cand;
+                break;
+            }
+        }
+        w->err_handler(w->err_handler_arg, ep, f->uuid, f->status);
+    }
+}
+
 unsigned tmx_worker_progress_locked(tmx_worker_t *w)
 {
     tmx_wc_t wc[TMX_POLL_MAX];
@@ -629,6 +703,9 @@ unsigned tmx_worker_progress_locked(tmx_worker_t *w)
     if (!tmx_list_is_empty(&w->pending_eps)) {
         tmx_proto_progress_pending(w);
     }
+    if (w->failures_unreported > 0) {
+        tmx_worker_report_failures(w);
+    }
     w->in_progress = 0;
     return count;
 }
@@ -655,8 +732,11 @@ TMX_API tmx_status_t tmx_worker_query(tmx_worker_h w, tmx_worker_attr_t *attr)
         return TMX_ERR_INVALID_HANDLE;
     }
     if (attr->field_mask & ~(uint64_t)(TMX_WORKER_ATTR_THREAD_MODE | TMX_WORKER_ATTR_PEERS |
-                                       TMX_WORKER_ATTR_LIMITS)) {
+                                       TMX_WORKER_ATTR_LIMITS | TMX_WORKER_ATTR_ID)) {
         return TMX_ERR_INVALID_PARAM;
+    }
+    if (attr->field_mask & TMX_WORKER_ATTR_ID) {
+        attr->id = w->uuid;
     }
     if (attr->field_mask & TMX_WORKER_ATTR_THREAD_MODE) {
         attr->thread_mode = w->thread_mode;

@@ -232,6 +232,9 @@ void tmx_proto_sreq_done(tmx_worker_t *w, tmx_request_t *sreq, tmx_status_t stat
     if (ep != NULL && ep->outstanding > 0) {
         ep->outstanding--;
     }
+    if (ep != NULL) {
+        ep->send_events++;
+    }
     if (sreq->mr != NULL) {
         ep->iface->ops->mr_dereg(sreq->mr);
         sreq->mr = NULL;
@@ -303,6 +306,7 @@ static void tmx_proto_ep_progress(tmx_ep_t *ep)
         if (status == TMX_ERR_NO_RESOURCE) {
             return;
         }
+        ep->send_events++;
         if (status != TMX_INPROGRESS) {
             tmx_list_del(l);
             tmx_request_complete(req, status);
@@ -601,7 +605,7 @@ void tmx_proto_tx_done(tmx_iface_t *iface, const tmx_wc_t *wc)
         if (ep != NULL) {
             tmx_warn("send to %016llx failed: %s", (unsigned long long)ep->remote_uuid,
                      tmx_wc_status_string(wc->status));
-            tmx_ep_fail(ep, TMX_ERR_PEER_FAILED);
+            tmx_ep_lost(ep, TMX_ERR_PEER_FAILED);
         }
     }
 }

@@ -12,6 +12,36 @@
 #include "core/core.h"
 #include "proto/proto.h"
 #include "util/log.h"
+#include "util/time.h"
+
+/* Seconds between two lines about rendezvous sends waiting for a registration. */
+#define TMX_REG_WAIT_LOG_INTERVAL 10.0
+
+/*
+ * The device has no registration left (every one belongs to a rendezvous still in flight):
+ * the send stays queued and progress tries it again, as often as it runs. That is said once,
+ * then at most once per TMX_REG_WAIT_LOG_INTERVAL with the count of refused attempts since;
+ * tmx_worker_destroy reports what was counted after the last line.
+ */
+static void tmx_proto_rndv_reg_wait(tmx_ep_t *ep)
+{
+    tmx_worker_t *w   = ep->worker;
+    double        now = tmx_time_sec();
+
+    w->reg_waits++;
+    if (w->reg_wait_logged == 0) {
+        tmx_warn("rendezvous send to %016llx waits for a memory registration: the device has "
+                 "none left (%u outstanding sends on this endpoint); it is retried quietly",
+                 (unsigned long long)ep->remote_uuid, ep->outstanding);
+    } else if (now - w->reg_wait_logged >= TMX_REG_WAIT_LOG_INTERVAL) {
+        tmx_warn("rendezvous sends waited for memory registrations: %llu attempts refused in "
+                 "the last %.0f s", (unsigned long long)w->reg_waits, now - w->reg_wait_logged);
+    } else {
+        return;
+    }
+    w->reg_wait_logged = now;
+    w->reg_waits       = 0;
+}
 
 tmx_status_t tmx_proto_rndv_send(tmx_ep_t *ep, tmx_request_t *req)
 {
@@ -23,6 +53,11 @@ tmx_status_t tmx_proto_rndv_send(tmx_ep_t *ep, tmx_request_t *req)
     if (req->mr == NULL) {
         status = iface->ops->mr_reg(iface->pd, req->buf, req->len, TMX_ACCESS_REMOTE_READ,
                                     &req->mr);
+        if (status == TMX_ERR_NO_RESOURCE) {
+            req->mr = NULL;
+            tmx_proto_rndv_reg_wait(ep);
+            return status; /* queued: progress tries again */
+        }
         if (status != TMX_OK) {
             tmx_error("rendezvous send of %zu bytes: registration failed: %s", req->len,
                       tmx_status_string(status));

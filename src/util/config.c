@@ -87,7 +87,7 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "Log2 of the initial number of tag matching hash bins (they grow)."),
      .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX, .min = 1, .max = 24},
     {TMX_CONFIG_FIELD("PEER_TIMEOUT", TMX_CONFIG_DOUBLE, "10.0", peer_timeout,
-                      "Seconds of silence after which a peer is declared failed."),
+                      "Seconds a connect, a FLUSH close or a disconnect waits on a silent peer."),
      .flags = TMX_CONFIG_F_POS},
     {TMX_CONFIG_FIELD("SOFT_RING_SIZE", TMX_CONFIG_SIZE, "256k", soft_ring_size,
                       "Soft device: bytes of each queue pair's receive ring."),

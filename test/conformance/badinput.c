@@ -117,9 +117,9 @@ static void bi_env_close(bi_env_t *env)
 
 static void bi_group_status(void)
 {
-    const int others[] = {2, 3, 19, -19, -100, 12345, -12345, 0x7fffffff, -0x7fffffff - 1};
+    const int others[] = {2, 3, 20, -20, -100, 12345, -12345, 0x7fffffff, -0x7fffffff - 1};
 
-    for (int s = TMX_ERR_INTERNAL; s <= TMX_INPROGRESS; s++) {
+    for (int s = TMX_ERR_PEER_FAILED_PENDING; s <= TMX_INPROGRESS; s++) {
         const char *str = tmx_status_string((tmx_status_t)s);
         char        call[64];
         snprintf(call, sizeof(call), "tmx_status_string(%s)", cf_status_enum_name((tmx_status_t)s));
@@ -203,6 +203,10 @@ static void bi_group_worker(void)
     BI_EXPECT(tmx_worker_create(ctx, &wp, &w), TMX_ERR_INVALID_PARAM);
     wp.thread_mode = (tmx_thread_mode_t)-1;
     BI_EXPECT(tmx_worker_create(ctx, &wp, &w), TMX_ERR_INVALID_PARAM);
+    wp.field_mask  = TMX_WORKER_PARAM_ERR_HANDLER; /* the bit without a handler */
+    wp.err_handler = NULL;
+    BI_EXPECT(tmx_worker_create(ctx, &wp, &w), TMX_ERR_INVALID_PARAM);
+    wp.field_mask  = TMX_WORKER_PARAM_THREAD_MODE;
     wp.thread_mode = TMX_THREAD_MODE_MULTI;
     if (BI_EXPECT(tmx_worker_create(ctx, &wp, &w2), TMX_OK)) {
         BI_EXPECT(tmx_worker_destroy(w2), TMX_OK);

@@ -23,6 +23,7 @@ const char *cf_status_enum_name(tmx_status_t s)
     case TMX_ERR_INVALID_HANDLE: return "TMX_ERR_INVALID_HANDLE";
     case TMX_ERR_REMOTE_ACCESS:  return "TMX_ERR_REMOTE_ACCESS";
     case TMX_ERR_INTERNAL:       return "TMX_ERR_INTERNAL";
+    case TMX_ERR_PEER_FAILED_PENDING: return "TMX_ERR_PEER_FAILED_PENDING";
     }
     return "(unknown status)";
 }

@@ -45,7 +45,12 @@
 #define TMXRUN_KILL_GRACE 2.0  /* seconds from SIGTERM to SIGKILL */
 #define TMXRUN_HELLO_TIME 10.0 /* seconds a new connection has to say hello */
 #define TMXRUN_LEFT_GRACE 2.0  /* seconds a rank that closed the bootstrap may take to exit */
-#define TMXRUN_MAX_STRAYS 16   /* connections without hello at once beyond the ranks */
+/* Connections that have not said hello yet may number the ranks that have not joined (each
+ * may be slow to speak: a loaded machine, thousands of ranks starting at once) plus this
+ * many strangers (a port scan, a rank of an older job). Beyond that the oldest silent one is
+ * dropped; a rank that loses its connection that way connects again (job.c). */
+#define TMXRUN_MAX_STRAYS 16
+#define TMXRUN_DROP_MSGS 8 /* dropped strangers reported one by one; the rest are counted */
 #define TMXRUN_LINE_MAX 16384
 
 enum { TMXRUN_BIND_AUTO = -1, TMXRUN_BIND_NONE = 0, TMXRUN_BIND_CORE = 1 };
@@ -113,6 +118,11 @@ typedef struct tmxrun {
     pid_t pgid;
     tmxrun_conn_t *conns;
     int nconns_max;
+    int *free_conns; /* a stack of the free slots of conns */
+    int nfree;
+    int nsilent;       /* connections that have not said hello */
+    int njoined;       /* ranks that said hello */
+    unsigned ndropped; /* strangers dropped */
     int listen_fd;
     uint64_t cookie;
     int cpus[CPU_SETSIZE];
@@ -474,6 +484,10 @@ static int tmxrun_listen(tmxrun_t *run)
     struct sockaddr_in sin;
     socklen_t slen = sizeof(sin);
     uint64_t cookie;
+    /* room for every rank to connect at once; the kernel caps it at net.core.somaxconn, and
+     * a rank whose connection overflows it retries (its SYN is dropped and sent again) */
+    int backlog = (run->opts.np + TMXRUN_MAX_STRAYS > SOMAXCONN) ? run->opts.np + TMXRUN_MAX_STRAYS
+                                                                 : SOMAXCONN;
 
     if (getrandom(&cookie, sizeof(cookie), 0) != (ssize_t)sizeof(cookie)) {
         tmxrun_msg("getrandom: %s", strerror(errno));
@@ -490,7 +504,7 @@ static int tmxrun_listen(tmxrun_t *run)
     sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     sin.sin_port        = 0;
     if (bind(run->listen_fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
-        listen(run->listen_fd, SOMAXCONN) != 0 ||
+        listen(run->listen_fd, backlog) != 0 ||
         getsockname(run->listen_fd, (struct sockaddr *)&sin, &slen) != 0) {
         tmxrun_msg("bootstrap listener on 127.0.0.1: %s", strerror(errno));
         return -1;
@@ -757,12 +771,27 @@ static void tmxrun_conn_close(tmxrun_t *run, int c)
         rk->conn          = -1;
         rk->left          = 1;
         rk->left_time     = tmxrun_now();
+    } else {
+        run->nsilent--;
     }
     close(cn->fd);
     tmxrun_buf_put(cn->obuf);
     memset(cn, 0, sizeof(*cn));
-    cn->fd   = -1;
-    cn->rank = -1;
+    cn->fd                        = -1;
+    cn->rank                      = -1;
+    run->free_conns[run->nfree++] = c;
+}
+
+/* A connection that is not (or not yet) a rank of this job is dropped: the first few are
+ * reported one by one, the rest only counted, so that a flood of them does not flood stderr. */
+static void tmxrun_drop(tmxrun_t *run, int c, const char *why)
+{
+    run->ndropped++;
+    if (run->ndropped <= TMXRUN_DROP_MSGS) {
+        tmxrun_msg("bootstrap: dropped a connection %s%s", why,
+                   (run->ndropped == TMXRUN_DROP_MSGS) ? " (further drops are only counted)" : "");
+    }
+    tmxrun_conn_close(run, c);
 }
 
 static void tmxrun_conn_send(tmxrun_conn_t *cn, tmx_boot_op_t op, uint32_t arg, tmxrun_buf_t *b)
@@ -777,34 +806,53 @@ static void tmxrun_conn_send(tmxrun_conn_t *cn, tmx_boot_op_t op, uint32_t arg, 
     }
 }
 
+static void tmxrun_conn_input(tmxrun_t *run, int c);
+
+/* The connection that has been silent the longest; -1 if none is. */
+static int tmxrun_oldest_silent(tmxrun_t *run)
+{
+    int oldest = -1;
+
+    for (int c = 0; c < run->nconns_max; c++) {
+        if (run->conns[c].fd >= 0 && run->conns[c].rank < 0 &&
+            (oldest < 0 || run->conns[c].hello_deadline < run->conns[oldest].hello_deadline)) {
+            oldest = c;
+        }
+    }
+    return oldest;
+}
+
+/* Takes every pending connection. Every rank that has not joined may have a connection that
+ * has not spoken yet, so the silent ones may number those ranks plus TMXRUN_MAX_STRAYS; the
+ * slots (ranks + TMXRUN_MAX_STRAYS) then always suffice, since a rank that joined holds one
+ * slot at most. Beyond that the oldest silent connection makes room: strangers that flood us
+ * only push each other out, and a rank that was pushed out connects again. */
 static void tmxrun_accept(tmxrun_t *run)
 {
-    for (;;) {
-        int fd        = accept4(run->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        int free_slot = -1;
-        int strays    = 0;
+    while (run->listen_fd >= 0) {
+        int fd = accept4(run->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int c;
 
         if (fd < 0) {
             return; /* EAGAIN, or a connection that went away before we took it */
         }
-        for (int c = 0; c < run->nconns_max; c++) {
-            if (run->conns[c].fd < 0) {
-                if (free_slot < 0) {
-                    free_slot = c;
-                }
-            } else if (run->conns[c].rank < 0) {
-                strays++;
+        if (run->nsilent >= run->opts.np - run->njoined + TMXRUN_MAX_STRAYS || run->nfree == 0) {
+            c = tmxrun_oldest_silent(run);
+            if (c < 0) {
+                close(fd); /* cannot happen: the slots suffice, see above */
+                continue;
             }
+            tmxrun_drop(run, c, "that had not said hello, to make room for a new one");
         }
-        if (free_slot < 0 || strays >= TMXRUN_MAX_STRAYS) {
-            /* more connections than ranks can be: somebody else's, not a reason to fail */
-            close(fd);
-            continue;
-        }
-        memset(&run->conns[free_slot], 0, sizeof(run->conns[free_slot]));
-        run->conns[free_slot].fd             = fd;
-        run->conns[free_slot].rank           = -1;
-        run->conns[free_slot].hello_deadline = tmxrun_now() + TMXRUN_HELLO_TIME;
+        c = run->free_conns[--run->nfree];
+        memset(&run->conns[c], 0, sizeof(run->conns[c]));
+        run->conns[c].fd             = fd;
+        run->conns[c].rank           = -1;
+        run->conns[c].hello_deadline = tmxrun_now() + TMXRUN_HELLO_TIME;
+        run->nsilent++;
+        /* a rank sends its hello right after connecting: read it now if it is there, so that
+         * the connection does not count as silent while the rest of the backlog is taken */
+        tmxrun_conn_input(run, c);
     }
 }
 
@@ -876,9 +924,7 @@ static int tmxrun_conn_header(tmxrun_t *run, int c)
 
     if (r < 0) {
         if (bad || hdr->op != TMX_BOOT_OP_HELLO || hdr->len != sizeof(tmx_boot_hello_t)) {
-            tmxrun_msg("bootstrap: dropped a connection that is not a rank of this job "
-                       "(no valid hello)");
-            tmxrun_conn_close(run, c);
+            tmxrun_drop(run, c, "that is not a rank of this job (no valid hello)");
             return -1;
         }
         cn->pay_dst = (char *)&cn->hello;
@@ -959,9 +1005,14 @@ static int tmxrun_conn_message(tmxrun_t *run, int c)
         uint32_t size   = ntohl(cn->hello.size);
 
         if (cookie != run->cookie) {
-            tmxrun_msg("bootstrap: dropped a connection with a wrong cookie (a process of "
-                       "another job?)");
-            tmxrun_conn_close(run, c);
+            tmx_boot_hdr_t hdr;
+            /* A well-formed hello: a rank of another job (an older one on a reused port).
+             * Told so, it fails at once instead of connecting again until its timeout. */
+            tmx_boot_hdr_pack(&hdr, TMX_BOOT_OP_ABORT, UINT32_MAX, 0);
+            if (send(cn->fd, &hdr, sizeof(hdr), MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+                (void)0; /* best effort */
+            }
+            tmxrun_drop(run, c, "with a wrong cookie (a process of another job?)");
             return -1;
         }
         if (size != (uint32_t)run->opts.np) {
@@ -982,6 +1033,8 @@ static int tmxrun_conn_message(tmxrun_t *run, int c)
         cn->rank                = (int)rank;
         run->ranks[rank].joined = 1;
         run->ranks[rank].conn   = c;
+        run->nsilent--;
+        run->njoined++;
         tmxrun_conn_send(cn, TMX_BOOT_OP_WELCOME, (uint32_t)run->opts.np, NULL);
         return 0;
     }
@@ -1163,9 +1216,9 @@ static void tmxrun_timers(tmxrun_t *run)
     for (int c = 0; c < run->nconns_max; c++) {
         if (run->conns[c].fd >= 0 && run->conns[c].rank < 0 &&
             now >= run->conns[c].hello_deadline) {
-            tmxrun_msg("bootstrap: dropped a connection that said no hello in %g s",
-                       TMXRUN_HELLO_TIME);
-            tmxrun_conn_close(run, c);
+            char why[64];
+            snprintf(why, sizeof(why), "that said no hello in %g s", TMXRUN_HELLO_TIME);
+            tmxrun_drop(run, c, why);
         }
     }
     tmxrun_round_check(run);
@@ -1341,13 +1394,15 @@ int main(int argc, char **argv)
     run.nconns_max = run.opts.np + TMXRUN_MAX_STRAYS;
     run.ranks      = calloc((size_t)run.opts.np, sizeof(*run.ranks));
     run.conns      = calloc((size_t)run.nconns_max, sizeof(*run.conns));
-    if (run.ranks == NULL || run.conns == NULL) {
+    run.free_conns = calloc((size_t)run.nconns_max, sizeof(*run.free_conns));
+    if (run.ranks == NULL || run.conns == NULL || run.free_conns == NULL) {
         tmxrun_msg("out of memory");
         goto err_free;
     }
-    for (int c = 0; c < run.nconns_max; c++) {
-        run.conns[c].fd   = -1;
-        run.conns[c].rank = -1;
+    for (int c = run.nconns_max - 1; c >= 0; c--) {
+        run.conns[c].fd             = -1;
+        run.conns[c].rank           = -1;
+        run.free_conns[run.nfree++] = c;
     }
     for (int r = 0; r < run.opts.np; r++) {
         run.ranks[r].conn = -1;
@@ -1403,6 +1458,10 @@ int main(int argc, char **argv)
         }
     }
     tmxrun_shm_cleanup(&run);
+    if (run.ndropped > TMXRUN_DROP_MSGS) {
+        tmxrun_msg("bootstrap: dropped %u connections in all that had no valid hello",
+                   run.ndropped);
+    }
     if (run.timed_out) {
         ret = TMXRUN_EXIT_TIMEOUT;
     } else if (run.exit_code >= 0) {
@@ -1431,5 +1490,6 @@ err_free:
     }
     free(run.ranks);
     free(run.conns);
+    free(run.free_conns);
     return ret;
 }

@@ -521,11 +521,14 @@ static void tmxrun_setenv_int(const char *name, int v)
 }
 
 /* In the child, between fork and exec. Only the rank's own setup; any failure is reported and
- * ends the child with 127 like a shell does for a program it cannot run. */
+ * ends the child with 127 like a shell does for a program it cannot run. The child starts
+ * with every signal blocked (tmxrun_spawn): until its handlers are back to SIG_DFL, a signal
+ * would run tmxrun's handler, which writes to the launcher's signal pipe (the launcher would
+ * take the ranks' SIGTERM for its own) and swallows the signal (the rank would live on). */
 static void tmxrun_child(tmxrun_t *run, int rank, const char *addr, int outfd[2], pid_t parent)
 {
     struct sigaction sa;
-    sigset_t empty;
+    sigset_t none;
 
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = SIG_DFL;
@@ -533,8 +536,10 @@ static void tmxrun_child(tmxrun_t *run, int rank, const char *addr, int outfd[2]
     for (int s = 1; s < NSIG; s++) {
         sigaction(s, &sa, NULL);
     }
-    sigemptyset(&empty);
-    sigprocmask(SIG_SETMASK, &empty, NULL);
+    /* a rank starts with nothing blocked, whatever tmxrun inherited (its kill must work); a
+     * signal that came since the fork is delivered now, with its default action */
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
     /* the ranks form one process group, so that killing it reaches what they started */
     setpgid(0, run->pgid);
     /* a launcher killed with SIGKILL cannot clean up: the kernel kills the ranks for it */
@@ -578,6 +583,10 @@ static void tmxrun_child(tmxrun_t *run, int rank, const char *addr, int outfd[2]
 static int tmxrun_spawn(tmxrun_t *run, const char *addr)
 {
     pid_t parent = getpid();
+    sigset_t all;
+    sigset_t mask;
+
+    sigfillset(&all);
 
     for (int r = 0; r < run->opts.np; r++) {
         tmxrun_rank_t *rk = &run->ranks[r];
@@ -594,13 +603,16 @@ static int tmxrun_spawn(tmxrun_t *run, const char *addr)
             child[0] = pout[1];
             child[1] = perr[1];
         }
+        /* see tmxrun_child; our own signals wait until the fork is done */
+        sigprocmask(SIG_BLOCK, &all, &mask);
         pid = fork();
+        if (pid == 0) {
+            tmxrun_child(run, r, addr, child, parent);
+        }
+        sigprocmask(SIG_SETMASK, &mask, NULL);
         if (pid < 0) {
             tmxrun_msg("fork for rank %d: %s", r, strerror(errno));
             goto err_pipes;
-        }
-        if (pid == 0) {
-            tmxrun_child(run, r, addr, child, parent);
         }
         /* also in the parent: whichever runs first, the child is in the group before we
          * might signal the group */

@@ -118,7 +118,9 @@ typedef struct tmxrun {
     pid_t pgid;
     tmxrun_conn_t *conns;
     int nconns_max;
-    int *free_conns; /* a stack of the free slots of conns */
+    int *free_conns;      /* a stack of the free slots of conns */
+    struct rlimit nofile; /* RLIMIT_NOFILE as we found it */
+    int nofile_set;       /* ... and raised since */
     int nfree;
     int nsilent;       /* connections that have not said hello */
     int njoined;       /* ranks that said hello */
@@ -542,6 +544,10 @@ static void tmxrun_child(tmxrun_t *run, int rank, const char *addr, int outfd[2]
     sigprocmask(SIG_SETMASK, &none, NULL);
     /* the ranks form one process group, so that killing it reaches what they started */
     setpgid(0, run->pgid);
+    /* the open-file limit raised for the launcher's connections is not the rank's */
+    if (run->nofile_set) {
+        setrlimit(RLIMIT_NOFILE, &run->nofile);
+    }
     /* a launcher killed with SIGKILL cannot clean up: the kernel kills the ranks for it */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) {
@@ -1364,21 +1370,32 @@ static void tmxrun_shm_cleanup(tmxrun_t *run)
     }
 }
 
-static int tmxrun_fd_limit(int need)
+/* Raises the soft limit of open files to need when it is lower (up to the hard limit, which
+ * only root may raise); the ranks get the limit back as it was (tmxrun_child). */
+static int tmxrun_fd_limit(tmxrun_t *run, int need)
 {
     struct rlimit rl;
 
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
         return 0;
     }
+    run->nofile     = rl;
+    run->nofile_set = 0;
     if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)need) {
-        rl.rlim_cur = (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > (rlim_t)need) ? (rlim_t)need
-                                                                                   : rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-        rl.rlim_cur < (rlim_t)need) {
-        return -1;
+        if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < (rlim_t)need) {
+            tmxrun_msg("-n %d needs %d open files, more than the hard limit of %llu allows "
+                       "(ulimit -Hn)",
+                       run->opts.np, need, (unsigned long long)rl.rlim_max);
+            return -1;
+        }
+        rl.rlim_cur = (rlim_t)need;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+            tmxrun_msg("-n %d needs %d open files; raising the limit from %llu failed: %s",
+                       run->opts.np, need, (unsigned long long)run->nofile.rlim_cur,
+                       strerror(errno));
+            return -1;
+        }
+        run->nofile_set = 1;
     }
     return 0;
 }
@@ -1398,9 +1415,10 @@ int main(int argc, char **argv)
     if (rc != 0) {
         return (rc > 0) ? 0 : TMXRUN_EXIT_USAGE;
     }
-    /* per rank: a bootstrap socket and (--tag-output) two pipes; strays; stdio and spare */
-    if (tmxrun_fd_limit(run.opts.np * 3 + TMXRUN_MAX_STRAYS + 32) != 0) {
-        tmxrun_msg("-n %d needs more open files than the limit allows (ulimit -n)", run.opts.np);
+    /* the connection slots, per rank two pipes (--tag-output), and a spare for stdio, the
+     * listener, the signal pipe and the pipes of the rank being started */
+    if (tmxrun_fd_limit(&run, run.opts.np + TMXRUN_MAX_STRAYS +
+                                  (run.opts.tag_output ? 2 * run.opts.np : 0) + 32) != 0) {
         return TMXRUN_EXIT_USAGE;
     }
     run.nconns_max = run.opts.np + TMXRUN_MAX_STRAYS;

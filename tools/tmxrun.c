@@ -45,7 +45,12 @@
 #define TMXRUN_KILL_GRACE 2.0  /* seconds from SIGTERM to SIGKILL */
 #define TMXRUN_HELLO_TIME 10.0 /* seconds a new connection has to say hello */
 #define TMXRUN_LEFT_GRACE 2.0  /* seconds a rank that closed the bootstrap may take to exit */
-#define TMXRUN_MAX_STRAYS 16   /* connections without hello at once beyond the ranks */
+/* Connections that have not said hello yet may number the ranks that have not joined (each
+ * may be slow to speak: a loaded machine, thousands of ranks starting at once) plus this
+ * many strangers (a port scan, a rank of an older job). Beyond that the oldest silent one is
+ * dropped; a rank that loses its connection that way connects again (job.c). */
+#define TMXRUN_MAX_STRAYS 16
+#define TMXRUN_DROP_MSGS 8 /* dropped strangers reported one by one; the rest are counted */
 #define TMXRUN_LINE_MAX 16384
 
 enum { TMXRUN_BIND_AUTO = -1, TMXRUN_BIND_NONE = 0, TMXRUN_BIND_CORE = 1 };
@@ -113,6 +118,13 @@ typedef struct tmxrun {
     pid_t pgid;
     tmxrun_conn_t *conns;
     int nconns_max;
+    int *free_conns;      /* a stack of the free slots of conns */
+    struct rlimit nofile; /* RLIMIT_NOFILE as we found it */
+    int nofile_set;       /* ... and raised since */
+    int nfree;
+    int nsilent;       /* connections that have not said hello */
+    int njoined;       /* ranks that said hello */
+    unsigned ndropped; /* strangers dropped */
     int listen_fd;
     uint64_t cookie;
     int cpus[CPU_SETSIZE];
@@ -474,6 +486,10 @@ static int tmxrun_listen(tmxrun_t *run)
     struct sockaddr_in sin;
     socklen_t slen = sizeof(sin);
     uint64_t cookie;
+    /* room for every rank to connect at once; the kernel caps it at net.core.somaxconn, and
+     * a rank whose connection overflows it retries (its SYN is dropped and sent again) */
+    int backlog = (run->opts.np + TMXRUN_MAX_STRAYS > SOMAXCONN) ? run->opts.np + TMXRUN_MAX_STRAYS
+                                                                 : SOMAXCONN;
 
     if (getrandom(&cookie, sizeof(cookie), 0) != (ssize_t)sizeof(cookie)) {
         tmxrun_msg("getrandom: %s", strerror(errno));
@@ -490,7 +506,7 @@ static int tmxrun_listen(tmxrun_t *run)
     sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     sin.sin_port        = 0;
     if (bind(run->listen_fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
-        listen(run->listen_fd, SOMAXCONN) != 0 ||
+        listen(run->listen_fd, backlog) != 0 ||
         getsockname(run->listen_fd, (struct sockaddr *)&sin, &slen) != 0) {
         tmxrun_msg("bootstrap listener on 127.0.0.1: %s", strerror(errno));
         return -1;
@@ -507,11 +523,14 @@ static void tmxrun_setenv_int(const char *name, int v)
 }
 
 /* In the child, between fork and exec. Only the rank's own setup; any failure is reported and
- * ends the child with 127 like a shell does for a program it cannot run. */
+ * ends the child with 127 like a shell does for a program it cannot run. The child starts
+ * with every signal blocked (tmxrun_spawn): until its handlers are back to SIG_DFL, a signal
+ * would run tmxrun's handler, which writes to the launcher's signal pipe (the launcher would
+ * take the ranks' SIGTERM for its own) and swallows the signal (the rank would live on). */
 static void tmxrun_child(tmxrun_t *run, int rank, const char *addr, int outfd[2], pid_t parent)
 {
     struct sigaction sa;
-    sigset_t empty;
+    sigset_t none;
 
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = SIG_DFL;
@@ -519,10 +538,16 @@ static void tmxrun_child(tmxrun_t *run, int rank, const char *addr, int outfd[2]
     for (int s = 1; s < NSIG; s++) {
         sigaction(s, &sa, NULL);
     }
-    sigemptyset(&empty);
-    sigprocmask(SIG_SETMASK, &empty, NULL);
+    /* a rank starts with nothing blocked, whatever tmxrun inherited (its kill must work); a
+     * signal that came since the fork is delivered now, with its default action */
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
     /* the ranks form one process group, so that killing it reaches what they started */
     setpgid(0, run->pgid);
+    /* the open-file limit raised for the launcher's connections is not the rank's */
+    if (run->nofile_set) {
+        setrlimit(RLIMIT_NOFILE, &run->nofile);
+    }
     /* a launcher killed with SIGKILL cannot clean up: the kernel kills the ranks for it */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) {
@@ -564,6 +589,10 @@ static void tmxrun_child(tmxrun_t *run, int rank, const char *addr, int outfd[2]
 static int tmxrun_spawn(tmxrun_t *run, const char *addr)
 {
     pid_t parent = getpid();
+    sigset_t all;
+    sigset_t mask;
+
+    sigfillset(&all);
 
     for (int r = 0; r < run->opts.np; r++) {
         tmxrun_rank_t *rk = &run->ranks[r];
@@ -580,13 +609,16 @@ static int tmxrun_spawn(tmxrun_t *run, const char *addr)
             child[0] = pout[1];
             child[1] = perr[1];
         }
+        /* see tmxrun_child; our own signals wait until the fork is done */
+        sigprocmask(SIG_BLOCK, &all, &mask);
         pid = fork();
+        if (pid == 0) {
+            tmxrun_child(run, r, addr, child, parent);
+        }
+        sigprocmask(SIG_SETMASK, &mask, NULL);
         if (pid < 0) {
             tmxrun_msg("fork for rank %d: %s", r, strerror(errno));
             goto err_pipes;
-        }
-        if (pid == 0) {
-            tmxrun_child(run, r, addr, child, parent);
         }
         /* also in the parent: whichever runs first, the child is in the group before we
          * might signal the group */
@@ -757,12 +789,27 @@ static void tmxrun_conn_close(tmxrun_t *run, int c)
         rk->conn          = -1;
         rk->left          = 1;
         rk->left_time     = tmxrun_now();
+    } else {
+        run->nsilent--;
     }
     close(cn->fd);
     tmxrun_buf_put(cn->obuf);
     memset(cn, 0, sizeof(*cn));
-    cn->fd   = -1;
-    cn->rank = -1;
+    cn->fd                        = -1;
+    cn->rank                      = -1;
+    run->free_conns[run->nfree++] = c;
+}
+
+/* A connection that is not (or not yet) a rank of this job is dropped: the first few are
+ * reported one by one, the rest only counted, so that a flood of them does not flood stderr. */
+static void tmxrun_drop(tmxrun_t *run, int c, const char *why)
+{
+    run->ndropped++;
+    if (run->ndropped <= TMXRUN_DROP_MSGS) {
+        tmxrun_msg("bootstrap: dropped a connection %s%s", why,
+                   (run->ndropped == TMXRUN_DROP_MSGS) ? " (further drops are only counted)" : "");
+    }
+    tmxrun_conn_close(run, c);
 }
 
 static void tmxrun_conn_send(tmxrun_conn_t *cn, tmx_boot_op_t op, uint32_t arg, tmxrun_buf_t *b)
@@ -777,34 +824,53 @@ static void tmxrun_conn_send(tmxrun_conn_t *cn, tmx_boot_op_t op, uint32_t arg, 
     }
 }
 
+static void tmxrun_conn_input(tmxrun_t *run, int c);
+
+/* The connection that has been silent the longest; -1 if none is. */
+static int tmxrun_oldest_silent(tmxrun_t *run)
+{
+    int oldest = -1;
+
+    for (int c = 0; c < run->nconns_max; c++) {
+        if (run->conns[c].fd >= 0 && run->conns[c].rank < 0 &&
+            (oldest < 0 || run->conns[c].hello_deadline < run->conns[oldest].hello_deadline)) {
+            oldest = c;
+        }
+    }
+    return oldest;
+}
+
+/* Takes every pending connection. Every rank that has not joined may have a connection that
+ * has not spoken yet, so the silent ones may number those ranks plus TMXRUN_MAX_STRAYS; the
+ * slots (ranks + TMXRUN_MAX_STRAYS) then always suffice, since a rank that joined holds one
+ * slot at most. Beyond that the oldest silent connection makes room: strangers that flood us
+ * only push each other out, and a rank that was pushed out connects again. */
 static void tmxrun_accept(tmxrun_t *run)
 {
-    for (;;) {
-        int fd        = accept4(run->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        int free_slot = -1;
-        int strays    = 0;
+    while (run->listen_fd >= 0) {
+        int fd = accept4(run->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int c;
 
         if (fd < 0) {
             return; /* EAGAIN, or a connection that went away before we took it */
         }
-        for (int c = 0; c < run->nconns_max; c++) {
-            if (run->conns[c].fd < 0) {
-                if (free_slot < 0) {
-                    free_slot = c;
-                }
-            } else if (run->conns[c].rank < 0) {
-                strays++;
+        if (run->nsilent >= run->opts.np - run->njoined + TMXRUN_MAX_STRAYS || run->nfree == 0) {
+            c = tmxrun_oldest_silent(run);
+            if (c < 0) {
+                close(fd); /* cannot happen: the slots suffice, see above */
+                continue;
             }
+            tmxrun_drop(run, c, "that had not said hello, to make room for a new one");
         }
-        if (free_slot < 0 || strays >= TMXRUN_MAX_STRAYS) {
-            /* more connections than ranks can be: somebody else's, not a reason to fail */
-            close(fd);
-            continue;
-        }
-        memset(&run->conns[free_slot], 0, sizeof(run->conns[free_slot]));
-        run->conns[free_slot].fd             = fd;
-        run->conns[free_slot].rank           = -1;
-        run->conns[free_slot].hello_deadline = tmxrun_now() + TMXRUN_HELLO_TIME;
+        c = run->free_conns[--run->nfree];
+        memset(&run->conns[c], 0, sizeof(run->conns[c]));
+        run->conns[c].fd             = fd;
+        run->conns[c].rank           = -1;
+        run->conns[c].hello_deadline = tmxrun_now() + TMXRUN_HELLO_TIME;
+        run->nsilent++;
+        /* a rank sends its hello right after connecting: read it now if it is there, so that
+         * the connection does not count as silent while the rest of the backlog is taken */
+        tmxrun_conn_input(run, c);
     }
 }
 
@@ -876,9 +942,7 @@ static int tmxrun_conn_header(tmxrun_t *run, int c)
 
     if (r < 0) {
         if (bad || hdr->op != TMX_BOOT_OP_HELLO || hdr->len != sizeof(tmx_boot_hello_t)) {
-            tmxrun_msg("bootstrap: dropped a connection that is not a rank of this job "
-                       "(no valid hello)");
-            tmxrun_conn_close(run, c);
+            tmxrun_drop(run, c, "that is not a rank of this job (no valid hello)");
             return -1;
         }
         cn->pay_dst = (char *)&cn->hello;
@@ -959,9 +1023,14 @@ static int tmxrun_conn_message(tmxrun_t *run, int c)
         uint32_t size   = ntohl(cn->hello.size);
 
         if (cookie != run->cookie) {
-            tmxrun_msg("bootstrap: dropped a connection with a wrong cookie (a process of "
-                       "another job?)");
-            tmxrun_conn_close(run, c);
+            tmx_boot_hdr_t hdr;
+            /* A well-formed hello: a rank of another job (an older one on a reused port).
+             * Told so, it fails at once instead of connecting again until its timeout. */
+            tmx_boot_hdr_pack(&hdr, TMX_BOOT_OP_ABORT, UINT32_MAX, 0);
+            if (send(cn->fd, &hdr, sizeof(hdr), MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+                (void)0; /* best effort */
+            }
+            tmxrun_drop(run, c, "with a wrong cookie (a process of another job?)");
             return -1;
         }
         if (size != (uint32_t)run->opts.np) {
@@ -982,6 +1051,8 @@ static int tmxrun_conn_message(tmxrun_t *run, int c)
         cn->rank                = (int)rank;
         run->ranks[rank].joined = 1;
         run->ranks[rank].conn   = c;
+        run->nsilent--;
+        run->njoined++;
         tmxrun_conn_send(cn, TMX_BOOT_OP_WELCOME, (uint32_t)run->opts.np, NULL);
         return 0;
     }
@@ -1163,9 +1234,9 @@ static void tmxrun_timers(tmxrun_t *run)
     for (int c = 0; c < run->nconns_max; c++) {
         if (run->conns[c].fd >= 0 && run->conns[c].rank < 0 &&
             now >= run->conns[c].hello_deadline) {
-            tmxrun_msg("bootstrap: dropped a connection that said no hello in %g s",
-                       TMXRUN_HELLO_TIME);
-            tmxrun_conn_close(run, c);
+            char why[64];
+            snprintf(why, sizeof(why), "that said no hello in %g s", TMXRUN_HELLO_TIME);
+            tmxrun_drop(run, c, why);
         }
     }
     tmxrun_round_check(run);
@@ -1299,21 +1370,32 @@ static void tmxrun_shm_cleanup(tmxrun_t *run)
     }
 }
 
-static int tmxrun_fd_limit(int need)
+/* Raises the soft limit of open files to need when it is lower (up to the hard limit, which
+ * only root may raise); the ranks get the limit back as it was (tmxrun_child). */
+static int tmxrun_fd_limit(tmxrun_t *run, int need)
 {
     struct rlimit rl;
 
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
         return 0;
     }
+    run->nofile     = rl;
+    run->nofile_set = 0;
     if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)need) {
-        rl.rlim_cur = (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > (rlim_t)need) ? (rlim_t)need
-                                                                                   : rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-        rl.rlim_cur < (rlim_t)need) {
-        return -1;
+        if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < (rlim_t)need) {
+            tmxrun_msg("-n %d needs %d open files, more than the hard limit of %llu allows "
+                       "(ulimit -Hn)",
+                       run->opts.np, need, (unsigned long long)rl.rlim_max);
+            return -1;
+        }
+        rl.rlim_cur = (rlim_t)need;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+            tmxrun_msg("-n %d needs %d open files; raising the limit from %llu failed: %s",
+                       run->opts.np, need, (unsigned long long)run->nofile.rlim_cur,
+                       strerror(errno));
+            return -1;
+        }
+        run->nofile_set = 1;
     }
     return 0;
 }
@@ -1333,21 +1415,24 @@ int main(int argc, char **argv)
     if (rc != 0) {
         return (rc > 0) ? 0 : TMXRUN_EXIT_USAGE;
     }
-    /* per rank: a bootstrap socket and (--tag-output) two pipes; strays; stdio and spare */
-    if (tmxrun_fd_limit(run.opts.np * 3 + TMXRUN_MAX_STRAYS + 32) != 0) {
-        tmxrun_msg("-n %d needs more open files than the limit allows (ulimit -n)", run.opts.np);
+    /* the connection slots, per rank two pipes (--tag-output), and a spare for stdio, the
+     * listener, the signal pipe and the pipes of the rank being started */
+    if (tmxrun_fd_limit(&run, run.opts.np + TMXRUN_MAX_STRAYS +
+                                  (run.opts.tag_output ? 2 * run.opts.np : 0) + 32) != 0) {
         return TMXRUN_EXIT_USAGE;
     }
     run.nconns_max = run.opts.np + TMXRUN_MAX_STRAYS;
     run.ranks      = calloc((size_t)run.opts.np, sizeof(*run.ranks));
     run.conns      = calloc((size_t)run.nconns_max, sizeof(*run.conns));
-    if (run.ranks == NULL || run.conns == NULL) {
+    run.free_conns = calloc((size_t)run.nconns_max, sizeof(*run.free_conns));
+    if (run.ranks == NULL || run.conns == NULL || run.free_conns == NULL) {
         tmxrun_msg("out of memory");
         goto err_free;
     }
-    for (int c = 0; c < run.nconns_max; c++) {
-        run.conns[c].fd   = -1;
-        run.conns[c].rank = -1;
+    for (int c = run.nconns_max - 1; c >= 0; c--) {
+        run.conns[c].fd             = -1;
+        run.conns[c].rank           = -1;
+        run.free_conns[run.nfree++] = c;
     }
     for (int r = 0; r < run.opts.np; r++) {
         run.ranks[r].conn = -1;
@@ -1403,6 +1488,10 @@ int main(int argc, char **argv)
         }
     }
     tmxrun_shm_cleanup(&run);
+    if (run.ndropped > TMXRUN_DROP_MSGS) {
+        tmxrun_msg("bootstrap: dropped %u connections in all that had no valid hello",
+                   run.ndropped);
+    }
     if (run.timed_out) {
         ret = TMXRUN_EXIT_TIMEOUT;
     } else if (run.exit_code >= 0) {
@@ -1431,5 +1520,6 @@ err_free:
     }
     free(run.ranks);
     free(run.conns);
+    free(run.free_conns);
     return ret;
 }

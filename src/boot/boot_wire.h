@@ -9,8 +9,16 @@
  * ranks there. The cookie, known only through the environment of our own ranks (readable only
  * by the same user), tells a rank from a stray connection (a port scan, a leftover rank of an
  * older job): a connection whose hello has the wrong magic, version or cookie is dropped
- * without failing the job, whereas a rank that said a valid hello and then breaks the protocol
- * fails the job.
+ * without failing the job (a well-formed hello with a wrong cookie gets an ABORT first, so that
+ * a rank of another job fails at once), whereas a rank that said a valid hello and then breaks
+ * the protocol fails the job.
+ *
+ * Until its hello has been read, a connection may be dropped without an answer: tmxrun keeps
+ * as many silent connections as ranks that have not joined plus a few, and drops the oldest
+ * silent one beyond that (a flood of connections that never speak) or after 10 s. A rank whose
+ * connection ends (EOF or reset) before any byte of the WELCOME therefore connects and says
+ * hello again, until its TMX_BOOT_TIMEOUT. Once its hello has been read, a rank is never dropped
+ * that way: its connection ends only with an ABORT or with the launcher.
  *
  * Every message is a 16-byte header followed by len payload bytes; integers in network byte
  * order. Operations are collective and strictly in lock step: a rank sends one ALLGATHER and

@@ -135,16 +135,12 @@ err:
     return status;
 }
 
-/* Receives a header and checks that it is the expected op; ABORT or anything else breaks the
- * job. The launcher is not trusted more than a peer: a bad header is an error, not a crash. */
-static tmx_status_t tmx_job_recv_hdr(tmx_job_h job, tmx_boot_op_t op, tmx_boot_hdr_t *hdr,
-                                     double deadline)
+/* Checks that a received header is the expected op; ABORT or anything else breaks the job.
+ * The launcher is not trusted more than a peer: a bad header is an error, not a crash. */
+static tmx_status_t tmx_job_check_hdr(tmx_job_h job, tmx_boot_op_t op, tmx_boot_hdr_t *hdr)
 {
-    tmx_status_t status = tmx_job_recv_all(job, hdr, sizeof(*hdr), deadline);
+    tmx_status_t status = TMX_OK;
 
-    if (status != TMX_OK) {
-        goto out;
-    }
     if (tmx_boot_hdr_unpack(hdr) != 0) {
         tmx_error("rank %d: bad message from the launcher (magic or version)", job->rank);
         status = TMX_ERR_IO;
@@ -164,7 +160,18 @@ static tmx_status_t tmx_job_recv_hdr(tmx_job_h job, tmx_boot_op_t op, tmx_boot_h
     if (status != TMX_OK) {
         job->broken = 1;
     }
-out:
+    return status;
+}
+
+/* Receives a header and checks it (tmx_job_check_hdr). */
+static tmx_status_t tmx_job_recv_hdr(tmx_job_h job, tmx_boot_op_t op, tmx_boot_hdr_t *hdr,
+                                     double deadline)
+{
+    tmx_status_t status = tmx_job_recv_all(job, hdr, sizeof(*hdr), deadline);
+
+    if (status == TMX_OK) {
+        status = tmx_job_check_hdr(job, op, hdr);
+    }
     return status;
 }
 
@@ -195,6 +202,81 @@ err_close:
     return -1;
 }
 
+/* Says hello on a new connection and receives the welcome header. 0: welcomed (*hdr holds
+ * it, checked); 1: the launcher closed the connection before answering, connect again (it
+ * drops a connection that has not spoken yet when more are silent at once than it keeps, or
+ * when the hello came too late; boot_wire.h); -1: failed with *status_p. */
+static int tmx_job_hello(tmx_job_h job, uint64_t cookie, double deadline, tmx_boot_hdr_t *hdr,
+                         tmx_status_t *status_p)
+{
+    struct {
+        tmx_boot_hdr_t hdr;
+        tmx_boot_hello_t hello;
+    } msg;
+    size_t done = 0;
+    ssize_t n;
+
+    tmx_boot_hdr_pack(&msg.hdr, TMX_BOOT_OP_HELLO, (uint32_t)job->rank, sizeof(msg.hello));
+    msg.hello.cookie_hi = htonl((uint32_t)(cookie >> 32));
+    msg.hello.cookie_lo = htonl((uint32_t)cookie);
+    msg.hello.size      = htonl((uint32_t)job->size);
+    msg.hello.pid       = htonl((uint32_t)getpid());
+    while (done < sizeof(msg)) {
+        n = send(job->fd, (const char *)&msg + done, sizeof(msg) - done, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            *status_p = tmx_job_wait_fd(job->fd, POLLOUT, deadline);
+            if (*status_p != TMX_OK) {
+                goto err;
+            }
+            continue;
+        }
+        if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+            return 1;
+        }
+        if (n <= 0) {
+            tmx_error("rank %d: sending the hello to the launcher failed: %s", job->rank,
+                      (n < 0) ? strerror(errno) : "connection closed");
+            *status_p = TMX_ERR_IO;
+            goto err;
+        }
+        done += (size_t)n;
+    }
+    for (done = 0; done < sizeof(*hdr);) {
+        n = recv(job->fd, (char *)hdr + done, sizeof(*hdr) - done, 0);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            *status_p = tmx_job_wait_fd(job->fd, POLLIN, deadline);
+            if (*status_p != TMX_OK) {
+                goto err;
+            }
+            continue;
+        }
+        if (done == 0 && (n == 0 || (n < 0 && errno == ECONNRESET))) {
+            return 1; /* dropped before any answer: not a failure of the job */
+        }
+        if (n <= 0) {
+            tmx_error("rank %d: the launcher closed the bootstrap connection during the "
+                      "welcome%s%s",
+                      job->rank, (n < 0) ? ": " : "", (n < 0) ? strerror(errno) : "");
+            *status_p = TMX_ERR_IO;
+            goto err;
+        }
+        done += (size_t)n;
+    }
+    *status_p = tmx_job_check_hdr(job, TMX_BOOT_OP_WELCOME, hdr);
+    return (*status_p == TMX_OK) ? 0 : -1;
+err:
+    if (*status_p == TMX_ERR_TIMED_OUT) {
+        tmx_error("rank %d: no answer from the launcher in time", job->rank);
+    }
+    return -1;
+}
+
 static tmx_status_t tmx_job_join(tmx_job_h job, const tmx_config_t *cfg)
 {
     double timeout  = (cfg->boot_timeout > 0) ? cfg->boot_timeout : 0;
@@ -202,8 +284,8 @@ static tmx_status_t tmx_job_join(tmx_job_h job, const tmx_config_t *cfg)
     struct sockaddr_in sin;
     uint64_t cookie;
     tmx_boot_hdr_t hdr;
-    tmx_boot_hello_t hello;
     tmx_status_t status;
+    int rc;
 
     if (tmx_boot_addr_parse(cfg->boot_addr, &sin, &cookie) != 0) {
         tmx_error("rank %d: TMX_BOOT_ADDR '%s' is not a bootstrap address (run under tmxrun)",
@@ -211,29 +293,29 @@ static tmx_status_t tmx_job_join(tmx_job_h job, const tmx_config_t *cfg)
         status = TMX_ERR_INVALID_PARAM;
         goto err;
     }
-    while (tmx_job_try_connect(&sin, deadline, &job->fd) != 0) {
+    for (;;) {
         struct timespec ts = {.tv_sec = 0, .tv_nsec = 20 * 1000 * 1000};
+
+        if (tmx_job_try_connect(&sin, deadline, &job->fd) == 0) {
+            rc = tmx_job_hello(job, cookie, deadline, &hdr, &status);
+            if (rc <= 0) {
+                break;
+            }
+            tmx_debug("rank %d: the launcher dropped our connection before the welcome; "
+                      "connecting again",
+                      job->rank);
+            close(job->fd);
+            job->fd = -1;
+        }
         if (tmx_time_sec() >= deadline) {
-            tmx_error("rank %d: could not connect to the launcher at %s within %g s", job->rank,
+            tmx_error("rank %d: could not join the launcher at %s within %g s", job->rank,
                       cfg->boot_addr, timeout);
             status = TMX_ERR_TIMED_OUT;
             goto err;
         }
         nanosleep(&ts, NULL);
     }
-    tmx_boot_hdr_pack(&hdr, TMX_BOOT_OP_HELLO, (uint32_t)job->rank, sizeof(hello));
-    hello.cookie_hi = htonl((uint32_t)(cookie >> 32));
-    hello.cookie_lo = htonl((uint32_t)cookie);
-    hello.size      = htonl((uint32_t)job->size);
-    hello.pid       = htonl((uint32_t)getpid());
-    status          = tmx_job_send_all(job, &hdr, sizeof(hdr));
-    if (status == TMX_OK) {
-        status = tmx_job_send_all(job, &hello, sizeof(hello));
-    }
-    if (status == TMX_OK) {
-        status = tmx_job_recv_hdr(job, TMX_BOOT_OP_WELCOME, &hdr, deadline);
-    }
-    if (status != TMX_OK) {
+    if (rc != 0) {
         goto err_close;
     }
     if (hdr.arg != (uint32_t)job->size || hdr.len != 0) {

@@ -7,6 +7,8 @@
  *   garbage      random bytes on a new connection, then behave normally (job must succeed)
  *   garbage-exit random bytes, then exit 0 without joining (job must fail, not hang)
  *   badcookie    a well-formed hello with a wrong cookie, then behave normally (must succeed)
+ *   flood        open FLOOD_CONNS connections that never speak, keep them open and join as a
+ *                normal rank (must succeed: the silent ones must not crowd out the ranks)
  *   badrank      hello as rank SIZE              badsize   hello claiming another job size
  *   dup          hello as rank (EVIL_RANK+1)%SIZE while that rank joins too
  *   biglen       allgather header of 2 MiB        mismatch  allgather of 9 bytes, others 0
@@ -25,6 +27,8 @@
 #include <tmx/tmx_job.h>
 
 #include "boot/boot_wire.h"
+
+#define FLOOD_CONNS 200
 
 static int evil_connect(uint64_t *cookie_p)
 {
@@ -124,6 +128,18 @@ int main(int argc, char **argv)
         evil_send(fd, junk, sizeof(junk));
         close(fd);
         return strcmp(mode, "garbage") == 0 ? normal_rank() : 0;
+    }
+    if (strcmp(mode, "flood") == 0) {
+        int fds[FLOOD_CONNS];
+        int rc;
+        for (int i = 0; i < FLOOD_CONNS; i++) {
+            fds[i] = evil_connect(&cookie);
+        }
+        rc = normal_rank();
+        for (int i = 0; i < FLOOD_CONNS; i++) {
+            close(fds[i]);
+        }
+        return rc;
     }
     if (strcmp(mode, "badcookie") == 0) {
         fd = evil_connect(&cookie);

@@ -18,4 +18,14 @@ for mode in garbage-exit badrank badsize dup biglen mismatch trunc badop; do
     expect_grep "$T/err" "bootstrap: " "$mode: tmxrun says why"
     [ "$secs" -lt 15 ] && ok "$mode: ended in $secs s" || fail "$mode: took $secs s"
 done
+# A flood of connections that never speak, from one rank, while 8 ranks start: every rank
+# joins (tmxrun drops the oldest silent connection to make room, a rank dropped that way
+# connects again), and the drops are counted rather than reported one by one.
+run 60 "$TMXRUN" -n 8 --timeout 50 "$P" flood 3
+expect_rc 0 "flood of silent connections: the job goes on"
+c=$(grep -c 'status: ' "$T/out")
+[ "$c" -eq 8 ] && ok "flood: all 8 ranks did their barriers" || fail "flood: $c of 8 ranks: $(cat "$T/out")"
+expect_grep "$T/err" "dropped [0-9]* connections in all" "flood: tmxrun counts the drops"
+c=$(grep -c 'bootstrap: dropped a connection' "$T/err")
+[ "$c" -le 8 ] && ok "flood: $c drops reported one by one" || fail "flood: $c drop messages"
 finish

@@ -10,6 +10,11 @@
  *            returns TMX_ERR_IO
  *   abort    the fake launcher answers the barrier with ABORT: TMX_ERR_IO
  *   lie      the fake launcher answers an allgather with a result of the wrong length
+ *   dropped  the fake launcher drops our first connection unread and the second after reading
+ *            the hello (what tmxrun does to silent connections when there are too many, or
+ *            too slow ones): tmx_job_init connects again and the job works
+ *   stranger the fake launcher answers the hello with ABORT (what tmxrun says to a rank of
+ *            another job): tmx_job_init fails with TMX_ERR_IO at once, it does not retry
  * Exits 0 when the status was the expected one.
  */
 #define _GNU_SOURCE
@@ -44,8 +49,27 @@ static void fake_launcher(int lfd, const char *mode)
     tmx_boot_hdr_t hdr;
     char buf[64];
 
+    if (strcmp(mode, "dropped") == 0) {
+        /* unread: the rank's hello, when it came, turns the close into a reset */
+        close(fd);
+        fd = accept(lfd, NULL, NULL);
+        if (fd < 0 || recv(fd, buf, 32, MSG_WAITALL) != 32) {
+            _exit(1);
+        }
+        close(fd); /* read: a plain end of stream */
+        fd = accept(lfd, NULL, NULL);
+    }
     if (fd < 0 || recv(fd, buf, 32, MSG_WAITALL) != 32) {
         _exit(1);
+    }
+    if (strcmp(mode, "stranger") == 0) {
+        tmx_boot_hdr_pack(&hdr, TMX_BOOT_OP_ABORT, UINT32_MAX, 0);
+        send(fd, &hdr, sizeof(hdr), MSG_NOSIGNAL);
+        close(fd);
+        /* a rank that tried again would wait for an accept that never comes, until its
+         * TMX_BOOT_TIMEOUT: it would fail with TMX_ERR_TIMED_OUT instead of TMX_ERR_IO */
+        sleep(10);
+        _exit(0);
     }
     tmx_boot_hdr_pack(&hdr, TMX_BOOT_OP_WELCOME, 2, 0);
     send(fd, &hdr, sizeof(hdr), MSG_NOSIGNAL);
@@ -57,6 +81,8 @@ static void fake_launcher(int lfd, const char *mode)
     }
     if (strcmp(mode, "abort") == 0) {
         tmx_boot_hdr_pack(&hdr, TMX_BOOT_OP_ABORT, 1, 0);
+    } else if (strcmp(mode, "dropped") == 0) {
+        tmx_boot_hdr_pack(&hdr, TMX_BOOT_OP_RESULT, 0, 0); /* the barrier, served */
     } else {
         tmx_boot_hdr_pack(&hdr, TMX_BOOT_OP_RESULT, 0, 12345); /* barrier: 0 bytes expected */
     }
@@ -132,8 +158,15 @@ int main(int argc, char **argv)
         close(lfd);
     }
     status = tmx_job_init(&job);
-    errors += check("init with the fake launcher", status, TMX_OK);
-    if (status == TMX_OK) {
+    if (strcmp(mode, "stranger") == 0) {
+        errors += check("init told it is a stranger", status, TMX_ERR_IO);
+    } else {
+        errors += check("init with the fake launcher", status, TMX_OK);
+    }
+    if (status == TMX_OK && strcmp(mode, "dropped") == 0) {
+        errors += check("barrier after two dropped connections", tmx_job_barrier(job), TMX_OK);
+        tmx_job_finalize(job);
+    } else if (status == TMX_OK) {
         errors += check(mode, tmx_job_barrier(job), TMX_ERR_IO);
         /* once broken, the job stays broken (no half-read stream reused) */
         errors += check("barrier after the failure", tmx_job_barrier(job), TMX_ERR_IO);

@@ -31,24 +31,36 @@ struct tmx_job {
     int size;
     int fd;     /* bootstrap connection; -1 for a job of one */
     int broken; /* the launcher aborted or the connection failed: every later call fails */
+    tmx_worker_h worker; /* the worker of tmx_job_connect: progressed while we wait */
 };
 
-/* Waits until fd is ready for events; deadline < 0 waits as long as the socket lives. */
-static tmx_status_t tmx_job_wait_fd(int fd, short events, double deadline)
+/* Polls before sleeping in the bootstrap waits of a job with a worker: about this many idle
+ * progress rounds, then 1 ms sleeps between rounds. */
+#define TMX_JOB_SPIN 1000
+
+/* Waits until fd is ready for events; deadline < 0 waits as long as the socket lives. With a
+ * worker, it progresses the worker meanwhile: a rank in a barrier still answers its peers
+ * (the FIN, ACK or credits they wait for), so a barrier never waits on its own rank. */
+static tmx_status_t tmx_job_wait_fd(int fd, short events, double deadline, tmx_worker_h worker)
 {
     struct pollfd pfd = {.fd = fd, .events = events};
     tmx_status_t status;
+    unsigned idle = 0;
     int rc;
 
     for (;;) {
         int timeout_ms = 1000;
+        if (worker != NULL) {
+            idle       = tmx_worker_progress(worker) > 0 ? 0 : idle + 1;
+            timeout_ms = idle < TMX_JOB_SPIN ? 0 : 1;
+        }
         if (deadline >= 0) {
             double left = deadline - tmx_time_sec();
             if (left <= 0) {
                 status = TMX_ERR_TIMED_OUT;
                 goto out;
             }
-            if (left < 1.0) {
+            if (left * 1000.0 < timeout_ms) {
                 timeout_ms = (int)(left * 1000.0) + 1;
             }
         }
@@ -76,7 +88,7 @@ static tmx_status_t tmx_job_send_all(tmx_job_h job, const void *buf, size_t len)
     while (len > 0) {
         ssize_t n = send(job->fd, p, len, MSG_NOSIGNAL);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            status = tmx_job_wait_fd(job->fd, POLLOUT, -1);
+            status = tmx_job_wait_fd(job->fd, POLLOUT, -1, job->worker);
             if (status != TMX_OK) {
                 goto err;
             }
@@ -108,7 +120,7 @@ static tmx_status_t tmx_job_recv_all(tmx_job_h job, void *buf, size_t len, doubl
     while (len > 0) {
         ssize_t n = recv(job->fd, p, len, 0);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            status = tmx_job_wait_fd(job->fd, POLLIN, deadline);
+            status = tmx_job_wait_fd(job->fd, POLLIN, deadline, job->worker);
             if (status != TMX_OK) {
                 if (status == TMX_ERR_TIMED_OUT) {
                     tmx_error("rank %d: no answer from the launcher in time", job->rank);
@@ -190,7 +202,7 @@ static int tmx_job_try_connect(const struct sockaddr_in *sin, double deadline, i
         if (errno != EINPROGRESS) {
             goto err_close;
         }
-        if (tmx_job_wait_fd(fd, POLLOUT, deadline) != TMX_OK ||
+        if (tmx_job_wait_fd(fd, POLLOUT, deadline, NULL) != TMX_OK ||
             getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
             goto err_close;
         }
@@ -227,7 +239,7 @@ static int tmx_job_hello(tmx_job_h job, uint64_t cookie, double deadline, tmx_bo
             continue;
         }
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            *status_p = tmx_job_wait_fd(job->fd, POLLOUT, deadline);
+            *status_p = tmx_job_wait_fd(job->fd, POLLOUT, deadline, NULL);
             if (*status_p != TMX_OK) {
                 goto err;
             }
@@ -250,7 +262,7 @@ static int tmx_job_hello(tmx_job_h job, uint64_t cookie, double deadline, tmx_bo
             continue;
         }
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            *status_p = tmx_job_wait_fd(job->fd, POLLIN, deadline);
+            *status_p = tmx_job_wait_fd(job->fd, POLLIN, deadline, NULL);
             if (*status_p != TMX_OK) {
                 goto err;
             }
@@ -545,6 +557,7 @@ TMX_API tmx_status_t tmx_job_connect(tmx_job_h job, tmx_worker_h worker, tmx_ep_
     free(padded);
     free(lens);
     tmx_worker_release_address(worker, addr);
+    job->worker = worker;
     return TMX_OK;
 err_eps:
     tmx_job_close_eps(eps, r);

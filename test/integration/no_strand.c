@@ -7,6 +7,11 @@
  *                                and goes straight into tmx_job_barrier; rank 1 receives them
  *                                all (each wait bounded) and checks every byte.
  *
+ *   no_strand barrier            MPI's Irecv, Barrier, Wait against Send, Ssend, Barrier: rank 0
+ *                                posts its receives and enters tmx_job_barrier; rank 1's blocking
+ *                                rendezvous and synchronous sends need rank 0 to match and read
+ *                                them, so the barrier must progress rank 0's worker.
+ *
  * Prints "rank R ok" per rank that checked everything; exits non-zero otherwise.
  */
 #include <tmx/tmx.h>
@@ -101,6 +106,50 @@ static int run_eager(tmx_job_h job, tmx_ep_h *eps, size_t size, int count)
     return good == count ? 0 : 1;
 }
 
+static int run_barrier(tmx_job_h job, tmx_ep_h *eps)
+{
+    size_t         big = (size_t)1 << 20;
+    unsigned char *buf = malloc(big);
+    int            small = 0, rc = 0;
+
+    if (buf == NULL) {
+        return 1;
+    }
+    if (rank == 0) {
+        tmx_request_h req[2];
+        tmx_status_t  s[2];
+
+        memset(buf, 0, big);
+        s[0] = tmx_tag_recv_nb(worker, buf, big, 1, ~(tmx_tag_t)0, NULL, &req[0]);
+        s[1] = tmx_tag_recv_nb(worker, &small, sizeof(small), 2, ~(tmx_tag_t)0, NULL, &req[1]);
+        CHECK(s[0]);
+        CHECK(s[1]);
+        CHECK(tmx_job_barrier(job));
+        for (int i = 0; i < 2; i++) {
+            if (s[i] == TMX_INPROGRESS) {
+                s[i] = wait_bounded(req[i], 20);
+                tmx_request_free(req[i]);
+            }
+        }
+        for (size_t k = 0; k < big; k++) {
+            rc |= buf[k] != (unsigned char)(k * 7);
+        }
+        rc |= s[0] != TMX_OK || s[1] != TMX_OK || small != 4242;
+        printf("rank 0 received the rendezvous and the synchronous message: %s\n",
+               rc == 0 ? "intact" : "no");
+    } else if (rank == 1) {
+        for (size_t k = 0; k < big; k++) {
+            buf[k] = (unsigned char)(k * 7);
+        }
+        small = 4242;
+        CHECK(tmx_tag_send(eps[0], buf, big, 1));
+        CHECK(tmx_tag_send_sync(eps[0], &small, sizeof(small), 2));
+        CHECK(tmx_job_barrier(job));
+    }
+    free(buf);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     tmx_job_h     job;
@@ -108,8 +157,9 @@ int main(int argc, char **argv)
     tmx_ep_h     *eps;
     int           size, rc;
 
-    if (argc < 4 || strcmp(argv[1], "eager") != 0) {
-        fprintf(stderr, "usage: no_strand eager SIZE COUNT\n");
+    if (!((argc >= 4 && strcmp(argv[1], "eager") == 0) ||
+          (argc >= 2 && strcmp(argv[1], "barrier") == 0))) {
+        fprintf(stderr, "usage: no_strand eager SIZE COUNT | no_strand barrier\n");
         return 2;
     }
     CHECK(tmx_job_init(&job));
@@ -135,7 +185,11 @@ int main(int argc, char **argv)
             tmx_request_free(req);
         }
     }
-    rc = run_eager(job, eps, strtoul(argv[2], NULL, 0), atoi(argv[3]));
+    if (strcmp(argv[1], "eager") == 0) {
+        rc = run_eager(job, eps, strtoul(argv[2], NULL, 0), atoi(argv[3]));
+    } else {
+        rc = run_barrier(job, eps);
+    }
     CHECK(tmx_job_barrier(job));
     for (int r = 0; r < size; r++) {
         CHECK(tmx_ep_close(eps[r], TMX_EP_CLOSE_FLUSH));

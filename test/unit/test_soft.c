@@ -1267,6 +1267,79 @@ Test(soft, peer_killed, .timeout = 30)
     free(n);
 }
 
+/* A process that exited, reaped or not: /proc/<pid>/stat gone or in state Z. */
+static int exited(pid_t pid)
+{
+    char  path[64], buf[512], *p;
+    FILE *f;
+    int   z = 1;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        return 1;
+    }
+    if (fgets(buf, sizeof(buf), f) != NULL && (p = strrchr(buf, ')')) != NULL) {
+        z = p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+    }
+    fclose(f);
+    return z;
+}
+
+/* Registers memory for the peer to read, connects and exits without closing anything. */
+static int dying_target(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    static uint8_t t[4096];
+    tmx_mr_t      *mr;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    mr = reg(n, t, sizeof(t), TMX_ACCESS_REMOTE_READ);
+    CHECK(mr != NULL);
+    sh->addr[me][0] = (uintptr_t)t;
+    sh->rkey[me][0] = mr->rkey;
+    TRY(node_connect(n));
+    CHECK(node_barrier(n, 2) == 0);
+    _exit(0);
+}
+
+/* A READ by cross-memory attach from a process that died (a zombie still: its parent has not
+ * reaped it) fails as a dead peer does, not as a remote access error. */
+static int dead_reader(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t   l[4096];
+    tmx_mr_t *mr;
+    tmx_wc_t  wc;
+    double    end;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    mr = reg(n, l, sizeof(l), TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL);
+    TRY(node_connect(n));
+    CHECK(((tmx_soft_qp_t *)n->qp[0])->cma == 1);
+    CHECK(node_barrier(n, 2) == 0);
+    end = tmx_time_sec() + 10;
+    while (!exited(sh->pid[1 - me]) && tmx_time_sec() < end) {
+        usleep(1000); /* no polling: the READ itself must find the peer gone */
+    }
+    CHECK(exited(sh->pid[1 - me]));
+    CHECK(post_send(n, 0, TMX_WR_RDMA_READ, l, sizeof(l), mr->lkey, TMX_SEND_SIGNALED, 11,
+                    sh->addr[1 - me][0], sh->rkey[1 - me][0], 0) == TMX_OK);
+    CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 11);
+    CHECK(wc.status == TMX_WC_RETRY_EXC_ERR || (fprintf(stderr, "status %d\n", wc.status), 0));
+    CHECK(node_wc(n, &wc) == 0 && wc.wr_id == TMX_WR_ID_ASYNC_ERROR);
+    CHECK(wc.status == TMX_WC_RETRY_EXC_ERR && n->qp[0]->state == TMX_QPS_ERR);
+    n->ops->mr_dereg(mr);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, cma_read_from_dead_peer, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, 1, 65536);
+    run_pair(dead_reader, dying_target, &cfg);
+}
+
 /* ---------------------------------------------------------------- a lying peer */
 
 /* Writes a record into a QP's inbound ring as a peer could, then polls. */

@@ -281,6 +281,7 @@ tmx_soft_rseg_t *tmx_soft_rseg_get(tmx_soft_dev_t *dev, const void *addr, size_t
 void tmx_soft_rseg_put(tmx_soft_dev_t *dev, tmx_soft_rseg_t *rseg);
 int tmx_soft_rseg_cma(tmx_soft_dev_t *dev, tmx_soft_rseg_t *rseg);
 int tmx_soft_pid_dead(pid_t pid);
+int tmx_soft_rseg_dead(tmx_soft_rseg_t *rseg);
 /* 0 when [addr, addr+len) lies in a valid registration of key with the rights (inline: it
  * runs for every receive and every RDMA). */
 static inline int tmx_soft_key_check(const tmx_soft_mr_ent_t *table, unsigned max,

@@ -66,6 +66,12 @@ int tmx_soft_pid_dead(pid_t pid)
     return dead;
 }
 
+/* Whether the process that owns a peer's segment is gone. */
+int tmx_soft_rseg_dead(tmx_soft_rseg_t *r)
+{
+    return tmx_soft_pid_dead(r->pid);
+}
+
 static uint64_t tmx_soft_boot_hash(void)
 {
     char     buf[64] = {0};

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1338,6 +1339,169 @@ Test(soft, cma_read_from_dead_peer, .timeout = 30)
     tmx_config_t cfg;
     cfg_init(&cfg, 1, 65536);
     run_pair(dead_reader, dying_target, &cfg);
+}
+
+/* ---------------------------------------------------------------- a reused pid */
+
+/* struct clone_args of <linux/sched.h> up to set_tid (Linux 5.5), without its macros */
+struct test_clone_args {
+    uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+    uint64_t set_tid, set_tid_size;
+};
+
+/* A child that waits to be killed, with the pid want (clone3's set_tid, which needs
+ * CAP_SYS_ADMIN): a dead peer's pid reused at once. -1 with errno when that cannot be. */
+static pid_t spawn_at(pid_t want)
+{
+#ifdef SYS_clone3
+    struct test_clone_args ca;
+    pid_t                  tid = want;
+    long                   r;
+
+    memset(&ca, 0, sizeof(ca));
+    ca.exit_signal  = SIGCHLD;
+    ca.set_tid      = (uint64_t)(uintptr_t)&tid;
+    ca.set_tid_size = 1;
+    fflush(NULL);
+    r = syscall(SYS_clone3, &ca, sizeof(ca));
+    if (r == 0) {
+        for (;;) {
+            pause();
+        }
+    }
+    return (pid_t)r;
+#else
+    (void)want;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+/* Node 1 in a child that connects its QP, says so with stage 2, and waits to be killed. */
+static pid_t fork_sleeper(node_t *n, shared_t *sh, const tmx_config_t *cfg, int connect)
+{
+    pid_t pid;
+
+    fflush(NULL);
+    pid = fork();
+    if (pid == 0) {
+        alarm(20);
+        if (node_open(n, sh, 1, cfg, 1, 1) != 0 || (connect && node_connect(n) != 0)) {
+            _exit(1);
+        }
+        atomic_store(&sh->stage[1], 2);
+        for (;;) {
+            pause();
+        }
+    }
+    return pid;
+}
+
+static void reap(pid_t pid)
+{
+    if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+}
+
+/* The peer dies and a new process takes its pid at once: the liveness check must still see
+ * the peer gone (its pidfd, not its pid) and fail the QP. */
+Test(soft, liveness_survives_pid_reuse, .timeout = 30)
+{
+    tmx_config_t cfg;
+    shared_t    *sh = shared_new();
+    node_t      *n  = calloc(2, sizeof(*n));
+    pid_t        victim, again;
+    tmx_wc_t     wc;
+    int          rc, got = 0;
+
+    cfg_init(&cfg, -1, 65536);
+    victim = fork_sleeper(&n[1], sh, &cfg, 1);
+    cr_assert(victim > 0);
+    rc = node_open(&n[0], sh, 0, &cfg, 1, 1);
+    rc = rc != 0 ? rc : node_connect(&n[0]);
+    while (rc == 0 && atomic_load(&sh->stage[1]) < 2) {
+        node_poll(&n[0]);
+    }
+    reap(victim);
+    cr_assert_eq(rc, 0, "failed at line %d", rc);
+    again = spawn_at(victim);
+    if (again < 0) {
+        node_close(&n[0]);
+        cr_skip_test("cannot create a process with pid %d: %s", (int)victim, strerror(errno));
+    }
+    cr_expect(!tmx_soft_pid_dead(victim), "the pid names a live process again");
+    cr_expect(tmx_soft_rseg_dead(((tmx_soft_qp_t *)n[0].qp[0])->rseg), "the peer is gone");
+    while (got == 0 && node_wc(&n[0], &wc) == 0) { /* within seconds of the next check */
+        got += wc.wr_id == TMX_WR_ID_ASYNC_ERROR && wc.status == TMX_WC_RETRY_EXC_ERR;
+    }
+    reap(again);
+    cr_expect_eq(got, 1, "the QP to the dead peer failed");
+    cr_expect_eq(n[0].qp[0]->state, TMX_QPS_ERR);
+    node_close(&n[0]);
+    free(n);
+}
+
+/* Field 22 of /proc/self/stat, the start time. */
+static unsigned long long self_start_time(void)
+{
+    char               buf[1024], *p;
+    FILE              *f = fopen("/proc/self/stat", "r");
+    unsigned long long t = 0;
+
+    cr_assert(f != NULL && fgets(buf, sizeof(buf), f) != NULL);
+    fclose(f);
+    p = strrchr(buf, ')');
+    cr_assert(p != NULL);
+    cr_assert_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+                               "%*d %*d %*d %llu", &t), 1);
+    cr_assert(t != 0);
+    return t;
+}
+
+/* The address of a process that died, whose pid a new process has: no connection to it. */
+static void reused_pid_unreachable(int memfd)
+{
+    tmx_config_t cfg;
+    shared_t    *sh = shared_new();
+    node_t      *n  = calloc(2, sizeof(*n));
+    tmx_ah_t    *ah = NULL;
+    pid_t        victim, again;
+    int          rc;
+
+    cfg_init(&cfg, -1, 65536);
+    (void)memfd;
+    rc = node_open(&n[0], sh, 0, &cfg, 1, 1); /* first: its sweep must not see the dead */
+    cr_assert_eq(rc, 0, "failed at line %d", rc);
+    cr_assert_eq(((tmx_soft_dev_t *)n[0].dev)->hdr->start_time, self_start_time());
+    victim = fork_sleeper(&n[1], sh, &cfg, 0);
+    cr_assert(victim > 0);
+    while (atomic_load(&sh->stage[1]) < 2) {
+    }
+    /* Start times count clock ticks (10 ms): a pid cannot come round again that fast
+     * without help, so the test lets a few ticks pass as nature would. */
+    usleep(50000);
+    reap(victim); /* the segment was not closed */
+    again = spawn_at(victim);
+    if (again < 0) {
+        node_close(&n[0]);
+        cr_skip_test("cannot create a process with pid %d: %s", (int)victim, strerror(errno));
+    }
+    rc = n[0].ops->ah_create(n[0].pd, sh->dev[1], sh->dev_len[1], &ah);
+    reap(again);
+    cr_expect_eq(rc, TMX_ERR_UNREACHABLE, "status %d", rc);
+    if (ah != NULL) {
+        n[0].ops->ah_destroy(ah);
+    }
+    node_close(&n[0]);
+    shm_unlink((const char *)sh->dev[1] + sh->dev_len[1] - TMX_SOFT_NAME);
+    free(n);
+}
+
+Test(soft, reused_pid_is_not_the_peer, .timeout = 30)
+{
+    reused_pid_unreachable(0);
 }
 
 /* ---------------------------------------------------------------- a lying peer */

@@ -27,7 +27,7 @@
 #define TMX_SOFT_MAGIC      0x746d78736f667431ULL /* "tmxsoft1" */
 #define TMX_SOFT_ADDR_MAGIC 0x736d7431u
 #define TMX_SOFT_QP_MAGIC   0x71707431u
-#define TMX_SOFT_VERSION    1
+#define TMX_SOFT_VERSION    2
 #define TMX_SOFT_LINE       64
 #define TMX_SOFT_MAX_SGE    4
 #define TMX_SOFT_NAME_MAX   40
@@ -48,12 +48,15 @@ typedef struct tmx_soft_seg_hdr {
     uint32_t pad;
     uint64_t ring_size;
     uint64_t map_addr; /* the owner's mapping address: peers read probe through CMA there */
-    uint64_t probe;    /* random; a CMA read of it that returns the same value proves CMA */
+    uint64_t probe;    /* random, also in the address blob: it tells this segment from another
+                        * one of a process that got the same pid later; and a CMA read of it
+                        * that returns the same value proves CMA */
     uint64_t mr_off;
     uint64_t ud_off;
     uint64_t ctrl_off;
     uint64_t rings_off;
     uint64_t total;
+    uint64_t start_time; /* the owner's start time (clock ticks after boot), 0 if unknown */
 } tmx_soft_seg_hdr_t;
 
 /* Registered memory, in the owner's segment so a CMA initiator checks the TARGET's table. */
@@ -116,9 +119,13 @@ typedef struct tmx_soft_rseg {
     tmx_list_t          list;
     char                name[TMX_SOFT_NAME_MAX];
     pid_t               pid;
+    uint64_t            nonce;
     void               *base;
     size_t              size;
-    tmx_soft_seg_hdr_t *hdr;
+    tmx_soft_seg_hdr_t *hdr;   /* points at h: the peer cannot change it after the checks */
+    tmx_soft_seg_hdr_t  h;     /* validated copy of the peer's header */
+    int                 pidfd; /* the owner process, -1 where the kernel has no pidfd_open */
+    int                 dead;  /* the owner was seen gone (it stays gone) */
     int                 refs;
     int                 cma; /* -1 not tried, 0 no, 1 yes */
 } tmx_soft_rseg_t;

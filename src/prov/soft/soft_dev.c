@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +34,7 @@ typedef struct tmx_soft_dev_addr {
     uint32_t uid;
     int32_t  pid;
     uint64_t boot_hash;
+    uint64_t nonce; /* the segment's probe word */
     char     name[TMX_SOFT_NAME_MAX];
 } tmx_soft_dev_addr_t;
 
@@ -39,6 +42,7 @@ typedef struct tmx_soft_dev_addr {
 
 static _Atomic unsigned tmx_soft_seg_counter;
 static _Atomic int      tmx_soft_cma_logged;
+static _Atomic int      tmx_soft_pidfd_logged;
 
 /* Gone, or a zombie that nobody reaped yet: kill(pid, 0) still succeeds on a zombie. */
 int tmx_soft_pid_dead(pid_t pid)
@@ -66,10 +70,83 @@ int tmx_soft_pid_dead(pid_t pid)
     return dead;
 }
 
-/* Whether the process that owns a peer's segment is gone. */
+/* The start time of a process (field 22 of /proc/<pid>/stat, clock ticks after boot): with
+ * the pid, it names one process for the life of the system. 0 when unknown. */
+static uint64_t tmx_soft_start_time(pid_t pid)
+{
+    char    path[64], buf[1024];
+    char   *p;
+    ssize_t n;
+    int     fd;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return 0;
+    }
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) {
+        return 0;
+    }
+    buf[n] = '\0';
+    p      = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+    if (p == NULL) {
+        return 0;
+    }
+    /* to the space before field 22, from the one before field 3 (the state) */
+    for (int field = 3; field <= 22 && p != NULL; field++) {
+        p = strchr(p + 1, ' ');
+    }
+    return p != NULL ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+/*
+ * A pidfd of a peer's process: unlike its pid, it can never name another process, so a long
+ * job whose pids wrap around does not take a new process for a dead peer. TMX_OK with
+ * *fd_p = -1 where the kernel has no pidfd_open (before Linux 5.3, or a seccomp filter that
+ * refuses it): liveness then falls back to the pid.
+ */
+static tmx_status_t tmx_soft_pidfd_open(pid_t pid, int *fd_p)
+{
+    int err = ENOSYS;
+
+    *fd_p = -1;
+#ifdef SYS_pidfd_open
+    *fd_p = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (*fd_p >= 0) {
+        return TMX_OK;
+    }
+    err = errno;
+#endif
+    switch (err) {
+    case ENOSYS:
+    case EPERM: /* pidfd_open checks no permission: only a seccomp filter says EPERM */
+        if (atomic_exchange(&tmx_soft_pidfd_logged, 1) == 0) {
+            tmx_info("pidfd_open is not available (%s): peers' liveness is checked by pid, "
+                     "which a reused pid can fool", strerror(err));
+        }
+        return TMX_OK;
+    case ESRCH:
+    case EINVAL: /* no such process, or the pid names a thread now */
+        tmx_debug("peer process %d is gone", (int)pid);
+        return TMX_ERR_UNREACHABLE;
+    default:
+        tmx_error("pidfd_open of peer process %d failed: %s", (int)pid, strerror(err));
+        return TMX_ERR_NO_RESOURCE;
+    }
+}
+
+/* Whether the process that owns a peer's segment is gone: its pidfd polls readable once it
+ * exited (a zombie included). */
 int tmx_soft_rseg_dead(tmx_soft_rseg_t *r)
 {
-    return tmx_soft_pid_dead(r->pid);
+    struct pollfd p = {.fd = r->pidfd, .events = POLLIN};
+
+    if (!r->dead) {
+        r->dead = r->pidfd >= 0 ? poll(&p, 1, 0) > 0 : tmx_soft_pid_dead(r->pid);
+    }
+    return r->dead;
 }
 
 static uint64_t tmx_soft_boot_hash(void)
@@ -195,6 +272,7 @@ static tmx_status_t tmx_soft_seg_create(tmx_soft_dev_t *dev, const tmx_config_t 
     dev->hdr->ctrl_off = ctrl_off;
     dev->hdr->rings_off = rings_off;
     dev->hdr->total    = off;
+    dev->hdr->start_time = tmx_soft_start_time(getpid());
     dev->mrs           = (tmx_soft_mr_ent_t *)((uint8_t *)dev->base + mr_off);
     /* Magic last: a peer that maps a half-built segment rejects it. */
     atomic_thread_fence(memory_order_release);
@@ -282,6 +360,9 @@ static void tmx_soft_dev_close(tmx_dev_t *d)
         tmx_soft_rseg_t *r = tmx_container_of(pos, tmx_soft_rseg_t, list);
         tmx_list_del(&r->list);
         munmap(r->base, r->size);
+        if (r->pidfd >= 0) {
+            close(r->pidfd);
+        }
         free(r);
     }
     munmap(dev->base, dev->size);
@@ -306,6 +387,7 @@ tmx_status_t tmx_soft_dev_addr_pack(tmx_soft_dev_t *dev, void *buf, size_t *len_
     a.uid       = (uint32_t)getuid();
     a.pid       = (int32_t)getpid();
     a.boot_hash = dev->boot_hash;
+    a.nonce     = dev->hdr->probe;
     memcpy(a.name, dev->name, sizeof(a.name));
     memcpy(buf, &a, sizeof(a));
     *len_p = sizeof(a);
@@ -361,13 +443,59 @@ static int tmx_soft_seg_valid(const tmx_soft_seg_hdr_t *h, size_t size, pid_t pi
            h->ud_off % TMX_SOFT_LINE == 0 && h->ctrl_off % TMX_SOFT_LINE == 0;
 }
 
+/* Maps the segment open on fd after checking its file and header; r->h gets the header. */
+static tmx_status_t tmx_soft_rseg_map(tmx_soft_rseg_t *r, int fd, const tmx_soft_dev_addr_t *a)
+{
+    struct stat st;
+
+    /* A private regular file of ours, at least a header long, whose header says what it is
+     * and a size that is the file's: only then is anything mapped, and no more than that. */
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid() ||
+        (st.st_mode & 077) != 0 || (size_t)st.st_size < sizeof(r->h) ||
+        pread(fd, &r->h, sizeof(r->h), 0) != (ssize_t)sizeof(r->h) ||
+        !tmx_soft_seg_valid(&r->h, (size_t)st.st_size, a->pid) || r->h.probe != a->nonce) {
+        tmx_warn("segment %s of pid %d is not a valid soft device segment", a->name, a->pid);
+        return TMX_ERR_INVALID_ADDR;
+    }
+    r->size = (size_t)r->h.total;
+    r->base = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (r->base == MAP_FAILED) {
+        r->base = NULL;
+        return TMX_ERR_NO_MEMORY;
+    }
+    r->hdr = &r->h;
+    return TMX_OK;
+}
+
+/*
+ * Makes sure that r->pidfd names the segment's owner, not a process that got the owner's pid
+ * after it died: pidfd_open(pid) came first, then the start time of the process that has the
+ * pid now is compared with the one the owner wrote in its header, then the pidfd is polled.
+ * If the pidfd's process still runs at the end, the pid named it all along (a pid is not
+ * reused while its process exists, zombie included), so the start time read was its own; the
+ * same pid and start time is the same process. A process that exited meanwhile is gone.
+ */
+static tmx_status_t tmx_soft_rseg_verify(tmx_soft_rseg_t *r)
+{
+    uint64_t start = r->h.start_time != 0 ? tmx_soft_start_time(r->pid) : 0;
+
+    if (start != 0 && start != r->h.start_time) {
+        tmx_debug("pid %d names another process than the owner of its segment", (int)r->pid);
+        return TMX_ERR_UNREACHABLE;
+    }
+    if (tmx_soft_rseg_dead(r)) {
+        tmx_debug("peer process %d is gone", (int)r->pid);
+        return TMX_ERR_UNREACHABLE;
+    }
+    return TMX_OK;
+}
+
 tmx_soft_rseg_t *tmx_soft_rseg_get(tmx_soft_dev_t *dev, const void *addr, size_t len,
                                    tmx_status_t *status_p)
 {
     tmx_soft_dev_addr_t a;
     tmx_soft_rseg_t    *r = NULL;
     tmx_list_t         *pos;
-    struct stat         st;
     int                 fd;
     tmx_status_t        status;
 
@@ -381,7 +509,7 @@ tmx_soft_rseg_t *tmx_soft_rseg_get(tmx_soft_dev_t *dev, const void *addr, size_t
     }
     tmx_list_for_each(pos, &dev->rsegs) {
         r = tmx_container_of(pos, tmx_soft_rseg_t, list);
-        if (r->pid == a.pid && strcmp(r->name, a.name) == 0) {
+        if (r->pid == a.pid && r->nonce == a.nonce) {
             r->refs++;
             goto out;
         }
@@ -391,42 +519,40 @@ tmx_soft_rseg_t *tmx_soft_rseg_get(tmx_soft_dev_t *dev, const void *addr, size_t
         status = TMX_ERR_NO_MEMORY;
         goto out;
     }
+    r->pid = a.pid;
+    /* before anything else of the peer is looked at: see tmx_soft_rseg_verify */
+    status = tmx_soft_pidfd_open(a.pid, &r->pidfd);
+    if (status != TMX_OK) {
+        goto err_free;
+    }
     fd = shm_open(a.name, O_RDWR | O_CLOEXEC, 0);
     if (fd < 0) {
         tmx_debug("peer segment %s: %s", a.name, strerror(errno));
         status = TMX_ERR_UNREACHABLE;
-        goto err_free;
+        goto err_pidfd;
     }
-    if (fstat(fd, &st) != 0 || (size_t)st.st_size < sizeof(tmx_soft_seg_hdr_t) ||
-        st.st_uid != getuid()) {
-        status = TMX_ERR_INVALID_ADDR;
-        goto err_close;
-    }
-    r->size = (size_t)st.st_size;
-    r->base = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (r->base == MAP_FAILED) {
-        status = TMX_ERR_NO_MEMORY;
-        goto err_close;
-    }
+    status = tmx_soft_rseg_map(r, fd, &a);
     close(fd);
-    r->hdr = r->base;
-    if (!tmx_soft_seg_valid(r->hdr, r->size, a.pid)) {
-        tmx_warn("segment %s of pid %d is not a valid soft device segment", a.name, a.pid);
-        status = TMX_ERR_INVALID_ADDR;
+    if (status != TMX_OK) {
+        goto err_pidfd;
+    }
+    status = tmx_soft_rseg_verify(r);
+    if (status != TMX_OK) {
         goto err_unmap;
     }
     memcpy(r->name, a.name, sizeof(r->name));
-    r->pid  = a.pid;
-    r->refs = 1;
-    r->cma  = -1;
+    r->nonce = a.nonce;
+    r->refs  = 1;
+    r->cma   = -1;
     tmx_list_add_tail(&dev->rsegs, &r->list);
     goto out;
 
 err_unmap:
     munmap(r->base, r->size);
-    goto err_free;
-err_close:
-    close(fd);
+err_pidfd:
+    if (r->pidfd >= 0) {
+        close(r->pidfd);
+    }
 err_free:
     free(r);
     r = NULL;

@@ -1504,6 +1504,53 @@ Test(soft, reused_pid_is_not_the_peer, .timeout = 30)
     reused_pid_unreachable(0);
 }
 
+/* A peer that rewrites its segment header after we mapped it cannot move us out of bounds:
+ * the device keeps the header it checked. Loopback: the peer is this process. */
+Test(soft, peer_header_rewritten_after_checks, .timeout = 10)
+{
+    tmx_config_t    cfg;
+    shared_t       *sh = shared_new();
+    node_t         *n  = calloc(1, sizeof(*n));
+    tmx_soft_dev_t *dev;
+    tmx_ah_t       *ah = NULL;
+    tmx_qp_attr_t   mod;
+    uint64_t        rings_off, ring_size;
+    uint8_t         buf[8] = {0}, v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    tmx_mr_t       *mr;
+    tmx_wc_t        wc;
+    int             rc;
+
+    cfg_init(&cfg, -1, 65536);
+    rc = node_open(n, sh, 0, &cfg, 1, 0);
+    cr_assert_eq(rc, 0, "failed at line %d", rc);
+    dev = (tmx_soft_dev_t *)n->dev;
+    cr_assert_eq(n->ops->ah_create(n->pd, sh->dev[0], sh->dev_len[0], &ah), TMX_OK);
+    rings_off           = dev->hdr->rings_off;
+    ring_size           = dev->hdr->ring_size;
+    dev->hdr->rings_off = 1ull << 40; /* as a peer could, after our checks */
+    dev->hdr->ring_size = 1ull << 31;
+    memset(&mod, 0, sizeof(mod));
+    mod.state           = TMX_QPS_RTR;
+    mod.remote_addr     = sh->qp[0][0];
+    mod.remote_addr_len = sh->qp_len[0][0];
+    rc = n->ops->qp_modify(n->qp[0], &mod, TMX_QP_ATTR_STATE | TMX_QP_ATTR_REMOTE);
+    dev->hdr->rings_off = rings_off;
+    dev->hdr->ring_size = ring_size;
+    cr_assert_eq(rc, TMX_OK);
+    mod.state = TMX_QPS_RTS;
+    cr_assert_eq(n->ops->qp_modify(n->qp[0], &mod, TMX_QP_ATTR_STATE), TMX_OK);
+    mr = reg(n, buf, sizeof(buf), TMX_ACCESS_LOCAL_WRITE);
+    cr_assert(mr != NULL);
+    cr_assert_eq(post_recv(n, 0, buf, sizeof(buf), mr->lkey, 1), TMX_OK);
+    cr_assert_eq(post_send(n, 0, TMX_WR_SEND, v, 8, 0, TMX_SEND_INLINE, 2, 0, 0, 0), TMX_OK);
+    cr_assert_eq(node_wc(n, &wc), 0);
+    cr_expect(wc.wr_id == 1 && wc.status == TMX_WC_SUCCESS && memcmp(buf, v, 8) == 0);
+    n->ops->mr_dereg(mr);
+    n->ops->ah_destroy(ah);
+    node_close(n);
+    free(n);
+}
+
 /* ---------------------------------------------------------------- a lying peer */
 
 /* Writes a record into a QP's inbound ring as a peer could, then polls. */

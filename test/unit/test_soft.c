@@ -8,12 +8,14 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,6 +29,7 @@ extern const tmx_prov_t tmx_soft_prov;
 
 #define MAXQ      2
 #define TMX_SOFT_NAME 40 /* the segment name ends the device address blob */
+#define TMX_SOFT_FD   (TMX_SOFT_NAME + 8) /* the memfd number (int32) is 8 bytes before it */
 #define STASH     4096
 #define CHECK(_c)                                                                                  \
     do {                                                                                           \
@@ -76,6 +79,7 @@ static shared_t *shared_new(void)
 static void cfg_init(tmx_config_t *cfg, int cma, size_t ring)
 {
     cr_assert_eq(tmx_config_load(cfg), TMX_OK);
+    cfg->soft_memfd     = -1;
     cfg->soft_cma       = cma;
     cfg->soft_ring_size = ring;
     cfg->soft_max_qps   = 8;
@@ -943,8 +947,26 @@ static int garbage_role(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg
     CHECK(n->ops->ah_create(n->pd, junk, len, &ah) == TMX_ERR_INVALID_ADDR);
     CHECK(n->ops->ah_create(n->pd, blob, 3, &ah) == TMX_ERR_INVALID_ADDR);
     CHECK(n->ops->ah_create(n->pd, NULL, 0, &ah) == TMX_ERR_INVALID_ADDR);
-    blob[len - TMX_SOFT_NAME + 6] ^= 1; /* a segment that does not exist */
-    CHECK(n->ops->ah_create(n->pd, blob, len, &ah) == TMX_ERR_UNREACHABLE);
+    if (cfg->soft_memfd == 1) {
+        int32_t fd, devnull = open("/dev/null", O_RDWR);
+
+        memcpy(&fd, blob + len - TMX_SOFT_FD, sizeof(fd));
+        CHECK(fd >= 0 && fd == ((tmx_soft_dev_t *)n->dev)->fd && devnull >= 0);
+        fd = 1000000; /* a descriptor that is not open */
+        memcpy(blob + len - TMX_SOFT_FD, &fd, sizeof(fd));
+        CHECK(n->ops->ah_create(n->pd, blob, len, &ah) == TMX_ERR_UNREACHABLE);
+        memcpy(blob + len - TMX_SOFT_FD, &devnull, sizeof(devnull)); /* not a file */
+        CHECK(n->ops->ah_create(n->pd, blob, len, &ah) == TMX_ERR_UNREACHABLE);
+        close(devnull);
+        blob[len - TMX_SOFT_NAME] = '/'; /* a memfd and a name */
+        CHECK(n->ops->ah_create(n->pd, blob, len, &ah) == TMX_ERR_INVALID_ADDR);
+        fd = -2;
+        memcpy(blob + len - TMX_SOFT_FD, &fd, sizeof(fd));
+        CHECK(n->ops->ah_create(n->pd, blob, len, &ah) == TMX_ERR_INVALID_ADDR);
+    } else {
+        blob[len - TMX_SOFT_NAME + 6] ^= 1; /* a segment that does not exist */
+        CHECK(n->ops->ah_create(n->pd, blob, len, &ah) == TMX_ERR_UNREACHABLE);
+    }
     memset(blob + len - TMX_SOFT_NAME, 'x', TMX_SOFT_NAME); /* a name without its NUL */
     CHECK(n->ops->dev_reachable(n->dev, blob, len) == 0);
     CHECK(n->ops->ah_create(n->pd, blob, len, &ah) == TMX_ERR_INVALID_ADDR);
@@ -967,9 +989,50 @@ Test(soft, garbage_address, .timeout = 10)
     node_t      *n  = calloc(1, sizeof(*n));
     int          rc;
 
+    for (int memfd = 0; memfd <= 1; memfd++) {
+        cfg_init(&cfg, -1, 65536);
+        cfg.soft_memfd = memfd;
+        rc = garbage_role(n, sh, 0, &cfg);
+        cr_assert_eq(rc, 0, "memfd %d: failed at line %d", memfd, rc);
+    }
+    free(n);
+}
+
+/* A memfd that could shrink under our mapping (SIGBUS) is no segment: the same header in an
+ * unsealed copy is refused, and taken once sealed. */
+Test(soft, unsealed_memfd_refused, .timeout = 10)
+{
+    tmx_config_t    cfg;
+    shared_t       *sh = shared_new();
+    node_t         *n  = calloc(1, sizeof(*n));
+    tmx_soft_dev_t *dev;
+    tmx_ah_t       *ah = NULL;
+    uint8_t         blob[TMX_DEV_ADDR_MAX];
+    size_t          len;
+    int32_t         fd;
+    int             rc;
+
     cfg_init(&cfg, -1, 65536);
-    rc = garbage_role(n, sh, 0, &cfg);
+    cfg.soft_memfd = 1;
+    rc = node_open(n, sh, 0, &cfg, 0, 0);
     cr_assert_eq(rc, 0, "failed at line %d", rc);
+    dev = (tmx_soft_dev_t *)n->dev;
+    fd  = memfd_create("copy", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    cr_assert(fd >= 0);
+    cr_assert_eq(fchmod(fd, 0600), 0);
+    cr_assert_eq(ftruncate(fd, (off_t)dev->size), 0);
+    cr_assert_eq(pwrite(fd, dev->hdr, sizeof(*dev->hdr), 0), (ssize_t)sizeof(*dev->hdr));
+    len = sh->dev_len[0];
+    memcpy(blob, sh->dev[0], len);
+    memcpy(blob + len - TMX_SOFT_FD, &fd, sizeof(fd));
+    cr_expect_eq(n->ops->ah_create(n->pd, blob, len, &ah), TMX_ERR_INVALID_ADDR);
+    cr_assert_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), 0);
+    cr_expect_eq(n->ops->ah_create(n->pd, blob, len, &ah), TMX_OK);
+    if (ah != NULL) {
+        n->ops->ah_destroy(ah);
+    }
+    node_close(n);
+    close(fd);
     free(n);
 }
 
@@ -1080,13 +1143,18 @@ Test(soft, no_leftover_segment_after_close, .timeout = 10)
     node_t      *n  = calloc(1, sizeof(*n));
     int          rc;
 
-    cfg_init(&cfg, -1, 65536);
-    cr_assert_eq(count_segments(getpid()), 0);
-    rc = node_open(n, sh, 0, &cfg, 1, 1);
-    cr_assert_eq(rc, 0, "failed at line %d", rc);
-    cr_assert_eq(count_segments(getpid()), 1);
-    node_close(n);
-    cr_assert_eq(count_segments(getpid()), 0);
+    for (int memfd = 0; memfd <= 1; memfd++) {
+        cfg_init(&cfg, -1, 65536);
+        cfg.soft_memfd = memfd;
+        cr_assert_eq(count_segments(getpid()), 0);
+        rc = node_open(n, sh, 0, &cfg, 1, 1);
+        cr_assert_eq(rc, 0, "failed at line %d", rc);
+        /* a memfd is never in /dev/shm; a named segment is, until close */
+        cr_assert_eq(count_segments(getpid()), memfd ? 0 : 1);
+        cr_assert_eq(((tmx_soft_dev_t *)n->dev)->fd >= 0, memfd);
+        node_close(n);
+        cr_assert_eq(count_segments(getpid()), 0);
+    }
     free(n);
 }
 
@@ -1212,7 +1280,7 @@ static int survivor_role(node_t *n, shared_t *sh, int me, const tmx_config_t *cf
     CHECK(mr != NULL);
     CHECK(post_send(n, 0, TMX_WR_RDMA_READ, l, 64, mr->lkey, TMX_SEND_SIGNALED, 11, 4096, 256,
                     0) == TMX_OK);
-    CHECK(count_segments(victim) == 1);
+    CHECK(count_segments(victim) == (((tmx_soft_dev_t *)n->dev)->fd >= 0 ? 0 : 1));
     CHECK(kill(victim, SIGKILL) == 0);
     CHECK(waitpid(victim, NULL, 0) == victim);
     end = tmx_time_sec() + 5;
@@ -1471,7 +1539,7 @@ static void reused_pid_unreachable(int memfd)
     int          rc;
 
     cfg_init(&cfg, -1, 65536);
-    (void)memfd;
+    cfg.soft_memfd = memfd;
     rc = node_open(&n[0], sh, 0, &cfg, 1, 1); /* first: its sweep must not see the dead */
     cr_assert_eq(rc, 0, "failed at line %d", rc);
     cr_assert_eq(((tmx_soft_dev_t *)n[0].dev)->hdr->start_time, self_start_time());
@@ -1495,13 +1563,20 @@ static void reused_pid_unreachable(int memfd)
         n[0].ops->ah_destroy(ah);
     }
     node_close(&n[0]);
-    shm_unlink((const char *)sh->dev[1] + sh->dev_len[1] - TMX_SOFT_NAME);
+    if (!memfd) {
+        shm_unlink((const char *)sh->dev[1] + sh->dev_len[1] - TMX_SOFT_NAME);
+    }
     free(n);
 }
 
-Test(soft, reused_pid_is_not_the_peer, .timeout = 30)
+Test(soft, reused_pid_is_not_the_peer_named, .timeout = 30)
 {
     reused_pid_unreachable(0);
+}
+
+Test(soft, reused_pid_is_not_the_peer_memfd, .timeout = 30)
+{
+    reused_pid_unreachable(1);
 }
 
 /* A peer that rewrites its segment header after we mapped it cannot move us out of bounds:

@@ -3,8 +3,10 @@
  * addresses, memory, completion and receive queues) and soft_qp.c (queue pairs, the rings
  * that are the wire, progress).
  *
- * Segment of one opened device (POSIX shm "/tmx-<uid>-<pid>-<n>", mapped by its owner and by
- * every peer that talks to it):
+ * Segment of one opened device, mapped by its owner and by every peer that talks to it: an
+ * anonymous memory file (memfd) that peers open through /proc/<pid>/fd/<fd> of the owner, so
+ * that nothing outlives the processes; where peers cannot open that (a trial decides, see
+ * tmx_soft_memfd_trial), a POSIX shm segment "/tmx-<uid>-<pid>-<n>":
  *
  *   header | MR table (max_mrs entries) | UD mailbox control + ring | per-QP ring control
  *   lines (max_qps) | max_qps inbound rings of ring_size bytes
@@ -250,7 +252,8 @@ typedef struct tmx_soft_qp {
 struct tmx_soft_dev {
     tmx_dev_t           super;
     const tmx_config_t *cfg;
-    char                name[TMX_SOFT_NAME_MAX];
+    int                 fd;   /* the segment's memfd, kept open for peers; -1 when named */
+    char                name[TMX_SOFT_NAME_MAX]; /* the named segment's, "" for a memfd */
     void               *base;
     size_t              size;
     tmx_soft_seg_hdr_t *hdr;

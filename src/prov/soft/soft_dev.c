@@ -19,6 +19,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
+#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,8 +36,11 @@ typedef struct tmx_soft_dev_addr {
     uint32_t uid;
     int32_t  pid;
     uint64_t boot_hash;
-    uint64_t nonce; /* the segment's probe word */
-    char     name[TMX_SOFT_NAME_MAX];
+    uint64_t nonce;      /* the segment's probe word */
+    uint64_t start_time; /* the owner's, see tmx_soft_rseg_verify */
+    int32_t  fd;         /* the memfd in the owner, -1 for a named segment */
+    uint32_t pad;
+    char     name[TMX_SOFT_NAME_MAX]; /* the named segment's, "" for a memfd */
 } tmx_soft_dev_addr_t;
 
 #define TMX_SOFT_ALIGN(_x) (((_x) + 4095) & ~(size_t)4095)
@@ -43,6 +48,7 @@ typedef struct tmx_soft_dev_addr {
 static _Atomic unsigned tmx_soft_seg_counter;
 static _Atomic int      tmx_soft_cma_logged;
 static _Atomic int      tmx_soft_pidfd_logged;
+static _Atomic int      tmx_soft_memfd_works = -1; /* the trial's answer, once per process */
 
 /* Gone, or a zombie that nobody reaped yet: kill(pid, 0) still succeeds on a zombie. */
 int tmx_soft_pid_dead(pid_t pid)
@@ -212,6 +218,152 @@ static size_t tmx_soft_pow2(size_t v, size_t min)
     return p;
 }
 
+/*
+ * Whether another process of ours can open the memfd fd through /proc/<pid>/fd/<fd>: a real
+ * trial, by a child that tries. Opening it needs only PTRACE_MODE_READ on us (the kernel's
+ * proc_fd_access_allowed), which Yama's ptrace_scope does not restrict (it restricts
+ * attaching only: CMA may fail where this works); it fails when /proc is missing, when we
+ * are not dumpable (a set-user-id program, prctl) or by an LSM policy. vfork: the child
+ * copies nothing and runs only open and _exit, with every signal blocked so that no handler
+ * of ours runs on the memory it shares; it writes its answer in that memory (with fork, as
+ * under some sanitizers, the exit status says it).
+ */
+static int tmx_soft_memfd_trial(int fd, int *err_p)
+{
+    char          path[64];
+    sigset_t      all, old;
+    volatile int  ok = 0, err = 0;
+    int           st = 0;
+    pid_t         pid;
+
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)getpid(), fd);
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid = vfork();
+    if (pid == 0) {
+        int f = open(path, O_RDWR | O_CLOEXEC);
+
+        ok  = f >= 0;
+        err = f >= 0 ? 0 : errno;
+        _exit(f >= 0 ? 0 : 1);
+    }
+    if (pid > 0) {
+        /* reaped before the signals are back: a SIGCHLD handler of the program's will not
+         * take the child from us */
+        if (waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+            ok = 1;
+        }
+    } else {
+        err = errno;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    *err_p = err;
+    return ok;
+}
+
+/* A memfd of size bytes, private to us and sealed at that size (a peer cannot make it
+ * shorter under the others' mappings), that the trial says peers can open; -1 if not. */
+static int tmx_soft_memfd_create(size_t size, int *err_p)
+{
+    int fd = memfd_create("tmx-soft", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    int works;
+
+    if (fd < 0) {
+        *err_p = errno;
+        return -1;
+    }
+    /* a memfd starts 0777; /proc/<pid>/fd opens check the mode like any open */
+    if (fchmod(fd, 0600) != 0 || ftruncate(fd, (off_t)size) != 0 ||
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+        *err_p = errno;
+        goto err_close;
+    }
+    works = atomic_load(&tmx_soft_memfd_works);
+    if (works < 0) {
+        int err = 0;
+
+        works = tmx_soft_memfd_trial(fd, &err);
+        if (atomic_exchange(&tmx_soft_memfd_works, works) < 0) {
+            if (works) {
+                tmx_info("segments are memfds that peers open through /proc/<pid>/fd");
+            } else {
+                tmx_warn("a process of ours cannot open /proc/%d/fd/%d (%s): segments are "
+                         "named in /dev/shm, where a killed process leaves its own until the "
+                         "next tmx run removes it", (int)getpid(), fd,
+                         err != 0 ? strerror(err) : "trial failed");
+            }
+        }
+        *err_p = err;
+    }
+    if (!works) {
+        goto err_close;
+    }
+    return fd;
+
+err_close:
+    close(fd);
+    return -1;
+}
+
+/* The segment's file, size bytes, mapped at dev->base: a memfd where peers can open it
+ * (TMX_SOFT_MEMFD), else a POSIX shm segment by name. */
+static tmx_status_t tmx_soft_seg_open(tmx_soft_dev_t *dev, const tmx_config_t *cfg,
+                                      size_t size)
+{
+    int          err = 0, fd = -1;
+    tmx_status_t status;
+
+    dev->fd = -1;
+    if (cfg->soft_memfd != 0) {
+        fd = tmx_soft_memfd_create(size, &err);
+        if (fd < 0 && cfg->soft_memfd == 1) {
+            tmx_error("memfd segment required (TMX_SOFT_MEMFD=yes) but it does not work: %s",
+                      err != 0 ? strerror(err) : "peers cannot open it");
+            status = TMX_ERR_UNSUPPORTED;
+            goto err;
+        }
+    }
+    if (fd >= 0) {
+        dev->fd      = fd;
+        dev->name[0] = '\0';
+    } else {
+        snprintf(dev->name, sizeof(dev->name), "/tmx-%u-%d-%u", (unsigned)getuid(),
+                 (int)getpid(), atomic_fetch_add(&tmx_soft_seg_counter, 1));
+        fd = shm_open(dev->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0) {
+            tmx_error("shm_open(%s) failed: %s", dev->name, strerror(errno));
+            status = TMX_ERR_IO;
+            goto err;
+        }
+        /* tmpfs is sparse: the full size costs only the pages that get touched. */
+        if (ftruncate(fd, (off_t)size) != 0) {
+            tmx_error("ftruncate(%s, %zu) failed: %s", dev->name, size, strerror(errno));
+            status = TMX_ERR_NO_MEMORY;
+            goto err_close;
+        }
+    }
+    dev->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (dev->base == MAP_FAILED) {
+        tmx_error("mmap of the segment (%zu bytes) failed: %s", size, strerror(errno));
+        dev->base = NULL;
+        status    = TMX_ERR_NO_MEMORY;
+        goto err_close;
+    }
+    if (dev->fd < 0) {
+        close(fd);
+    }
+    return TMX_OK;
+
+err_close:
+    close(fd);
+    if (dev->fd < 0) {
+        shm_unlink(dev->name);
+    }
+    dev->fd = -1;
+err:
+    return status;
+}
+
 static tmx_status_t tmx_soft_seg_create(tmx_soft_dev_t *dev, const tmx_config_t *cfg)
 {
     size_t   ring_size = tmx_soft_pow2(cfg->soft_ring_size ? cfg->soft_ring_size : 256 * 1024,
@@ -219,7 +371,6 @@ static tmx_status_t tmx_soft_seg_create(tmx_soft_dev_t *dev, const tmx_config_t 
     unsigned max_qps   = cfg->soft_max_qps ? cfg->soft_max_qps : 64;
     unsigned max_mrs   = cfg->soft_max_mrs ? cfg->soft_max_mrs : 1024;
     size_t   off, mr_off, ud_off, ctrl_off, rings_off;
-    int      fd;
     uint64_t probe = 0;
     tmx_status_t status;
 
@@ -232,28 +383,10 @@ static tmx_status_t tmx_soft_seg_create(tmx_soft_dev_t *dev, const tmx_config_t 
     rings_off = TMX_SOFT_ALIGN(ctrl_off + (size_t)max_qps * sizeof(tmx_soft_ring_ctrl_t));
     off       = rings_off + (size_t)max_qps * ring_size;
 
-    snprintf(dev->name, sizeof(dev->name), "/tmx-%u-%d-%u", (unsigned)getuid(), (int)getpid(),
-             atomic_fetch_add(&tmx_soft_seg_counter, 1));
-    fd = shm_open(dev->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        tmx_error("shm_open(%s) failed: %s", dev->name, strerror(errno));
-        status = TMX_ERR_IO;
+    status = tmx_soft_seg_open(dev, cfg, off);
+    if (status != TMX_OK) {
         goto err;
     }
-    /* tmpfs is sparse: the full size costs only the pages that get touched. */
-    if (ftruncate(fd, (off_t)off) != 0) {
-        tmx_error("ftruncate(%s, %zu) failed: %s", dev->name, off, strerror(errno));
-        status = TMX_ERR_NO_MEMORY;
-        goto err_unlink;
-    }
-    dev->base = mmap(NULL, off, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (dev->base == MAP_FAILED) {
-        tmx_error("mmap of %s (%zu bytes) failed: %s", dev->name, off, strerror(errno));
-        dev->base = NULL;
-        status    = TMX_ERR_NO_MEMORY;
-        goto err_unlink;
-    }
-    close(fd);
     if (getrandom(&probe, sizeof(probe), GRND_NONBLOCK) != sizeof(probe)) {
         probe = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ULL ^ (uint64_t)getpid();
     }
@@ -279,11 +412,18 @@ static tmx_status_t tmx_soft_seg_create(tmx_soft_dev_t *dev, const tmx_config_t 
     dev->hdr->magic = TMX_SOFT_MAGIC;
     return TMX_OK;
 
-err_unlink:
-    close(fd);
-    shm_unlink(dev->name);
 err:
     return status;
+}
+
+static void tmx_soft_seg_destroy(tmx_soft_dev_t *dev)
+{
+    munmap(dev->base, dev->size);
+    if (dev->fd >= 0) {
+        close(dev->fd); /* the last mapping gone, the memory goes with it */
+    } else {
+        shm_unlink(dev->name);
+    }
 }
 
 static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t *cfg,
@@ -340,8 +480,7 @@ static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t
     return TMX_OK;
 
 err_seg:
-    munmap(dev->base, dev->size);
-    shm_unlink(dev->name);
+    tmx_soft_seg_destroy(dev);
 err_free:
     free(dev->qps);
     free(dev->active);
@@ -365,8 +504,7 @@ static void tmx_soft_dev_close(tmx_dev_t *d)
         }
         free(r);
     }
-    munmap(dev->base, dev->size);
-    shm_unlink(dev->name);
+    tmx_soft_seg_destroy(dev);
     free(dev->qps);
     free(dev->active);
     free(dev->mr_objs);
@@ -387,7 +525,9 @@ tmx_status_t tmx_soft_dev_addr_pack(tmx_soft_dev_t *dev, void *buf, size_t *len_
     a.uid       = (uint32_t)getuid();
     a.pid       = (int32_t)getpid();
     a.boot_hash = dev->boot_hash;
-    a.nonce     = dev->hdr->probe;
+    a.nonce      = dev->hdr->probe;
+    a.start_time = dev->hdr->start_time;
+    a.fd         = dev->fd;
     memcpy(a.name, dev->name, sizeof(a.name));
     memcpy(buf, &a, sizeof(a));
     *len_p = sizeof(a);
@@ -407,9 +547,13 @@ static tmx_status_t tmx_soft_addr_parse(const void *addr, size_t len, tmx_soft_d
     }
     memcpy(a, addr, sizeof(*a));
     if (a->magic != TMX_SOFT_ADDR_MAGIC || a->version != TMX_SOFT_VERSION ||
-        a->len != sizeof(*a) || a->pid <= 0 ||
-        memchr(a->name, '\0', sizeof(a->name)) == NULL ||
-        strncmp(a->name, "/tmx-", 5) != 0 || strchr(a->name + 1, '/') != NULL) {
+        a->len != sizeof(*a) || a->pid <= 0 || a->fd < -1 ||
+        memchr(a->name, '\0', sizeof(a->name)) == NULL) {
+        return TMX_ERR_INVALID_ADDR;
+    }
+    /* a memfd, or a name of ours in /dev/shm: one or the other */
+    if (a->fd >= 0 ? a->name[0] != '\0'
+                   : strncmp(a->name, "/tmx-", 5) != 0 || strchr(a->name + 1, '/') != NULL) {
         return TMX_ERR_INVALID_ADDR;
     }
     return TMX_OK;
@@ -443,18 +587,57 @@ static int tmx_soft_seg_valid(const tmx_soft_seg_hdr_t *h, size_t size, pid_t pi
            h->ud_off % TMX_SOFT_LINE == 0 && h->ctrl_off % TMX_SOFT_LINE == 0;
 }
 
+/*
+ * Opens a peer's segment file: its memfd through /proc/<pid>/fd/<fd>, or its name. Whatever
+ * the blob names is looked at (stat follows the link) before it is opened: a regular file
+ * only, so that an address naming a descriptor of some other kind (a device, a fifo) opens
+ * nothing. -1 when there is nothing to open.
+ */
+static int tmx_soft_seg_file_open(const tmx_soft_dev_addr_t *a)
+{
+    char        path[64];
+    struct stat st;
+    int         fd;
+
+    if (a->fd < 0) {
+        fd = shm_open(a->name, O_RDWR | O_CLOEXEC, 0);
+        if (fd < 0) {
+            tmx_debug("segment %s of pid %d: %s", a->name, (int)a->pid, strerror(errno));
+        }
+        return fd;
+    }
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)a->pid, (int)a->fd);
+    if (stat(path, &st) != 0) {
+        tmx_debug("segment %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        tmx_debug("segment %s: not a regular file", path);
+        return -1;
+    }
+    fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) {
+        tmx_debug("segment %s: %s", path, strerror(errno));
+    }
+    return fd;
+}
+
 /* Maps the segment open on fd after checking its file and header; r->h gets the header. */
 static tmx_status_t tmx_soft_rseg_map(tmx_soft_rseg_t *r, int fd, const tmx_soft_dev_addr_t *a)
 {
     struct stat st;
 
     /* A private regular file of ours, at least a header long, whose header says what it is
-     * and a size that is the file's: only then is anything mapped, and no more than that. */
+     * and a size that is the file's: only then is anything mapped, and no more than that. A
+     * memfd must be sealed against shrinking, which would leave our mapping over nothing. */
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid() ||
         (st.st_mode & 077) != 0 || (size_t)st.st_size < sizeof(r->h) ||
+        (a->fd >= 0 && (fcntl(fd, F_GET_SEALS) & (F_SEAL_SHRINK | F_SEAL_SEAL)) !=
+                           (F_SEAL_SHRINK | F_SEAL_SEAL)) ||
         pread(fd, &r->h, sizeof(r->h), 0) != (ssize_t)sizeof(r->h) ||
-        !tmx_soft_seg_valid(&r->h, (size_t)st.st_size, a->pid) || r->h.probe != a->nonce) {
-        tmx_warn("segment %s of pid %d is not a valid soft device segment", a->name, a->pid);
+        !tmx_soft_seg_valid(&r->h, (size_t)st.st_size, a->pid) || r->h.probe != a->nonce ||
+        r->h.start_time != a->start_time) {
+        tmx_warn("the segment of pid %d is not a valid soft device segment", (int)a->pid);
         return TMX_ERR_INVALID_ADDR;
     }
     r->size = (size_t)r->h.total;
@@ -468,23 +651,22 @@ static tmx_status_t tmx_soft_rseg_map(tmx_soft_rseg_t *r, int fd, const tmx_soft
 }
 
 /*
- * Makes sure that r->pidfd names the segment's owner, not a process that got the owner's pid
- * after it died: pidfd_open(pid) came first, then the start time of the process that has the
- * pid now is compared with the one the owner wrote in its header, then the pidfd is polled.
- * If the pidfd's process still runs at the end, the pid named it all along (a pid is not
- * reused while its process exists, zombie included), so the start time read was its own; the
- * same pid and start time is the same process. A process that exited meanwhile is gone.
+ * The pidfd must name the segment's owner, not a process that got the owner's pid after it
+ * died. pidfd_open(pid) comes first; then the start time of the process that has the pid now
+ * is compared with the owner's (in its address), before its segment is opened; then, once
+ * the segment is mapped, the pidfd is polled. If the pidfd's process still runs at the end,
+ * the pid named it all along (a pid is not reused while its process exists, zombie included),
+ * so the start time read and the /proc/<pid>/fd opened were its own: the same pid and start
+ * time (clock ticks: a pid cannot come round again within one) is the same process. A
+ * process that exited meanwhile is gone. Where /proc does not give the start time (no /proc:
+ * then segments are named) only the last step is left.
  */
-static tmx_status_t tmx_soft_rseg_verify(tmx_soft_rseg_t *r)
+static tmx_status_t tmx_soft_rseg_same_process(pid_t pid, const tmx_soft_dev_addr_t *a)
 {
-    uint64_t start = r->h.start_time != 0 ? tmx_soft_start_time(r->pid) : 0;
+    uint64_t start = a->start_time != 0 ? tmx_soft_start_time(pid) : 0;
 
-    if (start != 0 && start != r->h.start_time) {
-        tmx_debug("pid %d names another process than the owner of its segment", (int)r->pid);
-        return TMX_ERR_UNREACHABLE;
-    }
-    if (tmx_soft_rseg_dead(r)) {
-        tmx_debug("peer process %d is gone", (int)r->pid);
+    if (start != 0 && start != a->start_time) {
+        tmx_debug("pid %d names another process than the owner of the segment", (int)pid);
         return TMX_ERR_UNREACHABLE;
     }
     return TMX_OK;
@@ -520,14 +702,17 @@ tmx_soft_rseg_t *tmx_soft_rseg_get(tmx_soft_dev_t *dev, const void *addr, size_t
         goto out;
     }
     r->pid = a.pid;
-    /* before anything else of the peer is looked at: see tmx_soft_rseg_verify */
+    /* before anything else of the peer is looked at: see tmx_soft_rseg_same_process */
     status = tmx_soft_pidfd_open(a.pid, &r->pidfd);
     if (status != TMX_OK) {
         goto err_free;
     }
-    fd = shm_open(a.name, O_RDWR | O_CLOEXEC, 0);
+    status = tmx_soft_rseg_same_process(a.pid, &a);
+    if (status != TMX_OK) {
+        goto err_pidfd;
+    }
+    fd = tmx_soft_seg_file_open(&a);
     if (fd < 0) {
-        tmx_debug("peer segment %s: %s", a.name, strerror(errno));
         status = TMX_ERR_UNREACHABLE;
         goto err_pidfd;
     }
@@ -536,8 +721,9 @@ tmx_soft_rseg_t *tmx_soft_rseg_get(tmx_soft_dev_t *dev, const void *addr, size_t
     if (status != TMX_OK) {
         goto err_pidfd;
     }
-    status = tmx_soft_rseg_verify(r);
-    if (status != TMX_OK) {
+    if (tmx_soft_rseg_dead(r)) {
+        tmx_debug("peer process %d is gone", (int)a.pid);
+        status = TMX_ERR_UNREACHABLE;
         goto err_unmap;
     }
     memcpy(r->name, a.name, sizeof(r->name));

@@ -1528,6 +1528,86 @@ static unsigned long long self_start_time(void)
     return t;
 }
 
+/* Registers a static buffer (at the same address in every process of this program), connects
+ * and waits to be killed. */
+static uint8_t reuse_buf[4096];
+
+static pid_t fork_reader_target(node_t *n, shared_t *sh, const tmx_config_t *cfg)
+{
+    pid_t pid;
+
+    fflush(NULL);
+    pid = fork();
+    if (pid == 0) {
+        tmx_mr_t *mr;
+
+        alarm(20);
+        memset(reuse_buf, 0x11, sizeof(reuse_buf));
+        if (node_open(n, sh, 1, cfg, 1, 1) != 0) {
+            _exit(1);
+        }
+        mr = reg(n, reuse_buf, sizeof(reuse_buf), TMX_ACCESS_REMOTE_READ);
+        if (mr == NULL) {
+            _exit(1);
+        }
+        sh->addr[1][0] = (uintptr_t)reuse_buf;
+        sh->rkey[1][0] = mr->rkey;
+        if (node_connect(n) != 0) {
+            _exit(1);
+        }
+        atomic_store(&sh->stage[1], 2);
+        for (;;) {
+            pause();
+        }
+    }
+    return pid;
+}
+
+/* A READ by cross-memory attach after the peer died and its pid went to another process
+ * (which has the same buffer at the same address: a fork of this program) must not read
+ * that process: it fails as on a dead peer. */
+Test(soft, cma_read_after_pid_reuse, .timeout = 30)
+{
+    tmx_config_t cfg;
+    shared_t    *sh = shared_new();
+    node_t      *n  = calloc(2, sizeof(*n));
+    uint8_t      l[4096];
+    tmx_mr_t    *mr;
+    pid_t        victim, again;
+    tmx_wc_t     wc;
+    int          rc;
+
+    cfg_init(&cfg, 1, 65536);
+    memset(reuse_buf, 0x22, sizeof(reuse_buf)); /* what the new process has there */
+    victim = fork_reader_target(&n[1], sh, &cfg);
+    cr_assert(victim > 0);
+    rc = node_open(&n[0], sh, 0, &cfg, 1, 1);
+    rc = rc != 0 ? rc : node_connect(&n[0]);
+    while (rc == 0 && atomic_load(&sh->stage[1]) < 2) {
+        node_poll(&n[0]);
+    }
+    reap(victim);
+    cr_assert_eq(rc, 0, "failed at line %d", rc);
+    mr = reg(&n[0], l, sizeof(l), TMX_ACCESS_LOCAL_WRITE);
+    cr_assert(mr != NULL);
+    again = spawn_at(victim);
+    if (again < 0) {
+        node_close(&n[0]);
+        cr_skip_test("cannot create a process with pid %d: %s", (int)victim, strerror(errno));
+    }
+    memset(l, 0, sizeof(l));
+    rc = post_send(&n[0], 0, TMX_WR_RDMA_READ, l, sizeof(l), mr->lkey, TMX_SEND_SIGNALED, 7,
+                   sh->addr[1][0], sh->rkey[1][0], 0);
+    rc = rc != TMX_OK ? rc : node_wc(&n[0], &wc);
+    reap(again);
+    cr_assert_eq(rc, 0);
+    cr_expect(wc.wr_id == 7 && wc.status == TMX_WC_RETRY_EXC_ERR, "status %d", wc.status);
+    cr_expect(l[0] == 0, "read 0x%02x from the process that has the pid now", l[0]);
+    n[0].ops->mr_dereg(mr);
+    node_close(&n[0]);
+    free(n);
+}
+
 /* The address of a process that died, whose pid a new process has: no connection to it. */
 static void reused_pid_unreachable(int memfd)
 {

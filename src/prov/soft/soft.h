@@ -128,6 +128,7 @@ typedef struct tmx_soft_rseg {
     tmx_soft_seg_hdr_t  h;     /* validated copy of the peer's header */
     int                 pidfd; /* the owner process, -1 where the kernel has no pidfd_open */
     int                 dead;  /* the owner was seen gone (it stays gone) */
+    uint64_t            alive_ns; /* when it was last seen alive before a CMA operation */
     int                 refs;
     int                 cma; /* -1 not tried, 0 no, 1 yes */
 } tmx_soft_rseg_t;

@@ -42,6 +42,7 @@ typedef struct tmx_soft_qp_addr {
 #define TMX_SOFT_DRAIN    64                  /* records per QP per poll */
 #define TMX_SOFT_CHECK_NS (100ull * 1000000)  /* peer liveness check period */
 #define TMX_SOFT_TX_GONE  (-1)                /* tx: the peer process is gone */
+#define TMX_SOFT_CMA_CHECK_NS (1000000ull)    /* see tmx_soft_cma_target_gone */
 
 static inline size_t tmx_soft_lines(size_t bytes)
 {
@@ -443,6 +444,28 @@ static int tmx_soft_iov(const tmx_soft_swr_t *swr, struct iovec *iov)
     return n;
 }
 
+/*
+ * Cross-memory attach names its target by pid, and a dead peer's pid may belong to another
+ * process of ours by now: reading or writing that one would be silent corruption. So the
+ * peer's pidfd is asked first. A pid comes round again only after its process died and the
+ * pid space wrapped (pids are handed out in turn, 32768 of them by default), which takes far
+ * longer than a millisecond: a check at most every millisecond keeps the cost of the poll off
+ * the message rate.
+ */
+static int tmx_soft_cma_target_gone(tmx_soft_rseg_t *r)
+{
+    uint64_t now = tmx_time_ns();
+
+    if (now - r->alive_ns < TMX_SOFT_CMA_CHECK_NS) {
+        return 0;
+    }
+    if (tmx_soft_rseg_dead(r)) {
+        return 1;
+    }
+    r->alive_ns = now;
+    return 0;
+}
+
 /* RDMA by cross-memory attach, checked against the target's own MR table. 1 when done, 0
  * when it must wait for ring space, TMX_SOFT_TX_GONE when the target process is gone (the
  * caller fails the QP: the WR completes as on a dead peer, not as a remote access error). */
@@ -456,6 +479,9 @@ static int tmx_soft_tx_cma(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
     ssize_t                   n     = 0;
     int                       cnt;
 
+    if (tmx_soft_cma_target_gone(r)) {
+        return TMX_SOFT_TX_GONE; /* whatever the key: the fallback path would not answer */
+    }
     if (tmx_soft_key_check(table, r->hdr->max_mrs, swr->rkey, swr->raddr, swr->total,
                            read ? TMX_ACCESS_REMOTE_READ : TMX_ACCESS_REMOTE_WRITE) != 0) {
         swr->state  = TMX_SOFT_SWR_DONE;

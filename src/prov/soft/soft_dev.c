@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +21,6 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
-#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,7 +37,7 @@ typedef struct tmx_soft_dev_addr {
     int32_t  pid;
     uint64_t boot_hash;
     uint64_t nonce;      /* the segment's probe word */
-    uint64_t start_time; /* the owner's, see tmx_soft_rseg_verify */
+    uint64_t start_time; /* the owner's, see tmx_soft_rseg_same_process */
     int32_t  fd;         /* the memfd in the owner, -1 for a named segment */
     uint32_t pad;
     char     name[TMX_SOFT_NAME_MAX]; /* the named segment's, "" for a memfd */

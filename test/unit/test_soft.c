@@ -1158,6 +1158,46 @@ Test(soft, no_leftover_segment_after_close, .timeout = 10)
     free(n);
 }
 
+/* The sweep at device open removes a dead process's named segment, and nothing that only
+ * looks like one. */
+Test(soft, sweep_takes_only_segments, .timeout = 10)
+{
+    static const char *const names[] = {"0", "test", "0x", ""};
+    tmx_config_t cfg;
+    shared_t    *sh = shared_new();
+    node_t      *n  = calloc(1, sizeof(*n));
+    char         path[4][96];
+    pid_t        dead;
+    int          rc;
+
+    fflush(NULL);
+    dead = fork();
+    cr_assert(dead >= 0);
+    if (dead == 0) {
+        _exit(0);
+    }
+    cr_assert_eq(waitpid(dead, NULL, 0), dead);
+    for (int i = 0; i < 4; i++) {
+        int fd;
+
+        snprintf(path[i], sizeof(path[i]), "/tmx-%u-%d-%s", (unsigned)getuid(), (int)dead,
+                 names[i]);
+        fd = shm_open(path[i], O_RDWR | O_CREAT | O_EXCL, 0600);
+        cr_assert(fd >= 0, "%s: %s", path[i], strerror(errno));
+        close(fd);
+    }
+    cfg_init(&cfg, -1, 65536);
+    rc = node_open(n, sh, 0, &cfg, 0, 0);
+    cr_assert_eq(rc, 0, "failed at line %d", rc);
+    node_close(n);
+    for (int i = 0; i < 4; i++) {
+        int gone = shm_unlink(path[i]) != 0;
+
+        cr_expect_eq(gone, i == 0, "%s %s", path[i], gone ? "removed" : "kept");
+    }
+    free(n);
+}
+
 /* ---------------------------------------------------------------- UD */
 
 static int ud_open(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)

@@ -176,7 +176,9 @@ static uint64_t tmx_soft_boot_hash(void)
     return h;
 }
 
-/* Unlinks segments of this uid whose owner is gone, so killed processes leave nothing. */
+/* Unlinks the named segments of this uid whose owner is gone (a process killed while its
+ * segment was named in /dev/shm could not): names of exactly our form, tmx-<uid>-<pid>-<n>,
+ * and no other file. */
 static void tmx_soft_sweep(void)
 {
     char           prefix[32];
@@ -196,7 +198,8 @@ static void tmx_soft_sweep(void)
             continue;
         }
         pid = strtol(e->d_name + strlen(prefix), &end, 10);
-        if (end == e->d_name + strlen(prefix) || *end != '-' || pid <= 0) {
+        if (end == e->d_name + strlen(prefix) || *end != '-' || pid <= 0 || end[1] == '\0' ||
+            strspn(end + 1, "0123456789") != strlen(end + 1)) {
             continue;
         }
         if (tmx_soft_pid_dead((pid_t)pid)) {

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -1463,7 +1464,7 @@ static pid_t spawn_at(pid_t want)
 {
 #ifdef SYS_clone3
     struct test_clone_args ca;
-    pid_t                  tid = want;
+    pid_t                  tid = want, parent = getpid();
     long                   r;
 
     memset(&ca, 0, sizeof(ca));
@@ -1473,6 +1474,12 @@ static pid_t spawn_at(pid_t want)
     fflush(NULL);
     r = syscall(SYS_clone3, &ca, sizeof(ca));
     if (r == 0) {
+        /* dies with the test, even one that the runner kills on a timeout */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) {
+            _exit(0);
+        }
+        alarm(20);
         for (;;) {
             pause();
         }
@@ -1551,13 +1558,15 @@ Test(soft, liveness_survives_pid_reuse, .timeout = 30)
     free(n);
 }
 
-/* Field 22 of /proc/self/stat, the start time. */
-static unsigned long long self_start_time(void)
+/* Field 22 of /proc/<pid>/stat, the start time. */
+static unsigned long long start_time_of(pid_t pid)
 {
     char               buf[1024], *p;
-    FILE              *f = fopen("/proc/self/stat", "r");
+    FILE              *f;
     unsigned long long t = 0;
 
+    snprintf(buf, sizeof(buf), "/proc/%d/stat", (int)pid);
+    f = fopen(buf, "r");
     cr_assert(f != NULL && fgets(buf, sizeof(buf), f) != NULL);
     fclose(f);
     p = strrchr(buf, ')');
@@ -1662,7 +1671,7 @@ static void reused_pid_unreachable(int memfd)
     cfg.soft_memfd = memfd;
     rc = node_open(&n[0], sh, 0, &cfg, 1, 1); /* first: its sweep must not see the dead */
     cr_assert_eq(rc, 0, "failed at line %d", rc);
-    cr_assert_eq(((tmx_soft_dev_t *)n[0].dev)->hdr->start_time, self_start_time());
+    cr_assert_eq(((tmx_soft_dev_t *)n[0].dev)->hdr->start_time, start_time_of(getpid()));
     victim = fork_sleeper(&n[1], sh, &cfg, 0);
     cr_assert(victim > 0);
     while (atomic_load(&sh->stage[1]) < 2) {
@@ -1741,6 +1750,62 @@ Test(soft, peer_header_rewritten_after_checks, .timeout = 10)
     cr_assert_eq(node_wc(n, &wc), 0);
     cr_expect(wc.wr_id == 1 && wc.status == TMX_WC_SUCCESS && memcmp(buf, v, 8) == 0);
     n->ops->mr_dereg(mr);
+    n->ops->ah_destroy(ah);
+    node_close(n);
+    free(n);
+}
+
+/* A datagram producer that died holding a mailbox's lock, whose pid went to a new process:
+ * the lock is still taken over (the start time tells the holder is gone), no hang. */
+Test(soft, ud_lock_of_a_dead_holder_with_a_reused_pid, .timeout = 10)
+{
+    tmx_config_t          cfg;
+    shared_t             *sh = shared_new();
+    node_t               *n  = calloc(1, sizeof(*n));
+    tmx_soft_dev_t       *dev;
+    tmx_soft_ring_ctrl_t *ctrl;
+    tmx_ah_t             *ah = NULL;
+    uint8_t               v[8] = {0};
+    tmx_sge_t             sge = {.addr = (uintptr_t)v, .length = sizeof(v)};
+    tmx_send_wr_t         wr, *bad;
+    unsigned long long    start;
+    pid_t                 victim, again;
+    int                   rc;
+
+    fflush(NULL);
+    victim = fork();
+    cr_assert(victim >= 0);
+    if (victim == 0) {
+        alarm(20);
+        for (;;) {
+            pause();
+        }
+    }
+    start = start_time_of(victim);
+    usleep(30000); /* the new process starts at a later clock tick, as nature would have it */
+    reap(victim);
+    again = spawn_at(victim);
+    if (again < 0) {
+        cr_skip_test("cannot create a process with pid %d: %s", (int)victim, strerror(errno));
+    }
+    cfg_init(&cfg, -1, 65536);
+    rc = ud_open(n, sh, 0, &cfg);
+    cr_assert_eq(rc, 0, "failed at line %d", rc);
+    dev  = (tmx_soft_dev_t *)n->dev;
+    ctrl = (tmx_soft_ring_ctrl_t *)((uint8_t *)dev->base + dev->hdr->ud_off);
+    atomic_store(&ctrl->lock, (uint32_t)victim | (uint64_t)(uint32_t)start << 32);
+    cr_assert_eq(n->ops->ah_create(n->pd, sh->dev[0], sh->dev_len[0], &ah), TMX_OK);
+    memset(&wr, 0, sizeof(wr));
+    wr.sg_list       = &sge;
+    wr.num_sge       = 1;
+    wr.opcode        = TMX_WR_SEND;
+    wr.send_flags    = TMX_SEND_INLINE;
+    wr.ud.ah         = ah;
+    wr.ud.remote_qpn = sh->ud_qpn[0];
+    rc = n->ops->post_send(n->qp[0], &wr, &bad); /* spins on the lock until taken over */
+    reap(again);
+    cr_expect_eq(rc, TMX_OK);
+    cr_expect_eq(atomic_load(&ctrl->lock), 0);
     n->ops->ah_destroy(ah);
     node_close(n);
     free(n);

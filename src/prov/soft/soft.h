@@ -73,9 +73,10 @@ typedef struct tmx_soft_mr_ent {
 typedef struct tmx_soft_ring_ctrl {
     _Atomic uint64_t consumed; /* published by the consumer now and then */
     _Atomic uint32_t gen;      /* bumped when the ring is given to a new QP */
-    _Atomic uint32_t lock;     /* UD mailbox only: pid of the producer holding it, 0 free */
+    uint32_t         pad0;
     _Atomic uint64_t tail;     /* UD mailbox only: the shared producer position */
-    uint8_t          pad[TMX_SOFT_LINE - 24];
+    _Atomic uint64_t lock;     /* UD mailbox only: the producer holding it (its lock_id), 0 free */
+    uint8_t          pad[TMX_SOFT_LINE - 32];
 } tmx_soft_ring_ctrl_t;
 
 enum tmx_soft_op {
@@ -261,6 +262,7 @@ struct tmx_soft_dev {
     tmx_soft_mr_ent_t  *mrs;
     tmx_soft_mr_t     **mr_objs;
     uint64_t            boot_hash;
+    uint64_t            lock_id;     /* pid | start time << 32: this process in a lock word */
     size_t              max_payload; /* of one RC record */
 
     tmx_soft_qp_t     **qps;     /* by ring index */
@@ -293,6 +295,7 @@ void tmx_soft_rseg_put(tmx_soft_dev_t *dev, tmx_soft_rseg_t *rseg);
 int tmx_soft_rseg_cma(tmx_soft_dev_t *dev, tmx_soft_rseg_t *rseg);
 int tmx_soft_pid_dead(pid_t pid);
 int tmx_soft_rseg_dead(tmx_soft_rseg_t *rseg);
+int tmx_soft_lock_holder_dead(uint64_t lock_id);
 /* 0 when [addr, addr+len) lies in a valid registration of key with the rights (inline: it
  * runs for every receive and every RDMA). */
 static inline int tmx_soft_key_check(const tmx_soft_mr_ent_t *table, unsigned max,

@@ -155,6 +155,22 @@ int tmx_soft_rseg_dead(tmx_soft_rseg_t *r)
     return r->dead;
 }
 
+/* Whether the process a lock word names (tmx_soft_dev_t.lock_id: pid in the low half, the low
+ * 32 bits of its start time in the high half) is gone. Such a producer is no peer of ours,
+ * with no pidfd: a reused pid is told by its start time. */
+int tmx_soft_lock_holder_dead(uint64_t lock_id)
+{
+    pid_t    pid   = (pid_t)(uint32_t)lock_id;
+    uint32_t start = (uint32_t)(lock_id >> 32);
+    uint64_t now;
+
+    if (tmx_soft_pid_dead(pid)) {
+        return 1;
+    }
+    now = start != 0 ? tmx_soft_start_time(pid) : 0;
+    return now != 0 && (uint32_t)now != start;
+}
+
 static uint64_t tmx_soft_boot_hash(void)
 {
     char     buf[64] = {0};
@@ -459,6 +475,7 @@ static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t
         goto err_seg;
     }
     dev->boot_hash   = tmx_soft_boot_hash();
+    dev->lock_id     = (uint32_t)getpid() | (uint64_t)(uint32_t)dev->hdr->start_time << 32;
     /* A record is at most a quarter ring: with the consumer publishing its position every
      * quarter ring, a record and its wrap padding always fit once the ring has drained. */
     dev->max_payload = dev->hdr->ring_size / 4 - sizeof(tmx_soft_rec_t) -

@@ -5,8 +5,9 @@
  * RC rings have one producer (the connected peer QP) and one consumer (the owner): the only
  * synchronization is the release store of a record's stamp and the acquire load that sees
  * it, plus the consumer's position published every quarter ring. The UD mailbox has many
- * producers, serialized by a lock word holding the producer's pid (so a producer that dies
- * holding it can be detected and the lock taken over).
+ * producers, serialized by a lock word naming the producer by pid and start time (so a
+ * producer that dies holding it can be detected, even once its pid is reused, and the lock
+ * taken over).
  *
  * UD: one UD QP per device; its qp_num is its slot + 1 like any QP, and datagrams for it go
  * to the device's mailbox ring (a datagram naming another qp number is dropped).
@@ -966,19 +967,18 @@ static void tmx_soft_qp_drain(tmx_soft_qp_t *qp)
 
 /* ---------------------------------------------------------------- UD mailbox */
 
-static void tmx_soft_ud_lock(tmx_soft_ring_ctrl_t *ctrl)
+static void tmx_soft_ud_lock(tmx_soft_ring_ctrl_t *ctrl, uint64_t me)
 {
-    uint32_t me = (uint32_t)getpid();
     unsigned spins = 0;
 
     for (;;) {
-        uint32_t cur = 0;
+        uint64_t cur = 0;
 
         if (atomic_compare_exchange_weak_explicit(&ctrl->lock, &cur, me, memory_order_acquire,
                                                   memory_order_relaxed)) {
             return;
         }
-        if (++spins % (1u << 16) == 0 && cur != 0 && tmx_soft_pid_dead((pid_t)cur)) {
+        if (++spins % (1u << 16) == 0 && cur != 0 && tmx_soft_lock_holder_dead(cur)) {
             /* The holder died inside its critical section: take the lock over. */
             if (atomic_compare_exchange_strong_explicit(&ctrl->lock, &cur, me,
                                                         memory_order_acquire,
@@ -1000,7 +1000,7 @@ static tmx_status_t tmx_soft_ud_send(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr,
     uint64_t              tail, consumed;
     tmx_status_t          status = TMX_OK;
 
-    tmx_soft_ud_lock(ctrl);
+    tmx_soft_ud_lock(ctrl, qp->dev->lock_id);
     tail     = atomic_load_explicit(&ctrl->tail, memory_order_relaxed);
     consumed = atomic_load_explicit(&ctrl->consumed, memory_order_acquire);
     rec      = tmx_soft_tx_reserve(ring, TMX_SOFT_UD_RING, ctrl, &tail, &consumed, bytes);

@@ -101,6 +101,10 @@ static const tmx_config_field_t tmx_config_table[] = {
     {TMX_CONFIG_FIELD("SOFT_CMA", TMX_CONFIG_ENUM, "auto", soft_cma,
                       "Soft device: use cross-memory attach (process_vm_readv) for large copies."),
      .words = tmx_config_ternary},
+    {TMX_CONFIG_FIELD("SOFT_MEMFD", TMX_CONFIG_ENUM, "auto", soft_memfd,
+                      "Soft device: anonymous segments (memfd) that peers open through /proc, "
+                      "instead of named ones in /dev/shm."),
+     .words = tmx_config_ternary},
     {TMX_CONFIG_FIELD("RANK", TMX_CONFIG_INT, "-1", rank,
                       "Rank of this process in the job (set by tmxrun); -1 means not launched."),
      .flags = TMX_CONFIG_F_MIN, .min = -1},

@@ -24,6 +24,7 @@ typedef struct tmx_config {
     unsigned soft_max_qps;     /* TMX_SOFT_MAX_QPS */
     unsigned soft_max_mrs;     /* TMX_SOFT_MAX_MRS */
     int      soft_cma;         /* TMX_SOFT_CMA: -1 auto, 0 no, 1 yes */
+    int      soft_memfd;       /* TMX_SOFT_MEMFD: -1 auto, 0 no, 1 yes */
     /* job bootstrap (set by tmxrun) */
     int      rank;             /* TMX_RANK: -1 unset */
     int      size;             /* TMX_SIZE: -1 unset */

@@ -8,12 +8,16 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +30,7 @@ extern const tmx_prov_t tmx_soft_prov;
 
 #define MAXQ      2
 #define TMX_SOFT_NAME 40 /* the segment name ends the device address blob */
+#define TMX_SOFT_FD   (TMX_SOFT_NAME + 8) /* the memfd number (int32) is 8 bytes before it */
 #define STASH     4096
 #define CHECK(_c)                                                                                  \
     do {                                                                                           \
@@ -75,6 +80,7 @@ static shared_t *shared_new(void)
 static void cfg_init(tmx_config_t *cfg, int cma, size_t ring)
 {
     cr_assert_eq(tmx_config_load(cfg), TMX_OK);
+    cfg->soft_memfd     = -1;
     cfg->soft_cma       = cma;
     cfg->soft_ring_size = ring;
     cfg->soft_max_qps   = 8;
@@ -948,8 +954,26 @@ static int garbage_role(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg
     CHECK(n->ops->ah_create(n->pd, junk, len, &ah) == TMX_ERR_INVALID_ADDR);
     CHECK(n->ops->ah_create(n->pd, blob, 3, &ah) == TMX_ERR_INVALID_ADDR);
     CHECK(n->ops->ah_create(n->pd, NULL, 0, &ah) == TMX_ERR_INVALID_ADDR);
-    blob[len - TMX_SOFT_NAME + 6] ^= 1; /* a segment that does not exist */
-    CHECK(n->ops->ah_create(n->pd, blob, len, &ah) == TMX_ERR_UNREACHABLE);
+    if (cfg->soft_memfd == 1) {
+        int32_t fd, devnull = open("/dev/null", O_RDWR);
+
+        memcpy(&fd, blob + len - TMX_SOFT_FD, sizeof(fd));
+        CHECK(fd >= 0 && fd == ((tmx_soft_dev_t *)n->dev)->fd && devnull >= 0);
+        fd = 1000000; /* a descriptor that is not open */
+        memcpy(blob + len - TMX_SOFT_FD, &fd, sizeof(fd));
+        CHECK(n->ops->ah_create(n->pd, blob, len, &ah) == TMX_ERR_UNREACHABLE);
+        memcpy(blob + len - TMX_SOFT_FD, &devnull, sizeof(devnull)); /* not a file */
+        CHECK(n->ops->ah_create(n->pd, blob, len, &ah) == TMX_ERR_UNREACHABLE);
+        close(devnull);
+        blob[len - TMX_SOFT_NAME] = '/'; /* a memfd and a name */
+        CHECK(n->ops->ah_create(n->pd, blob, len, &ah) == TMX_ERR_INVALID_ADDR);
+        fd = -2;
+        memcpy(blob + len - TMX_SOFT_FD, &fd, sizeof(fd));
+        CHECK(n->ops->ah_create(n->pd, blob, len, &ah) == TMX_ERR_INVALID_ADDR);
+    } else {
+        blob[len - TMX_SOFT_NAME + 6] ^= 1; /* a segment that does not exist */
+        CHECK(n->ops->ah_create(n->pd, blob, len, &ah) == TMX_ERR_UNREACHABLE);
+    }
     memset(blob + len - TMX_SOFT_NAME, 'x', TMX_SOFT_NAME); /* a name without its NUL */
     CHECK(n->ops->dev_reachable(n->dev, blob, len) == 0);
     CHECK(n->ops->ah_create(n->pd, blob, len, &ah) == TMX_ERR_INVALID_ADDR);
@@ -972,9 +996,50 @@ Test(soft, garbage_address, .timeout = 10)
     node_t      *n  = calloc(1, sizeof(*n));
     int          rc;
 
+    for (int memfd = 0; memfd <= 1; memfd++) {
+        cfg_init(&cfg, -1, 65536);
+        cfg.soft_memfd = memfd;
+        rc = garbage_role(n, sh, 0, &cfg);
+        cr_assert_eq(rc, 0, "memfd %d: failed at line %d", memfd, rc);
+    }
+    free(n);
+}
+
+/* A memfd that could shrink under our mapping (SIGBUS) is no segment: the same header in an
+ * unsealed copy is refused, and taken once sealed. */
+Test(soft, unsealed_memfd_refused, .timeout = 10)
+{
+    tmx_config_t    cfg;
+    shared_t       *sh = shared_new();
+    node_t         *n  = calloc(1, sizeof(*n));
+    tmx_soft_dev_t *dev;
+    tmx_ah_t       *ah = NULL;
+    uint8_t         blob[TMX_DEV_ADDR_MAX];
+    size_t          len;
+    int32_t         fd;
+    int             rc;
+
     cfg_init(&cfg, -1, 65536);
-    rc = garbage_role(n, sh, 0, &cfg);
+    cfg.soft_memfd = 1;
+    rc = node_open(n, sh, 0, &cfg, 0, 0);
     cr_assert_eq(rc, 0, "failed at line %d", rc);
+    dev = (tmx_soft_dev_t *)n->dev;
+    fd  = memfd_create("copy", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    cr_assert(fd >= 0);
+    cr_assert_eq(fchmod(fd, 0600), 0);
+    cr_assert_eq(ftruncate(fd, (off_t)dev->size), 0);
+    cr_assert_eq(pwrite(fd, dev->hdr, sizeof(*dev->hdr), 0), (ssize_t)sizeof(*dev->hdr));
+    len = sh->dev_len[0];
+    memcpy(blob, sh->dev[0], len);
+    memcpy(blob + len - TMX_SOFT_FD, &fd, sizeof(fd));
+    cr_expect_eq(n->ops->ah_create(n->pd, blob, len, &ah), TMX_ERR_INVALID_ADDR);
+    cr_assert_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), 0);
+    cr_expect_eq(n->ops->ah_create(n->pd, blob, len, &ah), TMX_OK);
+    if (ah != NULL) {
+        n->ops->ah_destroy(ah);
+    }
+    node_close(n);
+    close(fd);
     free(n);
 }
 
@@ -1085,13 +1150,58 @@ Test(soft, no_leftover_segment_after_close, .timeout = 10)
     node_t      *n  = calloc(1, sizeof(*n));
     int          rc;
 
+    for (int memfd = 0; memfd <= 1; memfd++) {
+        cfg_init(&cfg, -1, 65536);
+        cfg.soft_memfd = memfd;
+        cr_assert_eq(count_segments(getpid()), 0);
+        rc = node_open(n, sh, 0, &cfg, 1, 1);
+        cr_assert_eq(rc, 0, "failed at line %d", rc);
+        /* a memfd is never in /dev/shm; a named segment is, until close */
+        cr_assert_eq(count_segments(getpid()), memfd ? 0 : 1);
+        cr_assert_eq(((tmx_soft_dev_t *)n->dev)->fd >= 0, memfd);
+        node_close(n);
+        cr_assert_eq(count_segments(getpid()), 0);
+    }
+    free(n);
+}
+
+/* The sweep at device open removes a dead process's named segment, and nothing that only
+ * looks like one. */
+Test(soft, sweep_takes_only_segments, .timeout = 10)
+{
+    static const char *const names[] = {"0", "test", "0x", ""};
+    tmx_config_t cfg;
+    shared_t    *sh = shared_new();
+    node_t      *n  = calloc(1, sizeof(*n));
+    char         path[4][96];
+    pid_t        dead;
+    int          rc;
+
+    fflush(NULL);
+    dead = fork();
+    cr_assert(dead >= 0);
+    if (dead == 0) {
+        _exit(0);
+    }
+    cr_assert_eq(waitpid(dead, NULL, 0), dead);
+    for (int i = 0; i < 4; i++) {
+        int fd;
+
+        snprintf(path[i], sizeof(path[i]), "/tmx-%u-%d-%s", (unsigned)getuid(), (int)dead,
+                 names[i]);
+        fd = shm_open(path[i], O_RDWR | O_CREAT | O_EXCL, 0600);
+        cr_assert(fd >= 0, "%s: %s", path[i], strerror(errno));
+        close(fd);
+    }
     cfg_init(&cfg, -1, 65536);
-    cr_assert_eq(count_segments(getpid()), 0);
-    rc = node_open(n, sh, 0, &cfg, 1, 1);
+    rc = node_open(n, sh, 0, &cfg, 0, 0);
     cr_assert_eq(rc, 0, "failed at line %d", rc);
-    cr_assert_eq(count_segments(getpid()), 1);
     node_close(n);
-    cr_assert_eq(count_segments(getpid()), 0);
+    for (int i = 0; i < 4; i++) {
+        int gone = shm_unlink(path[i]) != 0;
+
+        cr_expect_eq(gone, i == 0, "%s %s", path[i], gone ? "removed" : "kept");
+    }
     free(n);
 }
 
@@ -1217,7 +1327,7 @@ static int survivor_role(node_t *n, shared_t *sh, int me, const tmx_config_t *cf
     CHECK(mr != NULL);
     CHECK(post_send(n, 0, TMX_WR_RDMA_READ, l, 64, mr->lkey, TMX_SEND_SIGNALED, 11, 4096, 256,
                     0) == TMX_OK);
-    CHECK(count_segments(victim) == 1);
+    CHECK(count_segments(victim) == (((tmx_soft_dev_t *)n->dev)->fd >= 0 ? 0 : 1));
     CHECK(kill(victim, SIGKILL) == 0);
     CHECK(waitpid(victim, NULL, 0) == victim);
     end = tmx_time_sec() + 5;
@@ -1270,6 +1380,440 @@ Test(soft, peer_killed, .timeout = 30)
         waitpid(pid, NULL, 0);
     }
     cr_assert_eq(rc, 0, "failed at line %d", rc);
+    free(n);
+}
+
+/* A process that exited, reaped or not: /proc/<pid>/stat gone or in state Z. */
+static int exited(pid_t pid)
+{
+    char  path[64], buf[512], *p;
+    FILE *f;
+    int   z = 1;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        return 1;
+    }
+    if (fgets(buf, sizeof(buf), f) != NULL && (p = strrchr(buf, ')')) != NULL) {
+        z = p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+    }
+    fclose(f);
+    return z;
+}
+
+/* Registers memory for the peer to read, connects and exits without closing anything. */
+static int dying_target(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    static uint8_t t[4096];
+    tmx_mr_t      *mr;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    mr = reg(n, t, sizeof(t), TMX_ACCESS_REMOTE_READ);
+    CHECK(mr != NULL);
+    sh->addr[me][0] = (uintptr_t)t;
+    sh->rkey[me][0] = mr->rkey;
+    TRY(node_connect(n));
+    CHECK(node_barrier(n, 2) == 0);
+    _exit(0);
+}
+
+/* A READ by cross-memory attach from a process that died (a zombie still: its parent has not
+ * reaped it) fails as a dead peer does, not as a remote access error. */
+static int dead_reader(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t   l[4096];
+    tmx_mr_t *mr;
+    tmx_wc_t  wc;
+    double    end;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    mr = reg(n, l, sizeof(l), TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL);
+    TRY(node_connect(n));
+    CHECK(((tmx_soft_qp_t *)n->qp[0])->cma == 1);
+    CHECK(node_barrier(n, 2) == 0);
+    end = tmx_time_sec() + 10;
+    while (!exited(sh->pid[1 - me]) && tmx_time_sec() < end) {
+        usleep(1000); /* no polling: the READ itself must find the peer gone */
+    }
+    CHECK(exited(sh->pid[1 - me]));
+    CHECK(post_send(n, 0, TMX_WR_RDMA_READ, l, sizeof(l), mr->lkey, TMX_SEND_SIGNALED, 11,
+                    sh->addr[1 - me][0], sh->rkey[1 - me][0], 0) == TMX_OK);
+    CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 11);
+    CHECK(wc.status == TMX_WC_RETRY_EXC_ERR || (fprintf(stderr, "status %d\n", wc.status), 0));
+    CHECK(node_wc(n, &wc) == 0 && wc.wr_id == TMX_WR_ID_ASYNC_ERROR);
+    CHECK(wc.status == TMX_WC_RETRY_EXC_ERR && n->qp[0]->state == TMX_QPS_ERR);
+    n->ops->mr_dereg(mr);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, cma_read_from_dead_peer, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, 1, 65536);
+    run_pair(dead_reader, dying_target, &cfg);
+}
+
+/* ---------------------------------------------------------------- a reused pid */
+
+/* struct clone_args of <linux/sched.h> up to set_tid (Linux 5.5), without its macros */
+struct test_clone_args {
+    uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+    uint64_t set_tid, set_tid_size;
+};
+
+/* A child that waits to be killed, with the pid want (clone3's set_tid, which needs
+ * CAP_SYS_ADMIN): a dead peer's pid reused at once. -1 with errno when that cannot be. */
+static pid_t spawn_at(pid_t want)
+{
+#ifdef SYS_clone3
+    struct test_clone_args ca;
+    pid_t                  tid = want, parent = getpid();
+    long                   r;
+
+    memset(&ca, 0, sizeof(ca));
+    ca.exit_signal  = SIGCHLD;
+    ca.set_tid      = (uint64_t)(uintptr_t)&tid;
+    ca.set_tid_size = 1;
+    fflush(NULL);
+    r = syscall(SYS_clone3, &ca, sizeof(ca));
+    if (r == 0) {
+        /* dies with the test, even one that the runner kills on a timeout */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) {
+            _exit(0);
+        }
+        alarm(20);
+        for (;;) {
+            pause();
+        }
+    }
+    return (pid_t)r;
+#else
+    (void)want;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+/* Node 1 in a child that connects its QP, says so with stage 2, and waits to be killed. */
+static pid_t fork_sleeper(node_t *n, shared_t *sh, const tmx_config_t *cfg, int connect)
+{
+    pid_t pid;
+
+    fflush(NULL);
+    pid = fork();
+    if (pid == 0) {
+        alarm(20);
+        if (node_open(n, sh, 1, cfg, 1, 1) != 0 || (connect && node_connect(n) != 0)) {
+            _exit(1);
+        }
+        atomic_store(&sh->stage[1], 2);
+        for (;;) {
+            pause();
+        }
+    }
+    return pid;
+}
+
+static void reap(pid_t pid)
+{
+    if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+}
+
+/* The peer dies and a new process takes its pid at once: the liveness check must still see
+ * the peer gone (its pidfd, not its pid) and fail the QP. */
+Test(soft, liveness_survives_pid_reuse, .timeout = 30)
+{
+    tmx_config_t cfg;
+    shared_t    *sh = shared_new();
+    node_t      *n  = calloc(2, sizeof(*n));
+    pid_t        victim, again;
+    tmx_wc_t     wc;
+    int          rc, got = 0;
+
+    cfg_init(&cfg, -1, 65536);
+    victim = fork_sleeper(&n[1], sh, &cfg, 1);
+    cr_assert(victim > 0);
+    rc = node_open(&n[0], sh, 0, &cfg, 1, 1);
+    rc = rc != 0 ? rc : node_connect(&n[0]);
+    while (rc == 0 && atomic_load(&sh->stage[1]) < 2) {
+        node_poll(&n[0]);
+    }
+    reap(victim);
+    cr_assert_eq(rc, 0, "failed at line %d", rc);
+    again = spawn_at(victim);
+    if (again < 0) {
+        node_close(&n[0]);
+        cr_skip_test("cannot create a process with pid %d: %s", (int)victim, strerror(errno));
+    }
+    cr_expect(!tmx_soft_pid_dead(victim), "the pid names a live process again");
+    cr_expect(tmx_soft_rseg_dead(((tmx_soft_qp_t *)n[0].qp[0])->rseg), "the peer is gone");
+    while (got == 0 && node_wc(&n[0], &wc) == 0) { /* within seconds of the next check */
+        got += wc.wr_id == TMX_WR_ID_ASYNC_ERROR && wc.status == TMX_WC_RETRY_EXC_ERR;
+    }
+    reap(again);
+    cr_expect_eq(got, 1, "the QP to the dead peer failed");
+    cr_expect_eq(n[0].qp[0]->state, TMX_QPS_ERR);
+    node_close(&n[0]);
+    free(n);
+}
+
+/* Field 22 of /proc/<pid>/stat, the start time. */
+static unsigned long long start_time_of(pid_t pid)
+{
+    char               buf[1024], *p;
+    FILE              *f;
+    unsigned long long t = 0;
+
+    snprintf(buf, sizeof(buf), "/proc/%d/stat", (int)pid);
+    f = fopen(buf, "r");
+    cr_assert(f != NULL && fgets(buf, sizeof(buf), f) != NULL);
+    fclose(f);
+    p = strrchr(buf, ')');
+    cr_assert(p != NULL);
+    cr_assert_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+                               "%*d %*d %*d %llu", &t), 1);
+    cr_assert(t != 0);
+    return t;
+}
+
+/* Registers a static buffer (at the same address in every process of this program), connects
+ * and waits to be killed. */
+static uint8_t reuse_buf[4096];
+
+static pid_t fork_reader_target(node_t *n, shared_t *sh, const tmx_config_t *cfg)
+{
+    pid_t pid;
+
+    fflush(NULL);
+    pid = fork();
+    if (pid == 0) {
+        tmx_mr_t *mr;
+
+        alarm(20);
+        memset(reuse_buf, 0x11, sizeof(reuse_buf));
+        if (node_open(n, sh, 1, cfg, 1, 1) != 0) {
+            _exit(1);
+        }
+        mr = reg(n, reuse_buf, sizeof(reuse_buf), TMX_ACCESS_REMOTE_READ);
+        if (mr == NULL) {
+            _exit(1);
+        }
+        sh->addr[1][0] = (uintptr_t)reuse_buf;
+        sh->rkey[1][0] = mr->rkey;
+        if (node_connect(n) != 0) {
+            _exit(1);
+        }
+        atomic_store(&sh->stage[1], 2);
+        for (;;) {
+            pause();
+        }
+    }
+    return pid;
+}
+
+/* A READ by cross-memory attach after the peer died and its pid went to another process
+ * (which has the same buffer at the same address: a fork of this program) must not read
+ * that process: it fails as on a dead peer. */
+Test(soft, cma_read_after_pid_reuse, .timeout = 30)
+{
+    tmx_config_t cfg;
+    shared_t    *sh = shared_new();
+    node_t      *n  = calloc(2, sizeof(*n));
+    uint8_t      l[4096];
+    tmx_mr_t    *mr;
+    pid_t        victim, again;
+    tmx_wc_t     wc;
+    int          rc;
+
+    cfg_init(&cfg, 1, 65536);
+    memset(reuse_buf, 0x22, sizeof(reuse_buf)); /* what the new process has there */
+    victim = fork_reader_target(&n[1], sh, &cfg);
+    cr_assert(victim > 0);
+    rc = node_open(&n[0], sh, 0, &cfg, 1, 1);
+    rc = rc != 0 ? rc : node_connect(&n[0]);
+    while (rc == 0 && atomic_load(&sh->stage[1]) < 2) {
+        node_poll(&n[0]);
+    }
+    reap(victim);
+    cr_assert_eq(rc, 0, "failed at line %d", rc);
+    mr = reg(&n[0], l, sizeof(l), TMX_ACCESS_LOCAL_WRITE);
+    cr_assert(mr != NULL);
+    again = spawn_at(victim);
+    if (again < 0) {
+        node_close(&n[0]);
+        cr_skip_test("cannot create a process with pid %d: %s", (int)victim, strerror(errno));
+    }
+    memset(l, 0, sizeof(l));
+    rc = post_send(&n[0], 0, TMX_WR_RDMA_READ, l, sizeof(l), mr->lkey, TMX_SEND_SIGNALED, 7,
+                   sh->addr[1][0], sh->rkey[1][0], 0);
+    rc = rc != TMX_OK ? rc : node_wc(&n[0], &wc);
+    reap(again);
+    cr_assert_eq(rc, 0);
+    cr_expect(wc.wr_id == 7 && wc.status == TMX_WC_RETRY_EXC_ERR, "status %d", wc.status);
+    cr_expect(l[0] == 0, "read 0x%02x from the process that has the pid now", l[0]);
+    n[0].ops->mr_dereg(mr);
+    node_close(&n[0]);
+    free(n);
+}
+
+/* The address of a process that died, whose pid a new process has: no connection to it. */
+static void reused_pid_unreachable(int memfd)
+{
+    tmx_config_t cfg;
+    shared_t    *sh = shared_new();
+    node_t      *n  = calloc(2, sizeof(*n));
+    tmx_ah_t    *ah = NULL;
+    pid_t        victim, again;
+    int          rc;
+
+    cfg_init(&cfg, -1, 65536);
+    cfg.soft_memfd = memfd;
+    rc = node_open(&n[0], sh, 0, &cfg, 1, 1); /* first: its sweep must not see the dead */
+    cr_assert_eq(rc, 0, "failed at line %d", rc);
+    cr_assert_eq(((tmx_soft_dev_t *)n[0].dev)->hdr->start_time, start_time_of(getpid()));
+    victim = fork_sleeper(&n[1], sh, &cfg, 0);
+    cr_assert(victim > 0);
+    while (atomic_load(&sh->stage[1]) < 2) {
+    }
+    /* Start times count clock ticks (10 ms): a pid cannot come round again that fast
+     * without help, so the test lets a few ticks pass as nature would. */
+    usleep(50000);
+    reap(victim); /* the segment was not closed */
+    again = spawn_at(victim);
+    if (again < 0) {
+        node_close(&n[0]);
+        cr_skip_test("cannot create a process with pid %d: %s", (int)victim, strerror(errno));
+    }
+    rc = n[0].ops->ah_create(n[0].pd, sh->dev[1], sh->dev_len[1], &ah);
+    reap(again);
+    cr_expect_eq(rc, TMX_ERR_UNREACHABLE, "status %d", rc);
+    if (ah != NULL) {
+        n[0].ops->ah_destroy(ah);
+    }
+    node_close(&n[0]);
+    if (!memfd) {
+        shm_unlink((const char *)sh->dev[1] + sh->dev_len[1] - TMX_SOFT_NAME);
+    }
+    free(n);
+}
+
+Test(soft, reused_pid_is_not_the_peer_named, .timeout = 30)
+{
+    reused_pid_unreachable(0);
+}
+
+Test(soft, reused_pid_is_not_the_peer_memfd, .timeout = 30)
+{
+    reused_pid_unreachable(1);
+}
+
+/* A peer that rewrites its segment header after we mapped it cannot move us out of bounds:
+ * the device keeps the header it checked. Loopback: the peer is this process. */
+Test(soft, peer_header_rewritten_after_checks, .timeout = 10)
+{
+    tmx_config_t    cfg;
+    shared_t       *sh = shared_new();
+    node_t         *n  = calloc(1, sizeof(*n));
+    tmx_soft_dev_t *dev;
+    tmx_ah_t       *ah = NULL;
+    tmx_qp_attr_t   mod;
+    uint64_t        rings_off, ring_size;
+    uint8_t         buf[8] = {0}, v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    tmx_mr_t       *mr;
+    tmx_wc_t        wc;
+    int             rc;
+
+    cfg_init(&cfg, -1, 65536);
+    rc = node_open(n, sh, 0, &cfg, 1, 0);
+    cr_assert_eq(rc, 0, "failed at line %d", rc);
+    dev = (tmx_soft_dev_t *)n->dev;
+    cr_assert_eq(n->ops->ah_create(n->pd, sh->dev[0], sh->dev_len[0], &ah), TMX_OK);
+    rings_off           = dev->hdr->rings_off;
+    ring_size           = dev->hdr->ring_size;
+    dev->hdr->rings_off = 1ull << 40; /* as a peer could, after our checks */
+    dev->hdr->ring_size = 1ull << 31;
+    memset(&mod, 0, sizeof(mod));
+    mod.state           = TMX_QPS_RTR;
+    mod.remote_addr     = sh->qp[0][0];
+    mod.remote_addr_len = sh->qp_len[0][0];
+    rc = n->ops->qp_modify(n->qp[0], &mod, TMX_QP_ATTR_STATE | TMX_QP_ATTR_REMOTE);
+    dev->hdr->rings_off = rings_off;
+    dev->hdr->ring_size = ring_size;
+    cr_assert_eq(rc, TMX_OK);
+    mod.state = TMX_QPS_RTS;
+    cr_assert_eq(n->ops->qp_modify(n->qp[0], &mod, TMX_QP_ATTR_STATE), TMX_OK);
+    mr = reg(n, buf, sizeof(buf), TMX_ACCESS_LOCAL_WRITE);
+    cr_assert(mr != NULL);
+    cr_assert_eq(post_recv(n, 0, buf, sizeof(buf), mr->lkey, 1), TMX_OK);
+    cr_assert_eq(post_send(n, 0, TMX_WR_SEND, v, 8, 0, TMX_SEND_INLINE, 2, 0, 0, 0), TMX_OK);
+    cr_assert_eq(node_wc(n, &wc), 0);
+    cr_expect(wc.wr_id == 1 && wc.status == TMX_WC_SUCCESS && memcmp(buf, v, 8) == 0);
+    n->ops->mr_dereg(mr);
+    n->ops->ah_destroy(ah);
+    node_close(n);
+    free(n);
+}
+
+/* A datagram producer that died holding a mailbox's lock, whose pid went to a new process:
+ * the lock is still taken over (the start time tells the holder is gone), no hang. */
+Test(soft, ud_lock_of_a_dead_holder_with_a_reused_pid, .timeout = 10)
+{
+    tmx_config_t          cfg;
+    shared_t             *sh = shared_new();
+    node_t               *n  = calloc(1, sizeof(*n));
+    tmx_soft_dev_t       *dev;
+    tmx_soft_ring_ctrl_t *ctrl;
+    tmx_ah_t             *ah = NULL;
+    uint8_t               v[8] = {0};
+    tmx_sge_t             sge = {.addr = (uintptr_t)v, .length = sizeof(v)};
+    tmx_send_wr_t         wr, *bad;
+    unsigned long long    start;
+    pid_t                 victim, again;
+    int                   rc;
+
+    fflush(NULL);
+    victim = fork();
+    cr_assert(victim >= 0);
+    if (victim == 0) {
+        alarm(20);
+        for (;;) {
+            pause();
+        }
+    }
+    start = start_time_of(victim);
+    usleep(30000); /* the new process starts at a later clock tick, as nature would have it */
+    reap(victim);
+    again = spawn_at(victim);
+    if (again < 0) {
+        cr_skip_test("cannot create a process with pid %d: %s", (int)victim, strerror(errno));
+    }
+    cfg_init(&cfg, -1, 65536);
+    rc = ud_open(n, sh, 0, &cfg);
+    cr_assert_eq(rc, 0, "failed at line %d", rc);
+    dev  = (tmx_soft_dev_t *)n->dev;
+    ctrl = (tmx_soft_ring_ctrl_t *)((uint8_t *)dev->base + dev->hdr->ud_off);
+    atomic_store(&ctrl->lock, (uint32_t)victim | (uint64_t)(uint32_t)start << 32);
+    cr_assert_eq(n->ops->ah_create(n->pd, sh->dev[0], sh->dev_len[0], &ah), TMX_OK);
+    memset(&wr, 0, sizeof(wr));
+    wr.sg_list       = &sge;
+    wr.num_sge       = 1;
+    wr.opcode        = TMX_WR_SEND;
+    wr.send_flags    = TMX_SEND_INLINE;
+    wr.ud.ah         = ah;
+    wr.ud.remote_qpn = sh->ud_qpn[0];
+    rc = n->ops->post_send(n->qp[0], &wr, &bad); /* spins on the lock until taken over */
+    reap(again);
+    cr_expect_eq(rc, TMX_OK);
+    cr_expect_eq(atomic_load(&ctrl->lock), 0);
+    n->ops->ah_destroy(ah);
+    node_close(n);
     free(n);
 }
 

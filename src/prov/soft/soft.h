@@ -3,8 +3,10 @@
  * addresses, memory, completion and receive queues) and soft_qp.c (queue pairs, the rings
  * that are the wire, progress).
  *
- * Segment of one opened device (POSIX shm "/tmx-<uid>-<pid>-<n>", mapped by its owner and by
- * every peer that talks to it):
+ * Segment of one opened device, mapped by its owner and by every peer that talks to it: an
+ * anonymous memory file (memfd) that peers open through /proc/<pid>/fd/<fd> of the owner, so
+ * that nothing outlives the processes; where peers cannot open that (a trial decides, see
+ * tmx_soft_memfd_trial), a POSIX shm segment "/tmx-<uid>-<pid>-<n>":
  *
  *   header | MR table (max_mrs entries) | UD mailbox control + ring | per-QP ring control
  *   lines (max_qps) | max_qps inbound rings of ring_size bytes
@@ -27,7 +29,7 @@
 #define TMX_SOFT_MAGIC      0x746d78736f667431ULL /* "tmxsoft1" */
 #define TMX_SOFT_ADDR_MAGIC 0x736d7431u
 #define TMX_SOFT_QP_MAGIC   0x71707431u
-#define TMX_SOFT_VERSION    1
+#define TMX_SOFT_VERSION    2
 #define TMX_SOFT_LINE       64
 #define TMX_SOFT_MAX_SGE    4
 #define TMX_SOFT_NAME_MAX   40
@@ -48,12 +50,15 @@ typedef struct tmx_soft_seg_hdr {
     uint32_t pad;
     uint64_t ring_size;
     uint64_t map_addr; /* the owner's mapping address: peers read probe through CMA there */
-    uint64_t probe;    /* random; a CMA read of it that returns the same value proves CMA */
+    uint64_t probe;    /* random, also in the address blob: it tells this segment from another
+                        * one of a process that got the same pid later; and a CMA read of it
+                        * that returns the same value proves CMA */
     uint64_t mr_off;
     uint64_t ud_off;
     uint64_t ctrl_off;
     uint64_t rings_off;
     uint64_t total;
+    uint64_t start_time; /* the owner's start time (clock ticks after boot), 0 if unknown */
 } tmx_soft_seg_hdr_t;
 
 /* Registered memory, in the owner's segment so a CMA initiator checks the TARGET's table. */
@@ -68,9 +73,10 @@ typedef struct tmx_soft_mr_ent {
 typedef struct tmx_soft_ring_ctrl {
     _Atomic uint64_t consumed; /* published by the consumer now and then */
     _Atomic uint32_t gen;      /* bumped when the ring is given to a new QP */
-    _Atomic uint32_t lock;     /* UD mailbox only: pid of the producer holding it, 0 free */
+    uint32_t         pad0;
     _Atomic uint64_t tail;     /* UD mailbox only: the shared producer position */
-    uint8_t          pad[TMX_SOFT_LINE - 24];
+    _Atomic uint64_t lock;     /* UD mailbox only: the producer holding it (its lock_id), 0 free */
+    uint8_t          pad[TMX_SOFT_LINE - 32];
 } tmx_soft_ring_ctrl_t;
 
 enum tmx_soft_op {
@@ -116,9 +122,14 @@ typedef struct tmx_soft_rseg {
     tmx_list_t          list;
     char                name[TMX_SOFT_NAME_MAX];
     pid_t               pid;
+    uint64_t            nonce;
     void               *base;
     size_t              size;
-    tmx_soft_seg_hdr_t *hdr;
+    tmx_soft_seg_hdr_t *hdr;   /* points at h: the peer cannot change it after the checks */
+    tmx_soft_seg_hdr_t  h;     /* validated copy of the peer's header */
+    int                 pidfd; /* the owner process, -1 where the kernel has no pidfd_open */
+    int                 dead;  /* the owner was seen gone (it stays gone) */
+    uint64_t            alive_ns; /* when it was last seen alive before a CMA operation */
     int                 refs;
     int                 cma; /* -1 not tried, 0 no, 1 yes */
 } tmx_soft_rseg_t;
@@ -243,13 +254,15 @@ typedef struct tmx_soft_qp {
 struct tmx_soft_dev {
     tmx_dev_t           super;
     const tmx_config_t *cfg;
-    char                name[TMX_SOFT_NAME_MAX];
+    int                 fd;   /* the segment's memfd, kept open for peers; -1 when named */
+    char                name[TMX_SOFT_NAME_MAX]; /* the named segment's, "" for a memfd */
     void               *base;
     size_t              size;
     tmx_soft_seg_hdr_t *hdr;
     tmx_soft_mr_ent_t  *mrs;
     tmx_soft_mr_t     **mr_objs;
     uint64_t            boot_hash;
+    uint64_t            lock_id;     /* pid | start time << 32: this process in a lock word */
     size_t              max_payload; /* of one RC record */
 
     tmx_soft_qp_t     **qps;     /* by ring index */
@@ -281,6 +294,8 @@ tmx_soft_rseg_t *tmx_soft_rseg_get(tmx_soft_dev_t *dev, const void *addr, size_t
 void tmx_soft_rseg_put(tmx_soft_dev_t *dev, tmx_soft_rseg_t *rseg);
 int tmx_soft_rseg_cma(tmx_soft_dev_t *dev, tmx_soft_rseg_t *rseg);
 int tmx_soft_pid_dead(pid_t pid);
+int tmx_soft_rseg_dead(tmx_soft_rseg_t *rseg);
+int tmx_soft_lock_holder_dead(uint64_t lock_id);
 /* 0 when [addr, addr+len) lies in a valid registration of key with the rights (inline: it
  * runs for every receive and every RDMA). */
 static inline int tmx_soft_key_check(const tmx_soft_mr_ent_t *table, unsigned max,

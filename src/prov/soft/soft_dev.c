@@ -9,6 +9,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +18,9 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,13 +36,19 @@ typedef struct tmx_soft_dev_addr {
     uint32_t uid;
     int32_t  pid;
     uint64_t boot_hash;
-    char     name[TMX_SOFT_NAME_MAX];
+    uint64_t nonce;      /* the segment's probe word */
+    uint64_t start_time; /* the owner's, see tmx_soft_rseg_same_process */
+    int32_t  fd;         /* the memfd in the owner, -1 for a named segment */
+    uint32_t pad;
+    char     name[TMX_SOFT_NAME_MAX]; /* the named segment's, "" for a memfd */
 } tmx_soft_dev_addr_t;
 
 #define TMX_SOFT_ALIGN(_x) (((_x) + 4095) & ~(size_t)4095)
 
 static _Atomic unsigned tmx_soft_seg_counter;
 static _Atomic int      tmx_soft_cma_logged;
+static _Atomic int      tmx_soft_pidfd_logged;
+static _Atomic int      tmx_soft_memfd_works = -1; /* the trial's answer, once per process */
 
 /* Gone, or a zombie that nobody reaped yet: kill(pid, 0) still succeeds on a zombie. */
 int tmx_soft_pid_dead(pid_t pid)
@@ -66,6 +76,101 @@ int tmx_soft_pid_dead(pid_t pid)
     return dead;
 }
 
+/* The start time of a process (field 22 of /proc/<pid>/stat, clock ticks after boot): with
+ * the pid, it names one process for the life of the system. 0 when unknown. */
+static uint64_t tmx_soft_start_time(pid_t pid)
+{
+    char    path[64], buf[1024];
+    char   *p;
+    ssize_t n;
+    int     fd;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return 0;
+    }
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) {
+        return 0;
+    }
+    buf[n] = '\0';
+    p      = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+    if (p == NULL) {
+        return 0;
+    }
+    /* to the space before field 22, from the one before field 3 (the state) */
+    for (int field = 3; field <= 22 && p != NULL; field++) {
+        p = strchr(p + 1, ' ');
+    }
+    return p != NULL ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+/*
+ * A pidfd of a peer's process: unlike its pid, it can never name another process, so a long
+ * job whose pids wrap around does not take a new process for a dead peer. TMX_OK with
+ * *fd_p = -1 where the kernel has no pidfd_open (before Linux 5.3, or a seccomp filter that
+ * refuses it): liveness then falls back to the pid.
+ */
+static tmx_status_t tmx_soft_pidfd_open(pid_t pid, int *fd_p)
+{
+    int err = ENOSYS;
+
+    *fd_p = -1;
+#ifdef SYS_pidfd_open
+    *fd_p = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (*fd_p >= 0) {
+        return TMX_OK;
+    }
+    err = errno;
+#endif
+    switch (err) {
+    case ENOSYS:
+    case EPERM: /* pidfd_open checks no permission: only a seccomp filter says EPERM */
+        if (atomic_exchange(&tmx_soft_pidfd_logged, 1) == 0) {
+            tmx_info("pidfd_open is not available (%s): peers' liveness is checked by pid, "
+                     "which a reused pid can fool", strerror(err));
+        }
+        return TMX_OK;
+    case ESRCH:
+    case EINVAL: /* no such process, or the pid names a thread now */
+        tmx_debug("peer process %d is gone", (int)pid);
+        return TMX_ERR_UNREACHABLE;
+    default:
+        tmx_error("pidfd_open of peer process %d failed: %s", (int)pid, strerror(err));
+        return TMX_ERR_NO_RESOURCE;
+    }
+}
+
+/* Whether the process that owns a peer's segment is gone: its pidfd polls readable once it
+ * exited (a zombie included). */
+int tmx_soft_rseg_dead(tmx_soft_rseg_t *r)
+{
+    struct pollfd p = {.fd = r->pidfd, .events = POLLIN};
+
+    if (!r->dead) {
+        r->dead = r->pidfd >= 0 ? poll(&p, 1, 0) > 0 : tmx_soft_pid_dead(r->pid);
+    }
+    return r->dead;
+}
+
+/* Whether the process a lock word names (tmx_soft_dev_t.lock_id: pid in the low half, the low
+ * 32 bits of its start time in the high half) is gone. Such a producer is no peer of ours,
+ * with no pidfd: a reused pid is told by its start time. */
+int tmx_soft_lock_holder_dead(uint64_t lock_id)
+{
+    pid_t    pid   = (pid_t)(uint32_t)lock_id;
+    uint32_t start = (uint32_t)(lock_id >> 32);
+    uint64_t now;
+
+    if (tmx_soft_pid_dead(pid)) {
+        return 1;
+    }
+    now = start != 0 ? tmx_soft_start_time(pid) : 0;
+    return now != 0 && (uint32_t)now != start;
+}
+
 static uint64_t tmx_soft_boot_hash(void)
 {
     char     buf[64] = {0};
@@ -87,7 +192,9 @@ static uint64_t tmx_soft_boot_hash(void)
     return h;
 }
 
-/* Unlinks segments of this uid whose owner is gone, so killed processes leave nothing. */
+/* Unlinks the named segments of this uid whose owner is gone (a process killed while its
+ * segment was named in /dev/shm could not): names of exactly our form, tmx-<uid>-<pid>-<n>,
+ * and no other file. */
 static void tmx_soft_sweep(void)
 {
     char           prefix[32];
@@ -107,7 +214,8 @@ static void tmx_soft_sweep(void)
             continue;
         }
         pid = strtol(e->d_name + strlen(prefix), &end, 10);
-        if (end == e->d_name + strlen(prefix) || *end != '-' || pid <= 0) {
+        if (end == e->d_name + strlen(prefix) || *end != '-' || pid <= 0 || end[1] == '\0' ||
+            strspn(end + 1, "0123456789") != strlen(end + 1)) {
             continue;
         }
         if (tmx_soft_pid_dead((pid_t)pid)) {
@@ -129,6 +237,152 @@ static size_t tmx_soft_pow2(size_t v, size_t min)
     return p;
 }
 
+/*
+ * Whether another process of ours can open the memfd fd through /proc/<pid>/fd/<fd>: a real
+ * trial, by a child that tries. Opening it needs only PTRACE_MODE_READ on us (the kernel's
+ * proc_fd_access_allowed), which Yama's ptrace_scope does not restrict (it restricts
+ * attaching only: CMA may fail where this works); it fails when /proc is missing, when we
+ * are not dumpable (a set-user-id program, prctl) or by an LSM policy. vfork: the child
+ * copies nothing and runs only open and _exit, with every signal blocked so that no handler
+ * of ours runs on the memory it shares; it writes its answer in that memory (with fork, as
+ * under some sanitizers, the exit status says it).
+ */
+static int tmx_soft_memfd_trial(int fd, int *err_p)
+{
+    char          path[64];
+    sigset_t      all, old;
+    volatile int  ok = 0, err = 0;
+    int           st = 0;
+    pid_t         pid;
+
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)getpid(), fd);
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid = vfork();
+    if (pid == 0) {
+        int f = open(path, O_RDWR | O_CLOEXEC);
+
+        ok  = f >= 0;
+        err = f >= 0 ? 0 : errno;
+        _exit(f >= 0 ? 0 : 1);
+    }
+    if (pid > 0) {
+        /* reaped before the signals are back: a SIGCHLD handler of the program's will not
+         * take the child from us */
+        if (waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+            ok = 1;
+        }
+    } else {
+        err = errno;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    *err_p = err;
+    return ok;
+}
+
+/* A memfd of size bytes, private to us and sealed at that size (a peer cannot make it
+ * shorter under the others' mappings), that the trial says peers can open; -1 if not. */
+static int tmx_soft_memfd_create(size_t size, int *err_p)
+{
+    int fd = memfd_create("tmx-soft", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    int works;
+
+    if (fd < 0) {
+        *err_p = errno;
+        return -1;
+    }
+    /* a memfd starts 0777; /proc/<pid>/fd opens check the mode like any open */
+    if (fchmod(fd, 0600) != 0 || ftruncate(fd, (off_t)size) != 0 ||
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+        *err_p = errno;
+        goto err_close;
+    }
+    works = atomic_load(&tmx_soft_memfd_works);
+    if (works < 0) {
+        int err = 0;
+
+        works = tmx_soft_memfd_trial(fd, &err);
+        if (atomic_exchange(&tmx_soft_memfd_works, works) < 0) {
+            if (works) {
+                tmx_info("segments are memfds that peers open through /proc/<pid>/fd");
+            } else {
+                tmx_warn("a process of ours cannot open /proc/%d/fd/%d (%s): segments are "
+                         "named in /dev/shm, where a killed process leaves its own until the "
+                         "next tmx run removes it", (int)getpid(), fd,
+                         err != 0 ? strerror(err) : "trial failed");
+            }
+        }
+        *err_p = err;
+    }
+    if (!works) {
+        goto err_close;
+    }
+    return fd;
+
+err_close:
+    close(fd);
+    return -1;
+}
+
+/* The segment's file, size bytes, mapped at dev->base: a memfd where peers can open it
+ * (TMX_SOFT_MEMFD), else a POSIX shm segment by name. */
+static tmx_status_t tmx_soft_seg_open(tmx_soft_dev_t *dev, const tmx_config_t *cfg,
+                                      size_t size)
+{
+    int          err = 0, fd = -1;
+    tmx_status_t status;
+
+    dev->fd = -1;
+    if (cfg->soft_memfd != 0) {
+        fd = tmx_soft_memfd_create(size, &err);
+        if (fd < 0 && cfg->soft_memfd == 1) {
+            tmx_error("memfd segment required (TMX_SOFT_MEMFD=yes) but it does not work: %s",
+                      err != 0 ? strerror(err) : "peers cannot open it");
+            status = TMX_ERR_UNSUPPORTED;
+            goto err;
+        }
+    }
+    if (fd >= 0) {
+        dev->fd      = fd;
+        dev->name[0] = '\0';
+    } else {
+        snprintf(dev->name, sizeof(dev->name), "/tmx-%u-%d-%u", (unsigned)getuid(),
+                 (int)getpid(), atomic_fetch_add(&tmx_soft_seg_counter, 1));
+        fd = shm_open(dev->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0) {
+            tmx_error("shm_open(%s) failed: %s", dev->name, strerror(errno));
+            status = TMX_ERR_IO;
+            goto err;
+        }
+        /* tmpfs is sparse: the full size costs only the pages that get touched. */
+        if (ftruncate(fd, (off_t)size) != 0) {
+            tmx_error("ftruncate(%s, %zu) failed: %s", dev->name, size, strerror(errno));
+            status = TMX_ERR_NO_MEMORY;
+            goto err_close;
+        }
+    }
+    dev->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (dev->base == MAP_FAILED) {
+        tmx_error("mmap of the segment (%zu bytes) failed: %s", size, strerror(errno));
+        dev->base = NULL;
+        status    = TMX_ERR_NO_MEMORY;
+        goto err_close;
+    }
+    if (dev->fd < 0) {
+        close(fd);
+    }
+    return TMX_OK;
+
+err_close:
+    close(fd);
+    if (dev->fd < 0) {
+        shm_unlink(dev->name);
+    }
+    dev->fd = -1;
+err:
+    return status;
+}
+
 static tmx_status_t tmx_soft_seg_create(tmx_soft_dev_t *dev, const tmx_config_t *cfg)
 {
     size_t   ring_size = tmx_soft_pow2(cfg->soft_ring_size ? cfg->soft_ring_size : 256 * 1024,
@@ -136,7 +390,6 @@ static tmx_status_t tmx_soft_seg_create(tmx_soft_dev_t *dev, const tmx_config_t 
     unsigned max_qps   = cfg->soft_max_qps ? cfg->soft_max_qps : 64;
     unsigned max_mrs   = cfg->soft_max_mrs ? cfg->soft_max_mrs : 1024;
     size_t   off, mr_off, ud_off, ctrl_off, rings_off;
-    int      fd;
     uint64_t probe = 0;
     tmx_status_t status;
 
@@ -149,28 +402,10 @@ static tmx_status_t tmx_soft_seg_create(tmx_soft_dev_t *dev, const tmx_config_t 
     rings_off = TMX_SOFT_ALIGN(ctrl_off + (size_t)max_qps * sizeof(tmx_soft_ring_ctrl_t));
     off       = rings_off + (size_t)max_qps * ring_size;
 
-    snprintf(dev->name, sizeof(dev->name), "/tmx-%u-%d-%u", (unsigned)getuid(), (int)getpid(),
-             atomic_fetch_add(&tmx_soft_seg_counter, 1));
-    fd = shm_open(dev->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        tmx_error("shm_open(%s) failed: %s", dev->name, strerror(errno));
-        status = TMX_ERR_IO;
+    status = tmx_soft_seg_open(dev, cfg, off);
+    if (status != TMX_OK) {
         goto err;
     }
-    /* tmpfs is sparse: the full size costs only the pages that get touched. */
-    if (ftruncate(fd, (off_t)off) != 0) {
-        tmx_error("ftruncate(%s, %zu) failed: %s", dev->name, off, strerror(errno));
-        status = TMX_ERR_NO_MEMORY;
-        goto err_unlink;
-    }
-    dev->base = mmap(NULL, off, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (dev->base == MAP_FAILED) {
-        tmx_error("mmap of %s (%zu bytes) failed: %s", dev->name, off, strerror(errno));
-        dev->base = NULL;
-        status    = TMX_ERR_NO_MEMORY;
-        goto err_unlink;
-    }
-    close(fd);
     if (getrandom(&probe, sizeof(probe), GRND_NONBLOCK) != sizeof(probe)) {
         probe = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ULL ^ (uint64_t)getpid();
     }
@@ -189,6 +424,7 @@ static tmx_status_t tmx_soft_seg_create(tmx_soft_dev_t *dev, const tmx_config_t 
     dev->hdr->ctrl_off = ctrl_off;
     dev->hdr->rings_off = rings_off;
     dev->hdr->total    = off;
+    dev->hdr->start_time = tmx_soft_start_time(getpid());
     dev->mrs           = (tmx_soft_mr_ent_t *)((uint8_t *)dev->base + mr_off);
     /* Magic last, by a release store: a peer that maps a half-built segment rejects it. (A
      * release store rather than a fence and a plain store: ThreadSanitizer cannot see fences,
@@ -196,11 +432,18 @@ static tmx_status_t tmx_soft_seg_create(tmx_soft_dev_t *dev, const tmx_config_t 
     __atomic_store_n(&dev->hdr->magic, TMX_SOFT_MAGIC, __ATOMIC_RELEASE);
     return TMX_OK;
 
-err_unlink:
-    close(fd);
-    shm_unlink(dev->name);
 err:
     return status;
+}
+
+static void tmx_soft_seg_destroy(tmx_soft_dev_t *dev)
+{
+    munmap(dev->base, dev->size);
+    if (dev->fd >= 0) {
+        close(dev->fd); /* the last mapping gone, the memory goes with it */
+    } else {
+        shm_unlink(dev->name);
+    }
 }
 
 static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t *cfg,
@@ -233,6 +476,7 @@ static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t
         goto err_seg;
     }
     dev->boot_hash   = tmx_soft_boot_hash();
+    dev->lock_id     = (uint32_t)getpid() | (uint64_t)(uint32_t)dev->hdr->start_time << 32;
     /* A record is at most a quarter ring: with the consumer publishing its position every
      * quarter ring, a record and its wrap padding always fit once the ring has drained. */
     dev->max_payload = dev->hdr->ring_size / 4 - sizeof(tmx_soft_rec_t) -
@@ -257,8 +501,7 @@ static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t
     return TMX_OK;
 
 err_seg:
-    munmap(dev->base, dev->size);
-    shm_unlink(dev->name);
+    tmx_soft_seg_destroy(dev);
 err_free:
     free(dev->qps);
     free(dev->active);
@@ -277,10 +520,12 @@ static void tmx_soft_dev_close(tmx_dev_t *d)
         tmx_soft_rseg_t *r = tmx_container_of(pos, tmx_soft_rseg_t, list);
         tmx_list_del(&r->list);
         munmap(r->base, r->size);
+        if (r->pidfd >= 0) {
+            close(r->pidfd);
+        }
         free(r);
     }
-    munmap(dev->base, dev->size);
-    shm_unlink(dev->name);
+    tmx_soft_seg_destroy(dev);
     free(dev->qps);
     free(dev->active);
     free(dev->mr_objs);
@@ -301,6 +546,9 @@ tmx_status_t tmx_soft_dev_addr_pack(tmx_soft_dev_t *dev, void *buf, size_t *len_
     a.uid       = (uint32_t)getuid();
     a.pid       = (int32_t)getpid();
     a.boot_hash = dev->boot_hash;
+    a.nonce      = dev->hdr->probe;
+    a.start_time = dev->hdr->start_time;
+    a.fd         = dev->fd;
     memcpy(a.name, dev->name, sizeof(a.name));
     memcpy(buf, &a, sizeof(a));
     *len_p = sizeof(a);
@@ -320,9 +568,13 @@ static tmx_status_t tmx_soft_addr_parse(const void *addr, size_t len, tmx_soft_d
     }
     memcpy(a, addr, sizeof(*a));
     if (a->magic != TMX_SOFT_ADDR_MAGIC || a->version != TMX_SOFT_VERSION ||
-        a->len != sizeof(*a) || a->pid <= 0 ||
-        memchr(a->name, '\0', sizeof(a->name)) == NULL ||
-        strncmp(a->name, "/tmx-", 5) != 0 || strchr(a->name + 1, '/') != NULL) {
+        a->len != sizeof(*a) || a->pid <= 0 || a->fd < -1 ||
+        memchr(a->name, '\0', sizeof(a->name)) == NULL) {
+        return TMX_ERR_INVALID_ADDR;
+    }
+    /* a memfd, or a name of ours in /dev/shm: one or the other */
+    if (a->fd >= 0 ? a->name[0] != '\0'
+                   : strncmp(a->name, "/tmx-", 5) != 0 || strchr(a->name + 1, '/') != NULL) {
         return TMX_ERR_INVALID_ADDR;
     }
     return TMX_OK;
@@ -356,13 +608,97 @@ static int tmx_soft_seg_valid(const tmx_soft_seg_hdr_t *h, size_t size, pid_t pi
            h->ud_off % TMX_SOFT_LINE == 0 && h->ctrl_off % TMX_SOFT_LINE == 0;
 }
 
+/*
+ * Opens a peer's segment file: its memfd through /proc/<pid>/fd/<fd>, or its name. Whatever
+ * the blob names is looked at (stat follows the link) before it is opened: a regular file
+ * only, so that an address naming a descriptor of some other kind (a device, a fifo) opens
+ * nothing. -1 when there is nothing to open.
+ */
+static int tmx_soft_seg_file_open(const tmx_soft_dev_addr_t *a)
+{
+    char        path[64];
+    struct stat st;
+    int         fd;
+
+    if (a->fd < 0) {
+        fd = shm_open(a->name, O_RDWR | O_CLOEXEC, 0);
+        if (fd < 0) {
+            tmx_debug("segment %s of pid %d: %s", a->name, (int)a->pid, strerror(errno));
+        }
+        return fd;
+    }
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)a->pid, (int)a->fd);
+    if (stat(path, &st) != 0) {
+        tmx_debug("segment %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        tmx_debug("segment %s: not a regular file", path);
+        return -1;
+    }
+    fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) {
+        tmx_debug("segment %s: %s", path, strerror(errno));
+    }
+    return fd;
+}
+
+/* Maps the segment open on fd after checking its file and header; r->h gets the header. */
+static tmx_status_t tmx_soft_rseg_map(tmx_soft_rseg_t *r, int fd, const tmx_soft_dev_addr_t *a)
+{
+    struct stat st;
+
+    /* A private regular file of ours, at least a header long, whose header says what it is
+     * and a size that is the file's: only then is anything mapped, and no more than that. A
+     * memfd must be sealed against shrinking, which would leave our mapping over nothing. */
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid() ||
+        (st.st_mode & 077) != 0 || (size_t)st.st_size < sizeof(r->h) ||
+        (a->fd >= 0 && (fcntl(fd, F_GET_SEALS) & (F_SEAL_SHRINK | F_SEAL_SEAL)) !=
+                           (F_SEAL_SHRINK | F_SEAL_SEAL)) ||
+        pread(fd, &r->h, sizeof(r->h), 0) != (ssize_t)sizeof(r->h) ||
+        !tmx_soft_seg_valid(&r->h, (size_t)st.st_size, a->pid) || r->h.probe != a->nonce ||
+        r->h.start_time != a->start_time) {
+        tmx_warn("the segment of pid %d is not a valid soft device segment", (int)a->pid);
+        return TMX_ERR_INVALID_ADDR;
+    }
+    r->size = (size_t)r->h.total;
+    r->base = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (r->base == MAP_FAILED) {
+        r->base = NULL;
+        return TMX_ERR_NO_MEMORY;
+    }
+    r->hdr = &r->h;
+    return TMX_OK;
+}
+
+/*
+ * The pidfd must name the segment's owner, not a process that got the owner's pid after it
+ * died. pidfd_open(pid) comes first; then the start time of the process that has the pid now
+ * is compared with the owner's (in its address), before its segment is opened; then, once
+ * the segment is mapped, the pidfd is polled. If the pidfd's process still runs at the end,
+ * the pid named it all along (a pid is not reused while its process exists, zombie included),
+ * so the start time read and the /proc/<pid>/fd opened were its own: the same pid and start
+ * time (clock ticks: a pid cannot come round again within one) is the same process. A
+ * process that exited meanwhile is gone. Where /proc does not give the start time (no /proc:
+ * then segments are named) only the last step is left.
+ */
+static tmx_status_t tmx_soft_rseg_same_process(pid_t pid, const tmx_soft_dev_addr_t *a)
+{
+    uint64_t start = a->start_time != 0 ? tmx_soft_start_time(pid) : 0;
+
+    if (start != 0 && start != a->start_time) {
+        tmx_debug("pid %d names another process than the owner of the segment", (int)pid);
+        return TMX_ERR_UNREACHABLE;
+    }
+    return TMX_OK;
+}
+
 tmx_soft_rseg_t *tmx_soft_rseg_get(tmx_soft_dev_t *dev, const void *addr, size_t len,
                                    tmx_status_t *status_p)
 {
     tmx_soft_dev_addr_t a;
     tmx_soft_rseg_t    *r = NULL;
     tmx_list_t         *pos;
-    struct stat         st;
     int                 fd;
     tmx_status_t        status;
 
@@ -376,7 +712,7 @@ tmx_soft_rseg_t *tmx_soft_rseg_get(tmx_soft_dev_t *dev, const void *addr, size_t
     }
     tmx_list_for_each(pos, &dev->rsegs) {
         r = tmx_container_of(pos, tmx_soft_rseg_t, list);
-        if (r->pid == a.pid && strcmp(r->name, a.name) == 0) {
+        if (r->pid == a.pid && r->nonce == a.nonce) {
             r->refs++;
             goto out;
         }
@@ -386,42 +722,44 @@ tmx_soft_rseg_t *tmx_soft_rseg_get(tmx_soft_dev_t *dev, const void *addr, size_t
         status = TMX_ERR_NO_MEMORY;
         goto out;
     }
-    fd = shm_open(a.name, O_RDWR | O_CLOEXEC, 0);
-    if (fd < 0) {
-        tmx_debug("peer segment %s: %s", a.name, strerror(errno));
-        status = TMX_ERR_UNREACHABLE;
+    r->pid = a.pid;
+    /* before anything else of the peer is looked at: see tmx_soft_rseg_same_process */
+    status = tmx_soft_pidfd_open(a.pid, &r->pidfd);
+    if (status != TMX_OK) {
         goto err_free;
     }
-    if (fstat(fd, &st) != 0 || (size_t)st.st_size < sizeof(tmx_soft_seg_hdr_t) ||
-        st.st_uid != getuid()) {
-        status = TMX_ERR_INVALID_ADDR;
-        goto err_close;
+    status = tmx_soft_rseg_same_process(a.pid, &a);
+    if (status != TMX_OK) {
+        goto err_pidfd;
     }
-    r->size = (size_t)st.st_size;
-    r->base = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (r->base == MAP_FAILED) {
-        status = TMX_ERR_NO_MEMORY;
-        goto err_close;
+    fd = tmx_soft_seg_file_open(&a);
+    if (fd < 0) {
+        status = TMX_ERR_UNREACHABLE;
+        goto err_pidfd;
     }
+    status = tmx_soft_rseg_map(r, fd, &a);
     close(fd);
-    r->hdr = r->base;
-    if (!tmx_soft_seg_valid(r->hdr, r->size, a.pid)) {
-        tmx_warn("segment %s of pid %d is not a valid soft device segment", a.name, a.pid);
-        status = TMX_ERR_INVALID_ADDR;
+    if (status != TMX_OK) {
+        goto err_pidfd;
+    }
+    if (tmx_soft_rseg_dead(r)) {
+        tmx_debug("peer process %d is gone", (int)a.pid);
+        status = TMX_ERR_UNREACHABLE;
         goto err_unmap;
     }
     memcpy(r->name, a.name, sizeof(r->name));
-    r->pid  = a.pid;
-    r->refs = 1;
-    r->cma  = -1;
+    r->nonce = a.nonce;
+    r->refs  = 1;
+    r->cma   = -1;
     tmx_list_add_tail(&dev->rsegs, &r->list);
     goto out;
 
 err_unmap:
     munmap(r->base, r->size);
-    goto err_free;
-err_close:
-    close(fd);
+err_pidfd:
+    if (r->pidfd >= 0) {
+        close(r->pidfd);
+    }
 err_free:
     free(r);
     r = NULL;

@@ -5,8 +5,9 @@
  * RC rings have one producer (the connected peer QP) and one consumer (the owner): the only
  * synchronization is the release store of a record's stamp and the acquire load that sees
  * it, plus the consumer's position published every quarter ring. The UD mailbox has many
- * producers, serialized by a lock word holding the producer's pid (so a producer that dies
- * holding it can be detected and the lock taken over).
+ * producers, serialized by a lock word naming the producer by pid and start time (so a
+ * producer that dies holding it can be detected, even once its pid is reused, and the lock
+ * taken over).
  *
  * UD: one UD QP per device; its qp_num is its slot + 1 like any QP, and datagrams for it go
  * to the device's mailbox ring (a datagram naming another qp number is dropped).
@@ -41,6 +42,8 @@ typedef struct tmx_soft_qp_addr {
 #define TMX_SOFT_HDR_EXT  (sizeof(tmx_soft_rec_t) + sizeof(tmx_soft_rec_ext_t))
 #define TMX_SOFT_DRAIN    64                  /* records per QP per poll */
 #define TMX_SOFT_CHECK_NS (100ull * 1000000)  /* peer liveness check period */
+#define TMX_SOFT_TX_GONE  (-1)                /* tx: the peer process is gone */
+#define TMX_SOFT_CMA_CHECK_NS (1000000ull)    /* see tmx_soft_cma_target_gone */
 
 static inline size_t tmx_soft_lines(size_t bytes)
 {
@@ -243,6 +246,14 @@ static void tmx_soft_qp_fail(tmx_soft_qp_t *qp, tmx_wc_status_t status, int asyn
     }
 }
 
+/* The peer process is gone: the QP goes to ERR as when no acknowledgement comes back on
+ * hardware, the oldest outstanding WR with "retry exceeded", the rest flushed. */
+static void tmx_soft_qp_gone(tmx_soft_qp_t *qp)
+{
+    tmx_warn("qp %u: peer process %d is gone", qp->super.qp_num, (int)qp->rseg->pid);
+    tmx_soft_qp_fail(qp, TMX_WC_RETRY_EXC_ERR, 1);
+}
+
 /* The peer process died, or (when we have traffic for it: busy) destroyed or reset its QP,
  * so its ring is no longer ours to write; hardware would stop getting acknowledgements. An
  * idle QP whose peer QP went away stays quiet, as on hardware, so an orderly close on the
@@ -252,16 +263,16 @@ static int tmx_soft_qp_peer_dead(tmx_soft_qp_t *qp, int busy)
     if (qp->rseg == NULL) {
         return 0;
     }
-    if (tmx_soft_pid_dead(qp->rseg->pid)) {
-        tmx_warn("qp %u: peer process %d is gone", qp->super.qp_num, (int)qp->rseg->pid);
+    if (tmx_soft_rseg_dead(qp->rseg)) {
+        tmx_soft_qp_gone(qp);
     } else if (busy &&
                atomic_load_explicit(&qp->out_ctrl->gen, memory_order_relaxed) != qp->out_gen) {
         tmx_warn("qp %u: peer qp %u of process %d was destroyed", qp->super.qp_num,
                  qp->remote_qpn, (int)qp->rseg->pid);
+        tmx_soft_qp_fail(qp, TMX_WC_RETRY_EXC_ERR, 1);
     } else {
         return 0;
     }
-    tmx_soft_qp_fail(qp, TMX_WC_RETRY_EXC_ERR, 1);
     return 1;
 }
 
@@ -434,7 +445,31 @@ static int tmx_soft_iov(const tmx_soft_swr_t *swr, struct iovec *iov)
     return n;
 }
 
-/* RDMA by cross-memory attach, checked against the target's own MR table. */
+/*
+ * Cross-memory attach names its target by pid, and a dead peer's pid may belong to another
+ * process of ours by now: reading or writing that one would be silent corruption. So the
+ * peer's pidfd is asked first. A pid comes round again only after its process died and the
+ * pid space wrapped (pids are handed out in turn, 32768 of them by default), which takes far
+ * longer than a millisecond: a check at most every millisecond keeps the cost of the poll off
+ * the message rate.
+ */
+static int tmx_soft_cma_target_gone(tmx_soft_rseg_t *r)
+{
+    uint64_t now = tmx_time_ns();
+
+    if (now - r->alive_ns < TMX_SOFT_CMA_CHECK_NS) {
+        return 0;
+    }
+    if (tmx_soft_rseg_dead(r)) {
+        return 1;
+    }
+    r->alive_ns = now;
+    return 0;
+}
+
+/* RDMA by cross-memory attach, checked against the target's own MR table. 1 when done, 0
+ * when it must wait for ring space, TMX_SOFT_TX_GONE when the target process is gone (the
+ * caller fails the QP: the WR completes as on a dead peer, not as a remote access error). */
 static int tmx_soft_tx_cma(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
 {
     tmx_soft_rseg_t          *r     = qp->rseg;
@@ -445,6 +480,9 @@ static int tmx_soft_tx_cma(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
     ssize_t                   n     = 0;
     int                       cnt;
 
+    if (tmx_soft_cma_target_gone(r)) {
+        return TMX_SOFT_TX_GONE; /* whatever the key: the fallback path would not answer */
+    }
     if (tmx_soft_key_check(table, r->hdr->max_mrs, swr->rkey, swr->raddr, swr->total,
                            read ? TMX_ACCESS_REMOTE_READ : TMX_ACCESS_REMOTE_WRITE) != 0) {
         swr->state  = TMX_SOFT_SWR_DONE;
@@ -465,14 +503,23 @@ static int tmx_soft_tx_cma(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
         n = read ? process_vm_readv(r->pid, liov, (unsigned long)cnt, &riov, 1, 0)
                  : process_vm_writev(r->pid, liov, (unsigned long)cnt, &riov, 1, 0);
     }
-    swr->state = TMX_SOFT_SWR_DONE;
     if (n != (ssize_t)swr->total) {
+        int err = n < 0 ? errno : 0;
+
         tmx_debug("qp %u: cma %s of %zu bytes at 0x%llx failed: %s", qp->super.qp_num,
                   read ? "read" : "write", swr->total, (unsigned long long)swr->raddr,
-                  n < 0 ? strerror(errno) : "short");
+                  n < 0 ? strerror(err) : "short");
+        /* ESRCH: no such process, or one without memory, i.e. exiting (it may not count as
+         * dead yet: the kernel drops its memory before it becomes a zombie). Any other
+         * failure is the peer's fault only while it lives: a dead target cannot answer. */
+        if (err == ESRCH || tmx_soft_rseg_dead(r)) {
+            return TMX_SOFT_TX_GONE;
+        }
+        swr->state  = TMX_SOFT_SWR_DONE;
         swr->status = TMX_WC_REM_ACCESS_ERR;
         return 1;
     }
+    swr->state  = TMX_SOFT_SWR_DONE;
     swr->status = TMX_WC_SUCCESS;
     if (rec != NULL) {
         rec->len                    = 0;
@@ -501,7 +548,9 @@ static int tmx_soft_fenced(tmx_soft_qp_t *qp, const tmx_soft_swr_t *swr)
     return 0;
 }
 
-/* Writes one WR to the wire; 1 when it is fully written (or done), 0 when it must wait. */
+/* Writes one WR to the wire; 1 when it is fully written (or done), 0 when it must wait,
+ * TMX_SOFT_TX_GONE when the peer process is gone (the WR stays outstanding for
+ * tmx_soft_qp_gone). */
 static int tmx_soft_tx_one(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
 {
     tmx_soft_rec_t *rec;
@@ -557,7 +606,13 @@ static int tmx_soft_tx_one(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
 static void tmx_soft_sq_progress(tmx_soft_qp_t *qp)
 {
     while (qp->tx_seq != qp->next_seq) {
-        if (!tmx_soft_tx_one(qp, tmx_soft_swr(qp, qp->tx_seq))) {
+        int rc = tmx_soft_tx_one(qp, tmx_soft_swr(qp, qp->tx_seq));
+
+        if (rc == TMX_SOFT_TX_GONE) {
+            tmx_soft_qp_gone(qp); /* the QP leaves RTS: nothing more to send */
+            return;
+        }
+        if (rc == 0) {
             break;
         }
         qp->tx_seq++;
@@ -912,19 +967,18 @@ static void tmx_soft_qp_drain(tmx_soft_qp_t *qp)
 
 /* ---------------------------------------------------------------- UD mailbox */
 
-static void tmx_soft_ud_lock(tmx_soft_ring_ctrl_t *ctrl)
+static void tmx_soft_ud_lock(tmx_soft_ring_ctrl_t *ctrl, uint64_t me)
 {
-    uint32_t me = (uint32_t)getpid();
     unsigned spins = 0;
 
     for (;;) {
-        uint32_t cur = 0;
+        uint64_t cur = 0;
 
         if (atomic_compare_exchange_weak_explicit(&ctrl->lock, &cur, me, memory_order_acquire,
                                                   memory_order_relaxed)) {
             return;
         }
-        if (++spins % (1u << 16) == 0 && cur != 0 && tmx_soft_pid_dead((pid_t)cur)) {
+        if (++spins % (1u << 16) == 0 && cur != 0 && tmx_soft_lock_holder_dead(cur)) {
             /* The holder died inside its critical section: take the lock over. */
             if (atomic_compare_exchange_strong_explicit(&ctrl->lock, &cur, me,
                                                         memory_order_acquire,
@@ -946,7 +1000,7 @@ static tmx_status_t tmx_soft_ud_send(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr,
     uint64_t              tail, consumed;
     tmx_status_t          status = TMX_OK;
 
-    tmx_soft_ud_lock(ctrl);
+    tmx_soft_ud_lock(ctrl, qp->dev->lock_id);
     tail     = atomic_load_explicit(&ctrl->tail, memory_order_relaxed);
     consumed = atomic_load_explicit(&ctrl->consumed, memory_order_acquire);
     rec      = tmx_soft_tx_reserve(ring, TMX_SOFT_UD_RING, ctrl, &tail, &consumed, bytes);
@@ -1342,8 +1396,16 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
     qp->next_seq++;
     qp->sq_count++;
     if (idle) {
-        if (swr->state != TMX_SOFT_SWR_DONE && !tmx_soft_fenced(qp, swr) &&
-            !tmx_soft_tx_one(qp, swr) && swr->off == 0) {
+        int rc = 1;
+
+        if (swr->state != TMX_SOFT_SWR_DONE && !tmx_soft_fenced(qp, swr)) {
+            rc = tmx_soft_tx_one(qp, swr);
+        }
+        if (rc == TMX_SOFT_TX_GONE) {
+            tmx_soft_qp_gone(qp); /* the WR is posted: it completes with the error */
+            return TMX_OK;
+        }
+        if (rc == 0 && swr->off == 0) {
             /* The ring is full and nothing of the WR went out: take it back. */
             qp->next_seq--;
             qp->sq_count--;
@@ -1492,6 +1554,9 @@ int tmx_soft_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
         }
         if (qp->sq_count > 0) {
             tmx_soft_sq_progress(qp);
+            if (qp->super.state == TMX_QPS_ERR) {
+                i--; /* its peer is gone: it left the array */
+            }
         }
     }
     while (got < n && cq->count > 0) {

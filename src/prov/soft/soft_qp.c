@@ -267,8 +267,27 @@ static int tmx_soft_qp_peer_dead(tmx_soft_qp_t *qp, int busy)
 
 /* ---------------------------------------------------------------- the sending side */
 
+/*
+ * Publishes the record at tail of bytes (a multiple of the line): first the stamp of the line
+ * behind it is cleared, then the record's stamp goes in last, with release. The clearing is
+ * what makes a stamp trustworthy: in the previous lap that line may have been the middle of
+ * a record, and its first 8 bytes payload -- any value, position + 1 of this lap included
+ * (an MR key in a rendezvous header was, in the field). Without it the reader, done with this
+ * record, could take that stale payload for the next record's stamp and read a record that
+ * is not written yet. The line behind is always free: tmx_soft_tx_reserve counts it in.
+ */
+static inline void tmx_soft_tx_publish(uint8_t *ring, uint64_t size, tmx_soft_rec_t *rec,
+                                       uint64_t tail, uint64_t bytes)
+{
+    tmx_soft_rec_t *next = (tmx_soft_rec_t *)(ring + ((tail + bytes) & (size - 1)));
+
+    atomic_store_explicit(&next->stamp, 0, memory_order_relaxed);
+    atomic_store_explicit(&rec->stamp, tail + 1, memory_order_release);
+}
+
 /* Room for a record of bytes (a multiple of the line) at the tail, after a PAD record if it
- * would cross the end of the ring; NULL when the ring is full. */
+ * would cross the end of the ring, and for the line behind it whose stamp its publication
+ * clears; NULL when the ring is full. */
 static tmx_soft_rec_t *tmx_soft_tx_reserve(uint8_t *ring, uint64_t size,
                                            tmx_soft_ring_ctrl_t *ctrl, uint64_t *tail_p,
                                            uint64_t *consumed_p, size_t bytes)
@@ -276,11 +295,12 @@ static tmx_soft_rec_t *tmx_soft_tx_reserve(uint8_t *ring, uint64_t size,
     uint64_t        tail = *tail_p;
     uint64_t        pos  = tail & (size - 1);
     uint64_t        pad  = pos + bytes > size ? size - pos : 0;
+    uint64_t        need = pad + bytes + TMX_SOFT_LINE;
     tmx_soft_rec_t *rec;
 
-    if (tail + pad + bytes - *consumed_p > size) {
+    if (tail + need - *consumed_p > size) {
         *consumed_p = atomic_load_explicit(&ctrl->consumed, memory_order_acquire);
-        if (tail + pad + bytes - *consumed_p > size) {
+        if (tail + need - *consumed_p > size) {
             return NULL;
         }
     }
@@ -289,7 +309,7 @@ static tmx_soft_rec_t *tmx_soft_tx_reserve(uint8_t *ring, uint64_t size,
         rec->len   = 0;
         rec->op    = TMX_SOFT_OP_PAD;
         rec->flags = 0;
-        atomic_store_explicit(&rec->stamp, tail + 1, memory_order_release);
+        tmx_soft_tx_publish(ring, size, rec, tail, pad);
         tail   += pad;
         *tail_p = tail;
     }
@@ -305,7 +325,7 @@ static tmx_soft_rec_t *tmx_soft_qp_reserve(tmx_soft_qp_t *qp, size_t bytes)
 /* The stamp goes last, with release: the reader that sees it sees the whole record. */
 static void tmx_soft_qp_commit(tmx_soft_qp_t *qp, tmx_soft_rec_t *rec, size_t bytes)
 {
-    atomic_store_explicit(&rec->stamp, qp->out_tail + 1, memory_order_release);
+    tmx_soft_tx_publish(qp->out_ring, qp->out_size, rec, qp->out_tail, tmx_soft_lines(bytes));
     qp->out_tail += tmx_soft_lines(bytes);
 }
 
@@ -962,7 +982,7 @@ static tmx_status_t tmx_soft_ud_send(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr,
         ext->rkey   = qp->super.qp_num;
         ext->status = wr->ud.remote_qpn;
         tmx_soft_sge_gather(wr->sg_list, wr->num_sge, 0, (uint8_t *)(ext + 1), total);
-        atomic_store_explicit(&rec->stamp, tail + 1, memory_order_release);
+        tmx_soft_tx_publish(ring, TMX_SOFT_UD_RING, rec, tail, bytes);
         tail += bytes;
     }
     /* tail moved even on failure when a PAD went in */

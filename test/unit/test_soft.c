@@ -1415,6 +1415,90 @@ Test(soft, stale_payload_is_no_stamp, .timeout = 10)
     munmap(sh, sizeof(*sh));
 }
 
+/* ---------------------------------------------------------------- peer QP in error */
+
+/*
+ * Two QPs of one device connected to each other, RDMA through the rings. QP 0 writes a record
+ * QP 1 refuses (unknown opcode), then asks QP 1 for a READ that it will never serve: QP 1 goes
+ * to error, and QP 0 must learn it (the READ fails, the QP goes to error) rather than wait
+ * for ever.
+ */
+static int refused_role(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t         t[64], l[64];
+    tmx_mr_t       *mr, *mrl;
+    tmx_qp_attr_t   mod;
+    tmx_soft_qp_t  *q0;
+    tmx_soft_rec_t *rec;
+    tmx_wc_t        wc;
+    int             async1 = 0, read0 = 0, async0 = 0;
+    double          end;
+
+    TRY(node_open(n, sh, me, cfg, 2, 1));
+    for (int i = 0; i < 2; i++) {
+        memset(&mod, 0, sizeof(mod));
+        mod.state           = TMX_QPS_RTR;
+        mod.remote_addr     = sh->qp[me][1 - i];
+        mod.remote_addr_len = sh->qp_len[me][1 - i];
+        CHECK(n->ops->qp_modify(n->qp[i], &mod, TMX_QP_ATTR_STATE | TMX_QP_ATTR_REMOTE) ==
+              TMX_OK);
+        mod.state = TMX_QPS_RTS;
+        CHECK(n->ops->qp_modify(n->qp[i], &mod, TMX_QP_ATTR_STATE) == TMX_OK);
+    }
+    mr  = reg(n, t, sizeof(t), TMX_ACCESS_REMOTE_READ);
+    mrl = reg(n, l, sizeof(l), TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL && mrl != NULL);
+    q0       = (tmx_soft_qp_t *)n->qp[0];
+    CHECK(q0->cma == 0 && q0->out_tail == 0);
+    rec      = (tmx_soft_rec_t *)q0->out_ring;
+    rec->len = 0;
+    rec->op  = 99;
+    atomic_store(&rec->stamp, 1);
+    q0->out_tail = TMX_SOFT_LINE;
+    CHECK(post_send(n, 0, TMX_WR_RDMA_READ, l, sizeof(l), mrl->lkey, TMX_SEND_SIGNALED, 7,
+                    (uintptr_t)t, mr->rkey, 0) == TMX_OK);
+    end = tmx_time_sec() + 5;
+    while (n->qp[0]->state != TMX_QPS_ERR || n->nstash > 0) {
+        if (n->nstash == 0) {
+            node_poll(n);
+            CHECK(tmx_time_sec() < end);
+            continue;
+        }
+        CHECK(node_wc(n, &wc) == 0);
+        if (wc.qp_num == n->qp[1]->qp_num) {
+            CHECK(wc.wr_id == TMX_WR_ID_ASYNC_ERROR && wc.status == TMX_WC_REM_INV_REQ_ERR);
+            async1++;
+        } else if (wc.wr_id == 7) {
+            CHECK(wc.status == TMX_WC_REM_INV_REQ_ERR && async0 == 0);
+            read0++;
+        } else {
+            CHECK(wc.wr_id == TMX_WR_ID_ASYNC_ERROR && wc.status == TMX_WC_REM_INV_REQ_ERR);
+            async0++;
+        }
+    }
+    CHECK(async1 == 1 && read0 == 1 && async0 == 1);
+    CHECK(n->qp[1]->state == TMX_QPS_ERR);
+    n->ops->mr_dereg(mr);
+    n->ops->mr_dereg(mrl);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, peer_qp_in_error_fails_ours, .timeout = 20)
+{
+    tmx_config_t cfg;
+    shared_t    *sh = shared_new();
+    node_t      *n  = calloc(1, sizeof(*n));
+    int          rc;
+
+    cfg_init(&cfg, 0, 65536);
+    cr_assert(n != NULL);
+    rc = refused_role(n, sh, 0, &cfg);
+    cr_assert_eq(rc, 0, "failed at line %d", rc);
+    free(n);
+    munmap(sh, sizeof(*sh));
+}
+
 /* ---------------------------------------------------------------- FENCE */
 
 static int fence_target(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)

@@ -72,7 +72,8 @@ typedef struct tmx_soft_ring_ctrl {
     _Atomic uint32_t gen;      /* bumped when the ring is given to a new QP */
     _Atomic uint32_t lock;     /* UD mailbox only: pid of the producer holding it, 0 free */
     _Atomic uint64_t tail;     /* UD mailbox only: the shared producer position */
-    uint8_t          pad[TMX_SOFT_LINE - 24];
+    _Atomic uint32_t err_gen;  /* gen of a ring whose QP refused a record and went to error */
+    uint8_t          pad[TMX_SOFT_LINE - 28];
 } tmx_soft_ring_ctrl_t;
 
 enum tmx_soft_op {

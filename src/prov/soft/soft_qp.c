@@ -243,17 +243,25 @@ static void tmx_soft_qp_fail(tmx_soft_qp_t *qp, tmx_wc_status_t status, int asyn
     }
 }
 
-/* The peer process died, or (when we have traffic for it: busy) destroyed or reset its QP,
- * so its ring is no longer ours to write; hardware would stop getting acknowledgements. An
- * idle QP whose peer QP went away stays quiet, as on hardware, so an orderly close on the
- * other side raises no error here. */
+/* The peer process died, or its QP refused a record of ours and went to error (it will
+ * never read this ring again: like the NAK of hardware, whether or not we have traffic), or
+ * (when we have traffic for it: busy) destroyed or reset its QP, so its ring is no longer ours
+ * to write; hardware would stop getting acknowledgements. An idle QP whose peer QP went away
+ * stays quiet, as on hardware, so an orderly close on the other side raises no error here. */
 static int tmx_soft_qp_peer_dead(tmx_soft_qp_t *qp, int busy)
 {
+    tmx_wc_status_t status = TMX_WC_RETRY_EXC_ERR;
+
     if (qp->rseg == NULL) {
         return 0;
     }
     if (tmx_soft_pid_dead(qp->rseg->pid)) {
         tmx_warn("qp %u: peer process %d is gone", qp->super.qp_num, (int)qp->rseg->pid);
+    } else if (atomic_load_explicit(&qp->out_ctrl->err_gen, memory_order_relaxed) ==
+               qp->out_gen) {
+        tmx_warn("qp %u: peer qp %u of process %d refused a record and went to error",
+                 qp->super.qp_num, qp->remote_qpn, (int)qp->rseg->pid);
+        status = TMX_WC_REM_INV_REQ_ERR;
     } else if (busy &&
                atomic_load_explicit(&qp->out_ctrl->gen, memory_order_relaxed) != qp->out_gen) {
         tmx_warn("qp %u: peer qp %u of process %d was destroyed", qp->super.qp_num,
@@ -261,7 +269,7 @@ static int tmx_soft_qp_peer_dead(tmx_soft_qp_t *qp, int busy)
     } else {
         return 0;
     }
-    tmx_soft_qp_fail(qp, TMX_WC_RETRY_EXC_ERR, 1);
+    tmx_soft_qp_fail(qp, status, 1);
     return 1;
 }
 
@@ -910,6 +918,12 @@ static void tmx_soft_qp_drain(tmx_soft_qp_t *qp)
             } else {
                 tmx_error("qp %u: malformed record from peer (op %u, len %u): qp to error",
                           qp->super.qp_num, op, len);
+                /* Tell the peer, which may be waiting for an answer that will never come:
+                 * its liveness check reads this (tmx_soft_qp_peer_dead). */
+                atomic_store_explicit(&qp->in_ctrl->err_gen,
+                                      atomic_load_explicit(&qp->in_ctrl->gen,
+                                                           memory_order_relaxed),
+                                      memory_order_relaxed);
                 tmx_soft_qp_fail(qp, TMX_WC_REM_INV_REQ_ERR, 1);
                 return;
             }

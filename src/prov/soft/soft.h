@@ -13,8 +13,8 @@
  * the UD mailbox has many, serialized by a lock word) and read by the owner. A record starts
  * on a line with tmx_soft_rec_t; its stamp is the record's position + 1, stored last with a
  * release store, so the reader never mistakes stale data of an earlier lap for a new record.
- * Before it the producer clears the stamp word of the line behind the record: that line may
- * hold payload of the previous lap, which could equal the next stamp by chance.
+ * Before it the producer clears the stamp word of the line behind the record if it holds the
+ * next stamp: that line may hold payload of the previous lap, which can equal it by chance.
  */
 #ifndef TMX_PROV_SOFT_H
 #define TMX_PROV_SOFT_H

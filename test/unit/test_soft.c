@@ -1874,6 +1874,175 @@ Test(soft, malformed_records_fail_the_qp, .timeout = 10)
     }
 }
 
+/* ---------------------------------------------------------------- stale payload */
+
+/* Sends len bytes of buf on the QP as one unsignaled inline SEND (one record). */
+static int send_one(node_t *n, int q, void *buf, uint32_t len)
+{
+    return post_send_retry(n, q, TMX_WR_SEND, buf, len, 0, TMX_SEND_INLINE, 0, 0);
+}
+
+/*
+ * The ring of a 4096-byte QP connected to itself. In the first lap a 128-byte record at 64
+ * carries in its second line (ring offset 128, payload bytes 40..47) the value 4096 + 128 + 1,
+ * followed by zeros: what the stamp of a record at position 4224 would be. In the second lap
+ * two 64-byte records take the reader to 4224, offset 128, before anything is written there.
+ * The reader must not take the payload of the first lap for a stamp (a rendezvous header's
+ * MR key did, in peer_fail rndvmany: "malformed record (op 0, len 0)").
+ */
+static int stale_role(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    static uint8_t rx[80][128];
+    uint8_t        b[100], s[8];
+    uint64_t       forged = 4096 + 128 + 1;
+    tmx_qp_attr_t  mod;
+    tmx_mr_t      *mr;
+    tmx_wc_t       wc;
+    int            sent = 0;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    memset(&mod, 0, sizeof(mod));
+    mod.state           = TMX_QPS_RTR;
+    mod.remote_addr     = sh->qp[me][0];
+    mod.remote_addr_len = sh->qp_len[me][0];
+    CHECK(n->ops->qp_modify(n->qp[0], &mod, TMX_QP_ATTR_STATE | TMX_QP_ATTR_REMOTE) == TMX_OK);
+    mod.state = TMX_QPS_RTS;
+    CHECK(n->ops->qp_modify(n->qp[0], &mod, TMX_QP_ATTR_STATE) == TMX_OK);
+    mr = reg(n, rx, sizeof(rx), TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL);
+    for (int i = 0; i < 80; i++) {
+        CHECK(post_recv(n, 0, rx[i], sizeof(rx[i]), mr->lkey, (uint64_t)i) == TMX_OK);
+    }
+    memset(s, 0x11, sizeof(s));
+    memset(b, 0, sizeof(b));
+    memcpy(b + 40, &forged, sizeof(forged));
+    CHECK(send_one(n, 0, s, sizeof(s)) == TMX_OK); /* [0, 64) */
+    CHECK(send_one(n, 0, b, sizeof(b)) == TMX_OK); /* [64, 192) */
+    sent = 2;
+    for (uint64_t pos = 192; pos < 4096 + 128; pos += 64, sent++) {
+        CHECK(send_one(n, 0, s, sizeof(s)) == TMX_OK);
+    }
+    CHECK(((tmx_soft_qp_t *)n->qp[0])->out_tail == 4096 + 128);
+    /* The reader takes every record, then finds the head at 4224 with nothing written. */
+    for (int i = 0; i < sent; i++) {
+        CHECK(node_wc(n, &wc) == 0);
+        CHECK(wc.wr_id == (uint64_t)i && wc.status == TMX_WC_SUCCESS);
+        CHECK(wc.byte_len == (i == 1 ? sizeof(b) : sizeof(s)));
+    }
+    for (int i = 0; i < 1000; i++) {
+        node_poll(n);
+    }
+    CHECK(n->nstash == 0 && n->qp[0]->state == TMX_QPS_RTS);
+    /* The record that does land there arrives whole. */
+    fill(b, sizeof(b), 9);
+    CHECK(send_one(n, 0, b, 60) == TMX_OK);
+    CHECK(node_wc(n, &wc) == 0);
+    CHECK(wc.wr_id == (uint64_t)sent && wc.status == TMX_WC_SUCCESS && wc.byte_len == 60);
+    CHECK(same(rx[sent], 60, 9));
+    n->ops->mr_dereg(mr);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, stale_payload_is_no_stamp, .timeout = 10)
+{
+    tmx_config_t cfg;
+    shared_t    *sh = shared_new();
+    node_t      *n  = calloc(1, sizeof(*n));
+    int          rc;
+
+    cfg_init(&cfg, -1, 4096);
+    cr_assert(n != NULL);
+    rc = stale_role(n, sh, 0, &cfg);
+    cr_assert_eq(rc, 0, "failed at line %d", rc);
+    free(n);
+    munmap(sh, sizeof(*sh));
+}
+
+/* ---------------------------------------------------------------- peer QP in error */
+
+/*
+ * Two QPs of one device connected to each other, RDMA through the rings. QP 0 writes a record
+ * QP 1 refuses (unknown opcode), then asks QP 1 for a READ that it will never serve: QP 1 goes
+ * to error, and QP 0 must learn it (the READ fails, the QP goes to error) rather than wait
+ * for ever.
+ */
+static int refused_role(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t         t[64], l[64];
+    tmx_mr_t       *mr, *mrl;
+    tmx_qp_attr_t   mod;
+    tmx_soft_qp_t  *q0;
+    tmx_soft_rec_t *rec;
+    tmx_wc_t        wc;
+    int             async1 = 0, read0 = 0, async0 = 0;
+    double          end;
+
+    TRY(node_open(n, sh, me, cfg, 2, 1));
+    for (int i = 0; i < 2; i++) {
+        memset(&mod, 0, sizeof(mod));
+        mod.state           = TMX_QPS_RTR;
+        mod.remote_addr     = sh->qp[me][1 - i];
+        mod.remote_addr_len = sh->qp_len[me][1 - i];
+        CHECK(n->ops->qp_modify(n->qp[i], &mod, TMX_QP_ATTR_STATE | TMX_QP_ATTR_REMOTE) ==
+              TMX_OK);
+        mod.state = TMX_QPS_RTS;
+        CHECK(n->ops->qp_modify(n->qp[i], &mod, TMX_QP_ATTR_STATE) == TMX_OK);
+    }
+    mr  = reg(n, t, sizeof(t), TMX_ACCESS_REMOTE_READ);
+    mrl = reg(n, l, sizeof(l), TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL && mrl != NULL);
+    q0       = (tmx_soft_qp_t *)n->qp[0];
+    CHECK(q0->cma == 0 && q0->out_tail == 0);
+    rec      = (tmx_soft_rec_t *)q0->out_ring;
+    rec->len = 0;
+    rec->op  = 99;
+    atomic_store(&rec->stamp, 1);
+    q0->out_tail = TMX_SOFT_LINE;
+    CHECK(post_send(n, 0, TMX_WR_RDMA_READ, l, sizeof(l), mrl->lkey, TMX_SEND_SIGNALED, 7,
+                    (uintptr_t)t, mr->rkey, 0) == TMX_OK);
+    end = tmx_time_sec() + 5;
+    while (n->qp[0]->state != TMX_QPS_ERR || n->nstash > 0) {
+        if (n->nstash == 0) {
+            node_poll(n);
+            CHECK(tmx_time_sec() < end);
+            continue;
+        }
+        CHECK(node_wc(n, &wc) == 0);
+        if (wc.qp_num == n->qp[1]->qp_num) {
+            CHECK(wc.wr_id == TMX_WR_ID_ASYNC_ERROR && wc.status == TMX_WC_REM_INV_REQ_ERR);
+            async1++;
+        } else if (wc.wr_id == 7) {
+            CHECK(wc.status == TMX_WC_REM_INV_REQ_ERR && async0 == 0);
+            read0++;
+        } else {
+            CHECK(wc.wr_id == TMX_WR_ID_ASYNC_ERROR && wc.status == TMX_WC_REM_INV_REQ_ERR);
+            async0++;
+        }
+    }
+    CHECK(async1 == 1 && read0 == 1 && async0 == 1);
+    CHECK(n->qp[1]->state == TMX_QPS_ERR);
+    n->ops->mr_dereg(mr);
+    n->ops->mr_dereg(mrl);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, peer_qp_in_error_fails_ours, .timeout = 20)
+{
+    tmx_config_t cfg;
+    shared_t    *sh = shared_new();
+    node_t      *n  = calloc(1, sizeof(*n));
+    int          rc;
+
+    cfg_init(&cfg, 0, 65536);
+    cr_assert(n != NULL);
+    rc = refused_role(n, sh, 0, &cfg);
+    cr_assert_eq(rc, 0, "failed at line %d", rc);
+    free(n);
+    munmap(sh, sizeof(*sh));
+}
+
 /* ---------------------------------------------------------------- FENCE */
 
 static int fence_target(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)

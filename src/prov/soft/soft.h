@@ -15,6 +15,8 @@
  * the UD mailbox has many, serialized by a lock word) and read by the owner. A record starts
  * on a line with tmx_soft_rec_t; its stamp is the record's position + 1, stored last with a
  * release store, so the reader never mistakes stale data of an earlier lap for a new record.
+ * Before it the producer clears the stamp word of the line behind the record if it holds the
+ * next stamp: that line may hold payload of the previous lap, which can equal it by chance.
  */
 #ifndef TMX_PROV_SOFT_H
 #define TMX_PROV_SOFT_H
@@ -76,7 +78,8 @@ typedef struct tmx_soft_ring_ctrl {
     uint32_t         pad0;
     _Atomic uint64_t tail;     /* UD mailbox only: the shared producer position */
     _Atomic uint64_t lock;     /* UD mailbox only: the producer holding it (its lock_id), 0 free */
-    uint8_t          pad[TMX_SOFT_LINE - 32];
+    _Atomic uint32_t err_gen;  /* gen of a ring whose QP refused a record and went to error */
+    uint8_t          pad[TMX_SOFT_LINE - 36];
 } tmx_soft_ring_ctrl_t;
 
 enum tmx_soft_op {

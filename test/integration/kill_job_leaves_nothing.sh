@@ -10,6 +10,9 @@ uid=$(id -u)
 # kill_job MEMFD: starts 2 lingering ranks, kills the whole job; $pids are the ranks
 kill_job() {
     local n=0 launcher
+    # the files exist before the job starts: the loop below must not race their creation
+    : >"$T/out"
+    : >"$T/err"
     TMX_SOFT_MEMFD=$1 timeout -s KILL 60 "$TMXRUN" -n 2 "$B/test/integration/peer_dies" linger \
         >"$T/out" 2>"$T/err" </dev/null &
     while [ "$(grep -c '^ready' "$T/out")" -lt 2 ] && [ $n -lt 400 ]; do

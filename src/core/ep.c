@@ -14,6 +14,7 @@
  */
 #include "config.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -479,8 +480,8 @@ static void tmx_ep_disconnect(tmx_worker_t *w, tmx_ep_t **eps, int n)
                 waiting = 1;
             }
         }
-        if (waiting) {
-            tmx_worker_progress_locked(w);
+        if (waiting && tmx_worker_progress_locked(w) == 0) {
+            sched_yield(); /* the peer's answer may need this core (more ranks than cores) */
         }
     } while (waiting && tmx_time_sec() < deadline);
 }
@@ -507,7 +508,9 @@ static tmx_status_t tmx_ep_flush(tmx_ep_t *ep)
     uint64_t      seen     = ep->send_events;
 
     while (!tmx_ep_flushed(ep)) {
-        tmx_worker_progress_locked(w);
+        if (tmx_worker_progress_locked(w) == 0) {
+            sched_yield(); /* closing is not latency-bound; the peer may need this core */
+        }
         if (ep->send_events != seen) {
             seen     = ep->send_events;
             deadline = tmx_time_sec() + timeout;

@@ -1130,6 +1130,53 @@ static int transitions_role(node_t *n, shared_t *sh, int me, const tmx_config_t 
     return 0;
 }
 
+/* A freed ring is given out again as late as possible (next fit): a peer QP that was never
+ * told its partner went away (a failure, a timeout) then finds the new generation before it
+ * could write into a ring that belongs to someone else. */
+static int next_fit_role(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    tmx_qp_init_attr_t qa;
+    tmx_qp_t          *qp[8];
+    uint32_t           first;
+
+    TRY(node_open(n, sh, me, cfg, 0, 0));
+    memset(&qa, 0, sizeof(qa));
+    qa.type        = TMX_QPT_RC;
+    qa.send_cq     = n->cq;
+    qa.recv_cq     = n->cq;
+    qa.max_send_wr = 16;
+    qa.max_recv_wr = 16;
+    CHECK(n->ops->qp_create(n->pd, &qa, &qp[0]) == TMX_OK);
+    first = qp[0]->qp_num;
+    n->ops->qp_destroy(qp[0]);
+    CHECK(n->ops->qp_create(n->pd, &qa, &qp[0]) == TMX_OK);
+    CHECK(qp[0]->qp_num != first); /* not the ring just freed, while others are free */
+    n->ops->qp_destroy(qp[0]);
+    /* every ring is still usable: the search wraps */
+    for (int i = 0; i < 8; i++) {
+        CHECK(n->ops->qp_create(n->pd, &qa, &qp[i]) == TMX_OK);
+    }
+    CHECK(n->ops->qp_create(n->pd, &qa, &qp[0]) == TMX_ERR_NO_RESOURCE);
+    for (int i = 0; i < 8; i++) {
+        n->ops->qp_destroy(qp[i]);
+    }
+    node_close(n);
+    return 0;
+}
+
+Test(soft, freed_ring_reused_last, .timeout = 10)
+{
+    tmx_config_t cfg;
+    shared_t    *sh = shared_new();
+    node_t      *n  = calloc(1, sizeof(*n));
+    int          rc;
+
+    cfg_init(&cfg, -1, 65536);
+    rc = next_fit_role(n, sh, 0, &cfg);
+    cr_assert_eq(rc, 0, "failed at line %d", rc);
+    free(n);
+}
+
 Test(soft, qp_transitions_and_caps, .timeout = 10)
 {
     tmx_config_t cfg;

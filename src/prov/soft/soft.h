@@ -269,6 +269,7 @@ struct tmx_soft_dev {
     size_t              max_payload; /* of one RC record */
 
     tmx_soft_qp_t     **qps;     /* by ring index */
+    unsigned            qp_next; /* where the search for a free ring starts (next fit) */
     tmx_soft_qp_t     **active;  /* QPs in RTR/RTS: drained by cq_poll */
     unsigned            num_active;
     tmx_soft_qp_t      *ud_qp;

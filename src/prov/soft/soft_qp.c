@@ -1086,7 +1086,7 @@ tmx_status_t tmx_soft_qp_create(tmx_pd_t *pd, const tmx_qp_init_attr_t *attr, tm
 {
     tmx_soft_dev_t *dev = (tmx_soft_dev_t *)pd->dev;
     tmx_soft_qp_t  *qp;
-    unsigned        i;
+    unsigned        i, n;
     tmx_status_t    status;
 
     if (attr == NULL || attr->send_cq == NULL || attr->recv_cq == NULL ||
@@ -1104,12 +1104,17 @@ tmx_status_t tmx_soft_qp_create(tmx_pd_t *pd, const tmx_qp_init_attr_t *attr, tm
         status = TMX_ERR_NO_RESOURCE; /* one mailbox, one UD QP per device */
         goto err;
     }
-    for (i = 0; i < dev->hdr->max_qps && dev->qps[i] != NULL; i++) {
+    /* Next fit, not first fit: a ring freed by a QP whose peer was never told (a failure, a
+     * timeout) is given out again as late as possible, so that a peer QP still aiming at it
+     * has every chance to find the new generation first (it checks when busy or full). */
+    for (n = 0, i = dev->qp_next % dev->hdr->max_qps;
+         n < dev->hdr->max_qps && dev->qps[i] != NULL; n++, i = (i + 1) % dev->hdr->max_qps) {
     }
-    if (i == dev->hdr->max_qps) {
+    if (n == dev->hdr->max_qps) {
         status = TMX_ERR_NO_RESOURCE;
         goto err;
     }
+    dev->qp_next = i + 1;
     qp = calloc(1, sizeof(*qp));
     if (qp == NULL) {
         status = TMX_ERR_NO_MEMORY;

@@ -50,58 +50,53 @@ static _Atomic int      tmx_soft_cma_logged;
 static _Atomic int      tmx_soft_pidfd_logged;
 static _Atomic int      tmx_soft_memfd_works = -1; /* the trial's answer, once per process */
 
+/* Reads /proc/<pid>/stat into buf: the text after the command name (from the space before
+ * field 3, the state), or NULL when the process is unknown. The command name may hold spaces
+ * and parentheses, so it ends at the last ')'. */
+static const char *tmx_soft_proc_stat(pid_t pid, char *buf, size_t len)
+{
+    char        path[64];
+    const char *p;
+    ssize_t     n;
+    int         fd;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return NULL;
+    }
+    n = read(fd, buf, len - 1);
+    close(fd);
+    if (n <= 0) {
+        return NULL;
+    }
+    buf[n] = '\0';
+    p      = strrchr(buf, ')');
+    return p != NULL && p[1] == ' ' ? p + 1 : NULL;
+}
+
 /* Gone, or a zombie that nobody reaped yet: kill(pid, 0) still succeeds on a zombie. */
 int tmx_soft_pid_dead(pid_t pid)
 {
-    char    path[64], buf[256];
-    char   *p;
-    ssize_t n;
-    int     fd, dead = 0;
+    char        buf[256];
+    const char *p;
 
     if (pid <= 0 || (kill(pid, 0) == -1 && errno == ESRCH)) {
         return 1;
     }
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return 0;
-    }
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n > 0) {
-        buf[n] = '\0';
-        p      = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
-        dead   = p != NULL && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
-    }
-    return dead;
+    p = tmx_soft_proc_stat(pid, buf, sizeof(buf));
+    return p != NULL && (p[1] == 'Z' || p[1] == 'X');
 }
 
 /* The start time of a process (field 22 of /proc/<pid>/stat, clock ticks after boot): with
  * the pid, it names one process for the life of the system. 0 when unknown. */
 static uint64_t tmx_soft_start_time(pid_t pid)
 {
-    char    path[64], buf[1024];
-    char   *p;
-    ssize_t n;
-    int     fd;
+    char        buf[1024];
+    const char *p = tmx_soft_proc_stat(pid, buf, sizeof(buf));
 
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return 0;
-    }
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0) {
-        return 0;
-    }
-    buf[n] = '\0';
-    p      = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
-    if (p == NULL) {
-        return 0;
-    }
     /* to the space before field 22, from the one before field 3 (the state) */
-    for (int field = 3; field <= 22 && p != NULL; field++) {
+    for (int field = 4; field <= 22 && p != NULL; field++) {
         p = strchr(p + 1, ' ');
     }
     return p != NULL ? strtoull(p + 1, NULL, 10) : 0;

@@ -167,6 +167,7 @@ static tmx_status_t tmx_iface_init(tmx_worker_t *w, tmx_iface_t *iface, tmx_dev_
     tmx_srq_init_attr_t   srq_attr;
     tmx_qp_init_attr_t    qp_attr;
     tmx_qp_attr_t         mod;
+    size_t                eager_limit;
     tmx_status_t          status;
 
     iface->worker = w;
@@ -180,11 +181,12 @@ static tmx_status_t tmx_iface_init(tmx_worker_t *w, tmx_iface_t *iface, tmx_dev_
     }
     iface->max_inline = dev->attr.max_inline;
     iface->max_msg    = dev->attr.max_msg_sz;
-    if (w->eager_max > tmx_iface_eager_limit(dev)) {
+    eager_limit = tmx_iface_eager_limit(dev);
+    if (w->eager_max > eager_limit) {
         tmx_warn("TMX_EAGER_MAX=%zu lowered to %zu: the largest eager message device %s "
                  "carries (larger ones go by rendezvous)",
-                 w->eager_max, tmx_iface_eager_limit(dev), dev->name);
-        w->eager_max = tmx_iface_eager_limit(dev);
+                 w->eager_max, eager_limit, dev->name);
+        w->eager_max = eager_limit;
     }
 
     status = ops->pd_alloc(dev, &iface->pd);

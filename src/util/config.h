@@ -20,7 +20,9 @@ typedef struct tmx_config {
     unsigned tag_hash_bits;    /* TMX_TAG_HASH_BITS: log2 of matching hash bins */
     double   peer_timeout;     /* TMX_PEER_TIMEOUT: seconds of silence before a peer is dead */
     /* soft device */
-    size_t   soft_ring_size;   /* TMX_SOFT_RING_SIZE: bytes of each QP's receive ring */
+    size_t   soft_ring_size;   /* TMX_SOFT_RING_SIZE: bytes of each per-peer fast ring */
+    size_t   soft_inbox_size;  /* TMX_SOFT_INBOX_SIZE: bytes of the shared receive ring */
+    unsigned soft_fast_rings;  /* TMX_SOFT_FAST_RINGS */
     unsigned soft_max_qps;     /* TMX_SOFT_MAX_QPS */
     unsigned soft_max_mrs;     /* TMX_SOFT_MAX_MRS */
     int      soft_cma;         /* TMX_SOFT_CMA: -1 auto, 0 no, 1 yes */

@@ -29,6 +29,6 @@ expect_grep "$T/out" "rendezvous and the synchronous message: intact" "both arri
 
 run 30 env TMX_EAGER_MAX=64m "$B/tools/tmx_info" -w
 expect_rc 0 "tmx_info -w with TMX_EAGER_MAX=64m"
-expect_grep "$T/out" "eager max *65440$" "tmx_info shows the eager limit in effect"
-expect_grep "$T/err" "TMX_EAGER_MAX=67108864 lowered to 65440" "and warns, naming the variable"
+expect_grep "$T/out" "eager max *65432$" "tmx_info shows the eager limit in effect"
+expect_grep "$T/err" "TMX_EAGER_MAX=67108864 lowered to 65432" "and warns, naming the variable"
 finish

@@ -83,6 +83,7 @@ static void cfg_init(tmx_config_t *cfg, int cma, size_t ring)
     cfg->soft_memfd     = -1;
     cfg->soft_cma       = cma;
     cfg->soft_ring_size = ring;
+    cfg->soft_inbox_size = ring;
     cfg->soft_max_qps   = 8;
     cfg->soft_max_mrs   = 64;
 }
@@ -451,6 +452,145 @@ Test(soft, fifo_order, .timeout = 30)
     tmx_config_t cfg;
     cfg_init(&cfg, -1, 8192);
     run_pair(fifo_rx, fifo_tx, &cfg);
+}
+
+/* ---------------------------------------------------------------- fast rings lent and taken back */
+
+/*
+ * One fast ring, two QPs from one sender, which take turns: in each turn, quick bursts on one
+ * QP (which make the receiver ask the ring back from the other, idle one, and then lend it)
+ * and slow stretches (in which the idle sender answers at its liveness check), until the
+ * receiver says the ring is that QP's. Messages of one, and of three records (a switch may
+ * fall between the chunks of one SEND). The receiver checks that each QP's messages come
+ * whole and in order, and that the ring changed hands every turn.
+ */
+#define LEND_TURNS 6
+#define LEND_BIG   40000 /* three records of a 64 KiB ring */
+#define LEND_BUFS  256
+
+static uint32_t lend_len(uint32_t seq)
+{
+    return seq % 29 == 3 ? LEND_BIG : seq % 5 == 1 ? 8 + (seq * 37) % 1500 : 8 + seq % 16;
+}
+
+static int lend_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t        *buf = calloc(LEND_BUFS, LEND_BIG);
+    uint32_t        expect[MAXQ] = {0, 0};
+    tmx_soft_dev_t *dev;
+    tmx_mr_t       *mr;
+    tmx_wc_t        wc;
+
+    CHECK(buf != NULL);
+    TRY(node_open(n, sh, me, cfg, 2, 1));
+    dev = (tmx_soft_dev_t *)n->dev;
+    mr  = reg(n, buf, (size_t)LEND_BUFS * LEND_BIG, TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL);
+    for (int k = 0; k < LEND_BUFS; k++) {
+        CHECK(post_recv(n, 0, buf + (size_t)k * LEND_BIG, LEND_BIG, mr->lkey, (uint64_t)k) ==
+              TMX_OK);
+    }
+    TRY(node_connect(n));
+    while (atomic_load(&sh->stage[1]) < 2 || n->nstash > 0) {
+        uint8_t *p;
+        int      q;
+
+        if (n->nstash == 0) {
+            node_poll(n);
+            continue;
+        }
+        CHECK(node_wc(n, &wc) == 0);
+        CHECK(wc.status == TMX_WC_SUCCESS && wc.opcode == TMX_WC_RECV);
+        q = wc.qp_num == n->qp[0]->qp_num ? 0 : 1;
+        /* tell the sender who holds the ring (and reads it) */
+        sh->addr[0][2] = dev->fast_owner[0] == NULL || !dev->fast_owner[0]->fast_on ? 0
+                         : dev->fast_owner[0] == (tmx_soft_qp_t *)n->qp[0]      ? 1 : 2;
+        CHECK(wc.qp_num == n->qp[q]->qp_num && wc.wr_id < LEND_BUFS);
+        p = buf + wc.wr_id * LEND_BIG;
+        CHECK(wc.byte_len == lend_len(expect[q]));
+        CHECK(same(p, wc.byte_len, expect[q] * 2 + (unsigned)q));
+        expect[q]++;
+        CHECK(post_recv(n, 0, p, LEND_BIG, mr->lkey, wc.wr_id) == TMX_OK);
+        if ((expect[0] + expect[1]) % 150 == 0) {
+            usleep(20000); /* let records pile up in both paths, past a poll's share */
+        }
+    }
+    CHECK(expect[0] == sh->addr[1][0] && expect[1] == sh->addr[1][1]);
+    /* every turn but the first asked the ring back, and lent it again */
+    CHECK(dev->stat_revokes >= LEND_TURNS - 1 && dev->stat_grants >= LEND_TURNS);
+    CHECK(node_barrier(n, 3) == 0);
+    n->ops->mr_dereg(mr);
+    free(buf);
+    node_close(n);
+    return 0;
+}
+
+static int lend_send(node_t *n, uint32_t *seq, int q, uint8_t *buf, uint32_t lkey)
+{
+    uint32_t len = lend_len(seq[q]);
+    double   end = tmx_time_sec() + 5;
+    int      st;
+
+    fill(buf, len, seq[q] * 2 + (unsigned)q);
+    /* the large ones as signaled SENDs of several records, the others inline */
+    while ((st = post_send(n, q, TMX_WR_SEND, buf, len, lkey,
+                           len == LEND_BIG ? TMX_SEND_SIGNALED : TMX_SEND_INLINE, seq[q], 0, 0,
+                           0)) == TMX_ERR_NO_RESOURCE && tmx_time_sec() < end) {
+        node_poll(n);
+    }
+    CHECK(st == TMX_OK);
+    if (len == LEND_BIG) {
+        tmx_wc_t wc;
+        CHECK(node_wc(n, &wc) == 0 && wc.status == TMX_WC_SUCCESS);
+    }
+    seq[q]++;
+    node_poll(n);
+    return 0;
+}
+
+static int lend_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    static uint8_t buf[LEND_BIG];
+    uint32_t       seq[MAXQ] = {0, 0};
+    tmx_mr_t      *mr;
+
+    TRY(node_open(n, sh, me, cfg, 2, 1));
+    mr = reg(n, buf, sizeof(buf), 0);
+    CHECK(mr != NULL);
+    TRY(node_connect(n));
+    for (int t = 0; t < LEND_TURNS; t++) {
+        int    q    = t % 2;
+        double stop = tmx_time_sec() + 8;
+
+        while (*(volatile uint64_t *)&sh->addr[0][2] != (uint64_t)q + 1) {
+            double end;
+
+            CHECK(tmx_time_sec() < stop);
+            for (int i = 0; i < 200; i++) {
+                TRY(lend_send(n, seq, q, buf, mr->lkey));
+            }
+            for (end = tmx_time_sec() + 0.15; tmx_time_sec() < end;) {
+                TRY(lend_send(n, seq, q, buf, mr->lkey));
+                usleep(5000);
+            }
+        }
+    }
+    sh->addr[1][0] = seq[0];
+    sh->addr[1][1] = seq[1];
+    atomic_store(&sh->stage[1], 2);
+    CHECK(node_barrier(n, 3) == 0);
+    n->ops->mr_dereg(mr);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, fast_ring_lent_and_taken_back, .timeout = 60)
+{
+    tmx_config_t cfg;
+
+    cfg_init(&cfg, -1, 65536);
+    cfg.soft_fast_rings = 1;
+    run_pair(lend_rx, lend_tx, &cfg);
 }
 
 /* ---------------------------------------------------------------- direct sends keep order */
@@ -1845,7 +1985,7 @@ Test(soft, ud_lock_of_a_dead_holder_with_a_reused_pid, .timeout = 10)
     rc = ud_open(n, sh, 0, &cfg);
     cr_assert_eq(rc, 0, "failed at line %d", rc);
     dev  = (tmx_soft_dev_t *)n->dev;
-    ctrl = (tmx_soft_ring_ctrl_t *)((uint8_t *)dev->base + dev->hdr->ud_off);
+    ctrl = tmx_soft_inbox_ctrl(dev->base, dev->hdr);
     atomic_store(&ctrl->lock, (uint32_t)victim | (uint64_t)(uint32_t)start << 32);
     cr_assert_eq(n->ops->ah_create(n->pd, sh->dev[0], sh->dev_len[0], &ah), TMX_OK);
     memset(&wr, 0, sizeof(wr));
@@ -1866,12 +2006,13 @@ Test(soft, ud_lock_of_a_dead_holder_with_a_reused_pid, .timeout = 10)
 
 /* ---------------------------------------------------------------- a lying peer */
 
-/* Writes a record into a QP's inbound ring as a peer could, then polls. */
+/* Writes a record for a QP into the inbox as a peer could, then polls. */
 static int bogus_role(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg, uint8_t op,
                       uint32_t len)
 {
     tmx_qp_attr_t   mod;
     tmx_soft_qp_t  *qp;
+    tmx_soft_dev_t *dev;
     tmx_soft_rec_t *rec;
     tmx_wc_t        wc;
 
@@ -1882,10 +2023,14 @@ static int bogus_role(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg, 
     mod.remote_addr_len = sh->qp_len[me][0];
     CHECK(n->ops->qp_modify(n->qp[0], &mod, TMX_QP_ATTR_STATE | TMX_QP_ATTR_REMOTE) == TMX_OK);
     qp       = (tmx_soft_qp_t *)n->qp[0];
-    rec      = (tmx_soft_rec_t *)qp->in_ring;
+    dev      = qp->dev;
+    rec      = (tmx_soft_rec_t *)dev->inbox;
     rec->len = len;
     rec->op  = op;
     rec->seq = 12345;
+    rec->dst = qp->index;
+    rec->gen = qp->my_gen;
+    ((tmx_soft_rec_ext_t *)(rec + 1))->rkey = 3; /* SWITCH: the ring taken + 1 */
     atomic_store(&rec->stamp, 1);
     CHECK(node_wc(n, &wc) == 0);
     CHECK(wc.wr_id == TMX_WR_ID_ASYNC_ERROR && wc.status == TMX_WC_REM_INV_REQ_ERR);
@@ -1905,7 +2050,7 @@ Test(soft, malformed_records_fail_the_qp, .timeout = 10)
         {99, 8},                                  /* unknown opcode */
         {TMX_SOFT_OP_RRESP, 8},                   /* a response nobody asked for */
         {TMX_SOFT_OP_ACK, 0},
-        {TMX_SOFT_OP_UD, 8},                      /* a datagram on an RC ring */
+        {TMX_SOFT_OP_SWITCH, 0},                  /* takes a ring that was never lent */
     };
     tmx_config_t cfg;
 
@@ -1930,17 +2075,18 @@ static int send_one(node_t *n, int q, void *buf, uint32_t len)
 }
 
 /*
- * The ring of a 4096-byte QP connected to itself. In the first lap a 128-byte record at 64
- * carries in its second line (ring offset 128, payload bytes 40..47) the value 4096 + 128 + 1,
- * followed by zeros: what the stamp of a record at position 4224 would be. In the second lap
- * two 64-byte records take the reader to 4224, offset 128, before anything is written there.
+ * A 4096-byte inbox, a QP connected to itself and no fast ring. In the first lap a 128-byte
+ * record at 64 carries in its second line (ring offset 128, payload bytes 64 - header ..) the
+ * value 4096 + 128 + 1, followed by zeros: what the stamp of a record at position 4224 would
+ * be. In the second lap two 64-byte records take the reader to 4224, offset 128, before
+ * anything is written there.
  * The reader must not take the payload of the first lap for a stamp (a rendezvous header's
  * MR key did, in peer_fail rndvmany: "malformed record (op 0, len 0)").
  */
 static int stale_role(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
 {
     static uint8_t rx[80][128];
-    uint8_t        b[100], s[8];
+    uint8_t        b[128 - sizeof(tmx_soft_rec_t) - 6], s[8];
     uint64_t       forged = 4096 + 128 + 1;
     tmx_qp_attr_t  mod;
     tmx_mr_t      *mr;
@@ -1962,14 +2108,15 @@ static int stale_role(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
     }
     memset(s, 0x11, sizeof(s));
     memset(b, 0, sizeof(b));
-    memcpy(b + 40, &forged, sizeof(forged));
+    memcpy(b + 64 - sizeof(tmx_soft_rec_t), &forged, sizeof(forged));
     CHECK(send_one(n, 0, s, sizeof(s)) == TMX_OK); /* [0, 64) */
     CHECK(send_one(n, 0, b, sizeof(b)) == TMX_OK); /* [64, 192) */
     sent = 2;
     for (uint64_t pos = 192; pos < 4096 + 128; pos += 64, sent++) {
         CHECK(send_one(n, 0, s, sizeof(s)) == TMX_OK);
     }
-    CHECK(((tmx_soft_qp_t *)n->qp[0])->out_tail == 4096 + 128);
+    CHECK(((tmx_soft_qp_t *)n->qp[0])->out_fast == 0);
+    CHECK(atomic_load(&((tmx_soft_qp_t *)n->qp[0])->dev->inbox_ctrl->tail) == 4096 + 128);
     /* The reader takes every record, then finds the head at 4224 with nothing written. */
     for (int i = 0; i < sent; i++) {
         CHECK(node_wc(n, &wc) == 0);
@@ -1999,6 +2146,7 @@ Test(soft, stale_payload_is_no_stamp, .timeout = 10)
     int          rc;
 
     cfg_init(&cfg, -1, 4096);
+    cfg.soft_fast_rings = 0;
     cr_assert(n != NULL);
     rc = stale_role(n, sh, 0, &cfg);
     cr_assert_eq(rc, 0, "failed at line %d", rc);
@@ -2040,12 +2188,14 @@ static int refused_role(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg
     mrl = reg(n, l, sizeof(l), TMX_ACCESS_LOCAL_WRITE);
     CHECK(mr != NULL && mrl != NULL);
     q0       = (tmx_soft_qp_t *)n->qp[0];
-    CHECK(q0->cma == 0 && q0->out_tail == 0);
-    rec      = (tmx_soft_rec_t *)q0->out_ring;
+    CHECK(q0->cma == 0 && q0->out_fast == 0 && atomic_load(&q0->dev->inbox_ctrl->tail) == 0);
+    rec      = (tmx_soft_rec_t *)q0->dev->inbox; /* as QP 0 would write it */
     rec->len = 0;
     rec->op  = 99;
+    rec->dst = q0->remote_index;
+    rec->gen = q0->out_gen;
     atomic_store(&rec->stamp, 1);
-    q0->out_tail = TMX_SOFT_LINE;
+    atomic_store(&q0->dev->inbox_ctrl->tail, TMX_SOFT_LINE);
     CHECK(post_send(n, 0, TMX_WR_RDMA_READ, l, sizeof(l), mrl->lkey, TMX_SEND_SIGNALED, 7,
                     (uintptr_t)t, mr->rkey, 0) == TMX_OK);
     end = tmx_time_sec() + 5;

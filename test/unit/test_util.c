@@ -33,8 +33,8 @@ TestSuite(config, .init = clean_env);
 
 Test(config, table_covers_struct)
 {
-    /* 17 members in tmx_config_t; a new member needs a new row (and a man page entry). */
-    cr_assert_eq(tmx_config_num_vars(), 17);
+    /* 19 members in tmx_config_t; a new member needs a new row (and a man page entry). */
+    cr_assert_eq(tmx_config_num_vars(), 19);
     cr_assert_null(tmx_config_var_name(tmx_config_num_vars()));
     for (size_t i = 0; i < tmx_config_num_vars(); i++) {
         for (size_t j = i + 1; j < tmx_config_num_vars(); j++) {
@@ -69,7 +69,9 @@ Test(config, defaults)
     cr_assert_eq(cfg.tag_hash_bits, 10);
     cr_assert_float_eq(cfg.peer_timeout, 10.0, 1e-12);
     cr_assert_eq(cfg.soft_ring_size, 256u << 10);
-    cr_assert_eq(cfg.soft_max_qps, 256);
+    cr_assert_eq(cfg.soft_max_qps, 4096);
+    cr_assert_eq(cfg.soft_inbox_size, 512u << 10);
+    cr_assert_eq(cfg.soft_fast_rings, 8);
     cr_assert_eq(cfg.soft_max_mrs, 4096);
     cr_assert_eq(cfg.soft_cma, -1);
     cr_assert_eq(cfg.rank, -1);

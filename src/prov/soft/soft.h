@@ -8,15 +8,32 @@
  * that nothing outlives the processes; where peers cannot open that (a trial decides, see
  * tmx_soft_memfd_trial), a POSIX shm segment "/tmx-<uid>-<pid>-<n>":
  *
- *   header | MR table (max_mrs entries) | UD mailbox control + ring | per-QP ring control
- *   lines (max_qps) | max_qps inbound rings of ring_size bytes
+ *   header | MR table (max_mrs entries) | inbox control line + inbox ring | per-QP control
+ *   lines (max_qps) | fast ring control lines (max_fast) | max_fast fast rings of ring_size
  *
- * Every ring is a byte ring of 64-byte lines written by one producer (the connected peer's QP;
- * the UD mailbox has many, serialized by a lock word) and read by the owner. A record starts
- * on a line with tmx_soft_rec_t; its stamp is the record's position + 1, stored last with a
- * release store, so the reader never mistakes stale data of an earlier lap for a new record.
- * Before it the producer clears the stamp word of the line behind the record if it holds the
- * next stamp: that line may hold payload of the previous lap, which can equal it by chance.
+ * The wire is a set of byte rings of 64-byte lines, each read by the segment's owner only:
+ *
+ * - The inbox, one per device, written by every sender of every peer (datagrams and RC
+ *   traffic alike), serialized by a lock word; an RC record names the receiving QP by slot
+ *   and generation. Its size does not depend on the number of peers: this is the receive
+ *   queue "found by number and shared by every sender" of an XRC SRQ (doc/DESIGN.md).
+ * - max_fast fast rings, each lent to one sending QP at a time, which writes it without a
+ *   lock: the owner grants them to the QPs that carry traffic and takes them back from idle
+ *   ones (tmx_soft_fast_grant). A grant is written in the receiving QP's control line; the
+ *   sender sees it at its next record and answers with a SWITCH record in the inbox, after
+ *   which it writes the fast ring; on a revocation it answers with a SWITCH naming where its
+ *   last record in the fast ring ends. The owner switches paths at those records, so the
+ *   records of one QP are read in the order they were written, whichever path they took.
+ *   A ring's positions continue from one borrower to the next.
+ *
+ * Shared memory per process is thus header + tables + inbox + max_fast rings, whatever the
+ * number of peers (a QP costs one 64-byte control line).
+ *
+ * A record starts on a line with tmx_soft_rec_t; its stamp is the record's position + 1,
+ * stored last with a release store, so the reader never mistakes stale data of an earlier lap
+ * for a new record. Before it the producer clears the stamp word of the line behind the
+ * record if it holds the next stamp: that line may hold payload of the previous lap, which can
+ * equal it by chance.
  */
 #ifndef TMX_PROV_SOFT_H
 #define TMX_PROV_SOFT_H
@@ -31,11 +48,10 @@
 #define TMX_SOFT_MAGIC      0x746d78736f667431ULL /* "tmxsoft1" */
 #define TMX_SOFT_ADDR_MAGIC 0x736d7431u
 #define TMX_SOFT_QP_MAGIC   0x71707431u
-#define TMX_SOFT_VERSION    2
+#define TMX_SOFT_VERSION    3
 #define TMX_SOFT_LINE       64
 #define TMX_SOFT_MAX_SGE    4
 #define TMX_SOFT_NAME_MAX   40
-#define TMX_SOFT_UD_RING    (256 * 1024)
 #define TMX_SOFT_MAX_UD_MSG 4096
 #define TMX_SOFT_MAX_MSG    (1ul << 30)
 #define TMX_SOFT_MAX_RESP   16 /* fallback READs a target serves at once per QP */
@@ -49,16 +65,18 @@ typedef struct tmx_soft_seg_hdr {
     int32_t  pid;
     uint32_t max_mrs;
     uint32_t max_qps;
-    uint32_t pad;
-    uint64_t ring_size;
+    uint32_t max_fast;   /* fast rings */
+    uint64_t ring_size;  /* of a fast ring */
+    uint64_t inbox_size;
     uint64_t map_addr; /* the owner's mapping address: peers read probe through CMA there */
     uint64_t probe;    /* random, also in the address blob: it tells this segment from another
                         * one of a process that got the same pid later; and a CMA read of it
                         * that returns the same value proves CMA */
     uint64_t mr_off;
-    uint64_t ud_off;
-    uint64_t ctrl_off;
-    uint64_t rings_off;
+    uint64_t inbox_off;  /* its control line; the ring follows */
+    uint64_t ctrl_off;   /* per-QP control lines */
+    uint64_t fctrl_off;  /* fast ring control lines */
+    uint64_t rings_off;  /* fast rings */
     uint64_t total;
     uint64_t start_time; /* the owner's start time (clock ticks after boot), 0 if unknown */
 } tmx_soft_seg_hdr_t;
@@ -71,15 +89,22 @@ typedef struct tmx_soft_mr_ent {
     _Atomic uint32_t gen_valid; /* bit 8: valid, bits 0..7: generation of the key */
 } tmx_soft_mr_ent_t;
 
-/* Control of one inbound ring, in its own line: written by the consumer, read by producers. */
+/*
+ * A control line, written by the segment's owner (the reader) unless said otherwise. The same
+ * shape serves three uses:
+ * - inbox: consumed; tail and lock written by the producers;
+ * - a QP: gen, err_gen, and the fast ring grant;
+ * - a fast ring: consumed.
+ */
 typedef struct tmx_soft_ring_ctrl {
-    _Atomic uint64_t consumed; /* published by the consumer now and then */
-    _Atomic uint32_t gen;      /* bumped when the ring is given to a new QP */
-    uint32_t         pad0;
-    _Atomic uint64_t tail;     /* UD mailbox only: the shared producer position */
-    _Atomic uint64_t lock;     /* UD mailbox only: the producer holding it (its lock_id), 0 free */
-    _Atomic uint32_t err_gen;  /* gen of a ring whose QP refused a record and went to error */
-    uint8_t          pad[TMX_SOFT_LINE - 36];
+    _Atomic uint64_t consumed;   /* published by the consumer now and then */
+    _Atomic uint32_t gen;        /* QP: bumped when the slot is given to a new QP */
+    _Atomic uint32_t err_gen;    /* QP: gen of a QP that refused a record and went to error */
+    _Atomic uint64_t tail;       /* inbox: the shared producer position */
+    _Atomic uint64_t lock;       /* inbox: the producer holding it (its lock_id), 0 free */
+    _Atomic uint64_t grant;      /* QP: seq << 32 | fast ring + 1 (0: none), release store */
+    _Atomic uint64_t grant_base; /* QP: the position the granted ring starts at */
+    uint8_t          pad[TMX_SOFT_LINE - 48];
 } tmx_soft_ring_ctrl_t;
 
 enum tmx_soft_op {
@@ -90,7 +115,8 @@ enum tmx_soft_op {
     TMX_SOFT_OP_RREQ  = 5, /* fallback RDMA READ request */
     TMX_SOFT_OP_RRESP = 6, /* fallback READ response chunk */
     TMX_SOFT_OP_ACK   = 7, /* fallback WRITE done / READ or WRITE refused */
-    TMX_SOFT_OP_UD    = 8, /* datagram in a mailbox */
+    TMX_SOFT_OP_UD    = 8, /* datagram in the inbox */
+    TMX_SOFT_OP_SWITCH = 9, /* inbox: the sender changes paths (fast ring grant answered) */
 };
 
 enum tmx_soft_rec_flags {
@@ -99,7 +125,7 @@ enum tmx_soft_rec_flags {
     TMX_SOFT_REC_IMM   = 1u << 2,
 };
 
-/* 24 bytes, so that an 8-byte SEND behind the core's 24-byte header fits in one line. */
+/* 32 bytes, so that an 8-byte SEND behind the core's 24-byte header fits in one line. */
 typedef struct tmx_soft_rec {
     _Atomic uint64_t stamp;
     uint32_t         len;   /* payload bytes behind the header (and extension) */
@@ -107,15 +133,21 @@ typedef struct tmx_soft_rec {
     uint8_t          flags;
     uint16_t         pad;
     uint32_t         imm;
-    uint32_t         seq;   /* RDMA: the initiator's work request sequence number */
+    uint32_t         seq;   /* RDMA: the initiator's work request sequence number;
+                             * SWITCH: the grant sequence it answers */
+    uint32_t         dst;   /* RC: the receiving QP's slot */
+    uint32_t         gen;   /* RC: and its generation */
 } tmx_soft_rec_t;
 
-/* Follows tmx_soft_rec_t for WDATA, RREQ, RRESP, ACK and UD records. */
+/* Follows tmx_soft_rec_t for WDATA, RREQ, RRESP, ACK, UD and SWITCH records. */
 typedef struct tmx_soft_rec_ext {
-    uint64_t raddr;  /* WDATA/RREQ: target address; RRESP: offset in the READ */
-    uint64_t total;  /* RREQ: bytes to read; WDATA: bytes of the whole WRITE */
-    uint32_t rkey;   /* WDATA/RREQ; UD: source qp number */
-    uint32_t status; /* ACK: tmx_wc_status_t; UD: destination qp number */
+    uint64_t raddr;  /* WDATA/RREQ: target address; RRESP: offset in the READ;
+                      * SWITCH: where the records in the fast ring left end */
+    uint64_t total;  /* RREQ: bytes to read; WDATA: bytes of the whole WRITE;
+                      * SWITCH: the start of the fast ring taken */
+    uint32_t rkey;   /* WDATA/RREQ; UD: source qp number; SWITCH: fast ring taken + 1 */
+    uint32_t status; /* ACK: tmx_wc_status_t; UD: destination qp number;
+                      * SWITCH: fast ring left + 1 */
 } tmx_soft_rec_ext_t;
 
 /* ---------------------------------------------------------------- process-local objects */
@@ -135,6 +167,7 @@ typedef struct tmx_soft_rseg {
     uint64_t            alive_ns; /* when it was last seen alive before a CMA operation */
     int                 refs;
     int                 cma; /* -1 not tried, 0 no, 1 yes */
+    int                 prefaulted; /* its inbox is mapped in this process */
 } tmx_soft_rseg_t;
 
 typedef struct tmx_soft_cq {
@@ -194,6 +227,7 @@ typedef struct tmx_soft_swr {
     size_t          total;
     size_t          off;     /* bytes written to the ring (or received, for a READ) */
     void           *copy;    /* inline data kept while the WR waits in the queue */
+    int             cma_done; /* WRITE_WITH_IMM: data written, its notice still to go */
 } tmx_soft_swr_t;
 
 /* A response the target owes its peer (fallback RDMA): an ACK or a READ being streamed. */
@@ -208,21 +242,40 @@ typedef struct tmx_soft_resp {
 
 typedef struct tmx_soft_dev tmx_soft_dev_t;
 
+/* An inbox record kept aside for a QP that could not take it yet (tmx_soft_park). */
+typedef struct tmx_soft_park {
+    struct tmx_soft_park *next;
+    uint64_t              bytes;
+    uint8_t               rec[];
+} tmx_soft_park_t;
+
 typedef struct tmx_soft_qp {
     tmx_qp_t        super;
     tmx_soft_dev_t *dev;
-    unsigned        index;     /* ring slot in the segment */
+    unsigned        index;     /* control line slot in the segment */
     int             active;    /* position in dev->active + 1, 0 if not there */
     tmx_soft_rq_t   rq;
     int             sig_all;
     uint32_t        max_inline;
 
-    /* inbound ring (ours) */
-    uint8_t              *in_ring;
+    /* receiving side: records come from the inbox, or from a fast ring while one is lent */
+    tmx_soft_ring_ctrl_t *my_ctrl;      /* our control line (gen, err_gen, grant) */
+    uint32_t              my_gen;       /* what a record must name */
+    uint32_t              grant_seq;    /* of the last grant word written */
+    unsigned              rfast;        /* fast ring reserved for the peer + 1, 0 none */
+    int                   revoking;     /* asked back, the peer's SWITCH not seen yet */
+    int                   fast_on;      /* position in dev->fast_on + 1: ring being read */
+    uint64_t              fast_base;    /* where the lent ring starts */
+    uint64_t              in_stop;      /* the peer left the ring here (UINT64_MAX: not) */
+    uint8_t              *in_ring;      /* the lent ring */
     uint64_t              in_size;
     tmx_soft_ring_ctrl_t *in_ctrl;
     uint64_t              in_head;
     uint64_t              in_published;
+    uint64_t              rx_win;       /* traffic window of rx_recent */
+    unsigned              rx_recent;    /* records received in that window */
+    tmx_soft_park_t      *park, *park_tail; /* inbox records kept aside, in order */
+    uint64_t              park_bytes;
     /* receive being assembled from SEND chunks */
     int                   rx_busy;
     tmx_soft_rwr_t        rx_wr;
@@ -232,15 +285,20 @@ typedef struct tmx_soft_qp {
     uint32_t              wfail_seq;
     int                   wfail;
 
-    /* outbound ring (the peer's inbound ring) */
+    /* sending side: the peer's inbox, or the fast ring it lent us */
     tmx_soft_rseg_t      *rseg;
+    tmx_soft_ring_ctrl_t *peer_ctrl;    /* the peer QP's control line */
+    uint32_t              remote_index;
+    uint32_t              remote_qpn;
+    uint32_t              out_gen;      /* generation of the peer QP when connected */
+    uint64_t              out_grant;    /* the grant word last answered */
+    unsigned              out_fast;     /* fast ring written + 1, 0: the inbox */
     uint8_t              *out_ring;
     uint64_t              out_size;
     tmx_soft_ring_ctrl_t *out_ctrl;
     uint64_t              out_tail;
     uint64_t              out_consumed; /* cached */
-    uint32_t              remote_qpn;
-    uint32_t              out_gen;      /* generation of the peer's ring when connected */
+    uint64_t              ibx_tail;     /* inbox tail while its lock is held */
     int                   cma;
 
     /* send queue: entries complete in post order */
@@ -268,12 +326,29 @@ struct tmx_soft_dev {
     uint64_t            lock_id;     /* pid | start time << 32: this process in a lock word */
     size_t              max_payload; /* of one RC record */
 
-    tmx_soft_qp_t     **qps;     /* by ring index */
-    unsigned            qp_next; /* where the search for a free ring starts (next fit) */
-    tmx_soft_qp_t     **active;  /* QPs in RTR/RTS: drained by cq_poll */
+    tmx_soft_qp_t     **qps;     /* by control line slot */
+    unsigned            qp_next; /* where the search for a free slot starts (next fit) */
+    tmx_soft_qp_t     **active;  /* QPs in RTR/RTS: their sends progressed by cq_poll */
     unsigned            num_active;
     tmx_soft_qp_t      *ud_qp;
-    uint64_t            ud_head; /* the mailbox position survives its UD QP */
+
+    /* the inbox */
+    uint8_t              *inbox;
+    uint64_t              inbox_size;
+    tmx_soft_ring_ctrl_t *inbox_ctrl;
+    uint64_t              inbox_head;
+    uint64_t              inbox_published;
+
+    /* fast rings */
+    tmx_soft_qp_t       **fast_owner; /* the QP each is lent for, NULL when free */
+    uint64_t             *fast_pos;   /* where each starts when lent next */
+    tmx_soft_qp_t       **fast_on;    /* QPs whose lent ring is being read */
+    unsigned              num_fast_on;
+    unsigned              fast_next;  /* next fit, as for slots */
+    uint64_t              win;        /* traffic window number */
+    uint64_t              win_ns;     /* when it started */
+    uint64_t              reclaim_ns; /* last time an idle ring was asked back */
+    unsigned long         stat_grants, stat_revokes;
 
     tmx_list_t          rsegs;
     unsigned            poll_count;
@@ -363,9 +438,20 @@ static inline tmx_soft_ring_ctrl_t *tmx_soft_ctrl(void *base, const tmx_soft_seg
     return (tmx_soft_ring_ctrl_t *)((uint8_t *)base + hdr->ctrl_off) + index;
 }
 
-static inline uint8_t *tmx_soft_ring(void *base, const tmx_soft_seg_hdr_t *hdr, unsigned index)
+static inline tmx_soft_ring_ctrl_t *tmx_soft_fctrl(void *base, const tmx_soft_seg_hdr_t *hdr,
+                                                   unsigned ring)
 {
-    return (uint8_t *)base + hdr->rings_off + (size_t)index * hdr->ring_size;
+    return (tmx_soft_ring_ctrl_t *)((uint8_t *)base + hdr->fctrl_off) + ring;
+}
+
+static inline uint8_t *tmx_soft_ring(void *base, const tmx_soft_seg_hdr_t *hdr, unsigned ring)
+{
+    return (uint8_t *)base + hdr->rings_off + (size_t)ring * hdr->ring_size;
+}
+
+static inline tmx_soft_ring_ctrl_t *tmx_soft_inbox_ctrl(void *base, const tmx_soft_seg_hdr_t *hdr)
+{
+    return (tmx_soft_ring_ctrl_t *)((uint8_t *)base + hdr->inbox_off);
 }
 
 /* soft_qp.c */

@@ -382,9 +382,12 @@ static tmx_status_t tmx_soft_seg_create(tmx_soft_dev_t *dev, const tmx_config_t 
 {
     size_t   ring_size = tmx_soft_pow2(cfg->soft_ring_size ? cfg->soft_ring_size : 256 * 1024,
                                        4096);
+    size_t   inbox_size = tmx_soft_pow2(cfg->soft_inbox_size ? cfg->soft_inbox_size : 512 * 1024,
+                                        4096);
     unsigned max_qps   = cfg->soft_max_qps ? cfg->soft_max_qps : 64;
     unsigned max_mrs   = cfg->soft_max_mrs ? cfg->soft_max_mrs : 1024;
-    size_t   off, mr_off, ud_off, ctrl_off, rings_off;
+    unsigned max_fast  = cfg->soft_fast_rings > 1024 ? 1024 : cfg->soft_fast_rings;
+    size_t   off, mr_off, inbox_off, ctrl_off, fctrl_off, rings_off;
     uint64_t probe = 0;
     tmx_status_t status;
 
@@ -392,10 +395,15 @@ static tmx_status_t tmx_soft_seg_create(tmx_soft_dev_t *dev, const tmx_config_t 
         max_mrs = 1u << 24; /* the index must fit in 24 bits of a key */
     }
     mr_off    = TMX_SOFT_ALIGN(sizeof(tmx_soft_seg_hdr_t));
-    ud_off    = TMX_SOFT_ALIGN(mr_off + (size_t)max_mrs * sizeof(tmx_soft_mr_ent_t));
-    ctrl_off  = TMX_SOFT_ALIGN(ud_off + sizeof(tmx_soft_ring_ctrl_t) + TMX_SOFT_UD_RING);
-    rings_off = TMX_SOFT_ALIGN(ctrl_off + (size_t)max_qps * sizeof(tmx_soft_ring_ctrl_t));
-    off       = rings_off + (size_t)max_qps * ring_size;
+    /* A record may take a quarter of a fast ring: the inbox must carry it too. */
+    if (inbox_size < ring_size) {
+        inbox_size = ring_size;
+    }
+    inbox_off = TMX_SOFT_ALIGN(mr_off + (size_t)max_mrs * sizeof(tmx_soft_mr_ent_t));
+    ctrl_off  = TMX_SOFT_ALIGN(inbox_off + sizeof(tmx_soft_ring_ctrl_t) + inbox_size);
+    fctrl_off = TMX_SOFT_ALIGN(ctrl_off + (size_t)max_qps * sizeof(tmx_soft_ring_ctrl_t));
+    rings_off = TMX_SOFT_ALIGN(fctrl_off + (size_t)max_fast * sizeof(tmx_soft_ring_ctrl_t));
+    off       = rings_off + (size_t)max_fast * ring_size;
 
     status = tmx_soft_seg_open(dev, cfg, off);
     if (status != TMX_OK) {
@@ -411,12 +419,15 @@ static tmx_status_t tmx_soft_seg_create(tmx_soft_dev_t *dev, const tmx_config_t 
     dev->hdr->pid      = (int32_t)getpid();
     dev->hdr->max_mrs  = max_mrs;
     dev->hdr->max_qps  = max_qps;
+    dev->hdr->max_fast = max_fast;
     dev->hdr->ring_size = ring_size;
+    dev->hdr->inbox_size = inbox_size;
     dev->hdr->map_addr = (uint64_t)(uintptr_t)dev->base;
     dev->hdr->probe    = probe | 1;
     dev->hdr->mr_off   = mr_off;
-    dev->hdr->ud_off   = ud_off;
+    dev->hdr->inbox_off = inbox_off;
     dev->hdr->ctrl_off = ctrl_off;
+    dev->hdr->fctrl_off = fctrl_off;
     dev->hdr->rings_off = rings_off;
     dev->hdr->total    = off;
     dev->hdr->start_time = tmx_soft_start_time(getpid());
@@ -466,12 +477,19 @@ static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t
     dev->qps     = calloc(dev->hdr->max_qps, sizeof(*dev->qps));
     dev->active  = calloc(dev->hdr->max_qps, sizeof(*dev->active));
     dev->mr_objs = calloc(dev->hdr->max_mrs, sizeof(*dev->mr_objs));
-    if (dev->qps == NULL || dev->active == NULL || dev->mr_objs == NULL) {
+    dev->fast_owner = calloc(dev->hdr->max_fast + 1, sizeof(*dev->fast_owner));
+    dev->fast_on    = calloc(dev->hdr->max_fast + 1, sizeof(*dev->fast_on));
+    dev->fast_pos   = calloc(dev->hdr->max_fast + 1, sizeof(*dev->fast_pos));
+    if (dev->qps == NULL || dev->active == NULL || dev->mr_objs == NULL ||
+        dev->fast_owner == NULL || dev->fast_on == NULL || dev->fast_pos == NULL) {
         status = TMX_ERR_NO_MEMORY;
         goto err_seg;
     }
     dev->boot_hash   = tmx_soft_boot_hash();
     dev->lock_id     = (uint32_t)getpid() | (uint64_t)(uint32_t)dev->hdr->start_time << 32;
+    dev->inbox_ctrl  = tmx_soft_inbox_ctrl(dev->base, dev->hdr);
+    dev->inbox       = (uint8_t *)(dev->inbox_ctrl + 1);
+    dev->inbox_size  = dev->hdr->inbox_size;
     /* A record is at most a quarter ring: with the consumer publishing its position every
      * quarter ring, a record and its wrap padding always fit once the ring has drained. */
     dev->max_payload = dev->hdr->ring_size / 4 - sizeof(tmx_soft_rec_t) -
@@ -501,6 +519,9 @@ err_free:
     free(dev->qps);
     free(dev->active);
     free(dev->mr_objs);
+    free(dev->fast_owner);
+    free(dev->fast_on);
+    free(dev->fast_pos);
     free(dev);
 err:
     return status;
@@ -524,6 +545,9 @@ static void tmx_soft_dev_close(tmx_dev_t *d)
     free(dev->qps);
     free(dev->active);
     free(dev->mr_objs);
+    free(dev->fast_owner);
+    free(dev->fast_on);
+    free(dev->fast_pos);
     free(dev);
 }
 
@@ -591,16 +615,20 @@ static int tmx_soft_seg_valid(const tmx_soft_seg_hdr_t *h, size_t size, pid_t pi
 
     if (h->magic != TMX_SOFT_MAGIC || h->version != TMX_SOFT_VERSION || h->pid != pid ||
         h->uid != (uint32_t)getuid() || h->total != size || h->max_qps == 0 ||
-        h->max_qps > (1u << 20) || h->max_mrs > (1u << 24) || h->ring_size < 4096 ||
-        (h->ring_size & (h->ring_size - 1)) != 0 || h->ring_size > (1ull << 32)) {
+        h->max_qps > (1u << 20) || h->max_mrs > (1u << 24) || h->max_fast > 1024 ||
+        h->ring_size < 4096 || (h->ring_size & (h->ring_size - 1)) != 0 ||
+        h->ring_size > (1ull << 32) || h->inbox_size < h->ring_size ||
+        (h->inbox_size & (h->inbox_size - 1)) != 0 || h->inbox_size > (1ull << 32)) {
         return 0;
     }
-    rings_end = h->rings_off + (uint64_t)h->max_qps * h->ring_size;
+    rings_end = h->rings_off + (uint64_t)h->max_fast * h->ring_size;
     return h->mr_off + (uint64_t)h->max_mrs * sizeof(tmx_soft_mr_ent_t) <= size &&
-           h->ud_off + sizeof(tmx_soft_ring_ctrl_t) + TMX_SOFT_UD_RING <= size &&
+           h->inbox_off + sizeof(tmx_soft_ring_ctrl_t) + h->inbox_size <= size &&
            h->ctrl_off + (uint64_t)h->max_qps * sizeof(tmx_soft_ring_ctrl_t) <= size &&
+           h->fctrl_off + (uint64_t)h->max_fast * sizeof(tmx_soft_ring_ctrl_t) <= size &&
            rings_end <= size && h->rings_off % TMX_SOFT_LINE == 0 &&
-           h->ud_off % TMX_SOFT_LINE == 0 && h->ctrl_off % TMX_SOFT_LINE == 0;
+           h->inbox_off % TMX_SOFT_LINE == 0 && h->ctrl_off % TMX_SOFT_LINE == 0 &&
+           h->fctrl_off % TMX_SOFT_LINE == 0;
 }
 
 /*

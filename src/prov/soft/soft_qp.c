@@ -16,6 +16,7 @@
 #define TMX_LOG_SUBSYS "soft"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -40,10 +41,15 @@ typedef struct tmx_soft_qp_addr {
 
 #define TMX_SOFT_HDR      sizeof(tmx_soft_rec_t)
 #define TMX_SOFT_HDR_EXT  (sizeof(tmx_soft_rec_t) + sizeof(tmx_soft_rec_ext_t))
-#define TMX_SOFT_DRAIN    64                  /* records per QP per poll */
+#define TMX_SOFT_DRAIN    64                  /* records per ring per poll */
+#define TMX_SOFT_FAST_AFTER 16                /* inbox records in a window that earn a ring */
+#define TMX_SOFT_WIN_NS   (10ull * 1000000)   /* traffic window */
 #define TMX_SOFT_CHECK_NS (100ull * 1000000)  /* peer liveness check period */
 #define TMX_SOFT_TX_GONE  (-1)                /* tx: the peer process is gone */
 #define TMX_SOFT_CMA_CHECK_NS (1000000ull)    /* see tmx_soft_cma_target_gone */
+
+static void tmx_soft_fast_drop(tmx_soft_qp_t *qp);
+static void tmx_soft_park_free(tmx_soft_qp_t *qp);
 
 static inline size_t tmx_soft_lines(size_t bytes)
 {
@@ -210,6 +216,8 @@ static void tmx_soft_qp_fail(tmx_soft_qp_t *qp, tmx_wc_status_t status, int asyn
     }
     qp->super.state = TMX_QPS_ERR;
     tmx_soft_active_del(qp);
+    tmx_soft_fast_drop(qp);
+    tmx_soft_park_free(qp);
     for (uint32_t s = qp->head_seq; s != qp->next_seq; s++) {
         tmx_soft_swr_t *swr = tmx_soft_swr(qp, s);
 
@@ -266,13 +274,13 @@ static int tmx_soft_qp_peer_dead(tmx_soft_qp_t *qp, int busy)
     }
     if (tmx_soft_rseg_dead(qp->rseg)) {
         tmx_soft_qp_gone(qp);
-    } else if (atomic_load_explicit(&qp->out_ctrl->err_gen, memory_order_relaxed) ==
+    } else if (atomic_load_explicit(&qp->peer_ctrl->err_gen, memory_order_relaxed) ==
                qp->out_gen) {
         tmx_warn("qp %u: peer qp %u of process %d refused a record and went to error",
                  qp->super.qp_num, qp->remote_qpn, (int)qp->rseg->pid);
         tmx_soft_qp_fail(qp, TMX_WC_REM_INV_REQ_ERR, 1);
     } else if (busy &&
-               atomic_load_explicit(&qp->out_ctrl->gen, memory_order_relaxed) != qp->out_gen) {
+               atomic_load_explicit(&qp->peer_ctrl->gen, memory_order_relaxed) != qp->out_gen) {
         tmx_warn("qp %u: peer qp %u of process %d was destroyed", qp->super.qp_num,
                  qp->remote_qpn, (int)qp->rseg->pid);
         tmx_soft_qp_fail(qp, TMX_WC_RETRY_EXC_ERR, 1);
@@ -338,17 +346,156 @@ static tmx_soft_rec_t *tmx_soft_tx_reserve(uint8_t *ring, uint64_t size,
     return (tmx_soft_rec_t *)(ring + (tail & (size - 1)));
 }
 
+static void tmx_soft_prefault(uint8_t *ring, size_t size);
+
+/* Takes an inbox's lock word. A holder that died inside its critical section is detected (by
+ * pid and start time) and the lock taken over; a holder that was preempted is given the
+ * processor now and then, which matters when ranks outnumber cores. */
+static void tmx_soft_inbox_lock(tmx_soft_ring_ctrl_t *ctrl, uint64_t me)
+{
+    unsigned spins = 0;
+
+    for (;;) {
+        uint64_t cur = 0;
+
+        if (atomic_compare_exchange_weak_explicit(&ctrl->lock, &cur, me, memory_order_acquire,
+                                                  memory_order_relaxed)) {
+            return;
+        }
+        if (++spins % 256 == 0) {
+            sched_yield();
+        }
+        if (spins % (1u << 14) == 0 && cur != 0 && tmx_soft_lock_holder_dead(cur)) {
+            if (atomic_compare_exchange_strong_explicit(&ctrl->lock, &cur, me,
+                                                        memory_order_acquire,
+                                                        memory_order_relaxed)) {
+                return;
+            }
+        }
+    }
+}
+
+static inline tmx_soft_ring_ctrl_t *tmx_soft_rseg_inbox_ctrl(tmx_soft_rseg_t *r)
+{
+    return tmx_soft_inbox_ctrl(r->base, r->hdr);
+}
+
+/* Room for bytes (whole lines) in a peer's inbox: on success the lock is held until
+ * tmx_soft_inbox_commit, and *tail_p is where the record goes; NULL (lock released) when full. */
+static tmx_soft_rec_t *tmx_soft_inbox_reserve(tmx_soft_dev_t *dev, tmx_soft_rseg_t *r,
+                                              uint64_t *tail_p, size_t bytes)
+{
+    tmx_soft_ring_ctrl_t *ctrl = tmx_soft_rseg_inbox_ctrl(r);
+    uint64_t              consumed;
+    tmx_soft_rec_t       *rec;
+
+    tmx_soft_inbox_lock(ctrl, dev->lock_id);
+    *tail_p  = atomic_load_explicit(&ctrl->tail, memory_order_relaxed);
+    consumed = atomic_load_explicit(&ctrl->consumed, memory_order_acquire);
+    rec      = tmx_soft_tx_reserve((uint8_t *)(ctrl + 1), r->hdr->inbox_size, ctrl, tail_p,
+                                   &consumed, bytes);
+    if (rec == NULL) {
+        /* the tail moved if a PAD went in */
+        atomic_store_explicit(&ctrl->tail, *tail_p, memory_order_relaxed);
+        atomic_store_explicit(&ctrl->lock, 0, memory_order_release);
+    }
+    return rec;
+}
+
+static void tmx_soft_inbox_commit(tmx_soft_rseg_t *r, tmx_soft_rec_t *rec, uint64_t tail,
+                                  size_t bytes)
+{
+    tmx_soft_ring_ctrl_t *ctrl = tmx_soft_rseg_inbox_ctrl(r);
+
+    tmx_soft_tx_publish((uint8_t *)(ctrl + 1), r->hdr->inbox_size, rec, tail, bytes);
+    atomic_store_explicit(&ctrl->tail, tail + bytes, memory_order_relaxed);
+    atomic_store_explicit(&ctrl->lock, 0, memory_order_release);
+}
+
+/*
+ * The peer changed the grant word of its QP: answer with a SWITCH record in its inbox, naming
+ * where our records in the fast ring we leave (if any) end and which ring we take (if any),
+ * and write there from now on. 0 when the inbox is full (the caller retries later).
+ */
+static int tmx_soft_tx_switch(tmx_soft_qp_t *qp)
+{
+    tmx_soft_rseg_t    *r     = qp->rseg;
+    uint64_t            g     = atomic_load_explicit(&qp->peer_ctrl->grant, memory_order_acquire);
+    uint64_t            base  = atomic_load_explicit(&qp->peer_ctrl->grant_base,
+                                                     memory_order_relaxed);
+    unsigned            ring  = (uint32_t)g;
+    tmx_soft_rec_t     *rec;
+    tmx_soft_rec_ext_t *ext;
+    uint64_t            tail;
+
+    if (ring > r->hdr->max_fast) {
+        ring = 0; /* nonsense: stay on (or go back to) the inbox */
+    }
+    rec = tmx_soft_inbox_reserve(qp->dev, r, &tail, tmx_soft_lines(TMX_SOFT_HDR_EXT));
+    if (rec == NULL) {
+        return 0;
+    }
+    ext         = tmx_soft_ext(rec);
+    rec->len    = 0;
+    rec->op     = TMX_SOFT_OP_SWITCH;
+    rec->flags  = 0;
+    rec->imm    = 0;
+    rec->seq    = (uint32_t)(g >> 32);
+    rec->dst    = qp->remote_index;
+    rec->gen    = qp->out_gen;
+    ext->raddr  = qp->out_fast != 0 ? qp->out_tail : 0;
+    ext->status = qp->out_fast;
+    ext->rkey   = ring;
+    ext->total  = base;
+    tmx_soft_inbox_commit(r, rec, tail, tmx_soft_lines(TMX_SOFT_HDR_EXT));
+    qp->out_grant = g;
+    qp->out_fast  = ring;
+    if (ring != 0) {
+        qp->out_ring     = tmx_soft_ring(r->base, r->hdr, ring - 1);
+        qp->out_size     = r->hdr->ring_size;
+        qp->out_ctrl     = tmx_soft_fctrl(r->base, r->hdr, ring - 1);
+        qp->out_tail     = base;
+        qp->out_consumed = base;
+        tmx_soft_prefault(qp->out_ring, qp->out_size);
+    }
+    return 1;
+}
+
+/* Room for a record of bytes on the QP's path; with the inbox, its lock is held until
+ * tmx_soft_qp_commit. The record's destination fields are filled in. */
 static tmx_soft_rec_t *tmx_soft_qp_reserve(tmx_soft_qp_t *qp, size_t bytes)
 {
-    return tmx_soft_tx_reserve(qp->out_ring, qp->out_size, qp->out_ctrl, &qp->out_tail,
-                               &qp->out_consumed, tmx_soft_lines(bytes));
+    tmx_soft_rec_t *rec;
+
+    bytes = tmx_soft_lines(bytes);
+    /* One load of a line the peer writes only when it lends or takes back a ring. */
+    if (atomic_load_explicit(&qp->peer_ctrl->grant, memory_order_relaxed) != qp->out_grant &&
+        !tmx_soft_tx_switch(qp)) {
+        return NULL;
+    }
+    if (qp->out_fast != 0) {
+        rec = tmx_soft_tx_reserve(qp->out_ring, qp->out_size, qp->out_ctrl, &qp->out_tail,
+                                  &qp->out_consumed, bytes);
+    } else {
+        rec = tmx_soft_inbox_reserve(qp->dev, qp->rseg, &qp->ibx_tail, bytes);
+    }
+    if (rec != NULL) {
+        rec->dst = qp->remote_index;
+        rec->gen = qp->out_gen;
+    }
+    return rec;
 }
 
 /* The stamp goes last, with release: the reader that sees it sees the whole record. */
 static void tmx_soft_qp_commit(tmx_soft_qp_t *qp, tmx_soft_rec_t *rec, size_t bytes)
 {
-    tmx_soft_tx_publish(qp->out_ring, qp->out_size, rec, qp->out_tail, tmx_soft_lines(bytes));
-    qp->out_tail += tmx_soft_lines(bytes);
+    bytes = tmx_soft_lines(bytes);
+    if (qp->out_fast != 0) {
+        tmx_soft_tx_publish(qp->out_ring, qp->out_size, rec, qp->out_tail, bytes);
+        qp->out_tail += bytes;
+    } else {
+        tmx_soft_inbox_commit(qp->rseg, rec, qp->ibx_tail, bytes);
+    }
 }
 
 /* Serves the responses this QP owes its peer (fallback RDMA); 0 when the ring is full. */
@@ -499,7 +646,8 @@ static int tmx_soft_cma_target_gone(tmx_soft_rseg_t *r)
 }
 
 /* RDMA by cross-memory attach, checked against the target's own MR table. 1 when done, 0
- * when it must wait for ring space, TMX_SOFT_TX_GONE when the target process is gone (the
+ * when it must wait for ring space (a WRITE_WITH_IMM whose data went, and whose notice waits:
+ * the next call sends only the notice), TMX_SOFT_TX_GONE when the target process is gone (the
  * caller fails the QP: the WR completes as on a dead peer, not as a remote access error). */
 static int tmx_soft_tx_cma(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
 {
@@ -507,25 +655,21 @@ static int tmx_soft_tx_cma(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
     const tmx_soft_mr_ent_t  *table = (tmx_soft_mr_ent_t *)((uint8_t *)r->base + r->hdr->mr_off);
     int                       read  = swr->opcode == TMX_WR_RDMA_READ;
     struct iovec              liov[TMX_SOFT_MAX_SGE], riov;
-    tmx_soft_rec_t           *rec   = NULL;
+    tmx_soft_rec_t           *rec;
     ssize_t                   n     = 0;
     int                       cnt;
 
     if (tmx_soft_cma_target_gone(r)) {
         return TMX_SOFT_TX_GONE; /* whatever the key: the fallback path would not answer */
     }
+    if (swr->cma_done) {
+        goto notice;
+    }
     if (tmx_soft_key_check(table, r->hdr->max_mrs, swr->rkey, swr->raddr, swr->total,
                            read ? TMX_ACCESS_REMOTE_READ : TMX_ACCESS_REMOTE_WRITE) != 0) {
         swr->state  = TMX_SOFT_SWR_DONE;
         swr->status = TMX_WC_REM_ACCESS_ERR;
         return 1;
-    }
-    if (swr->opcode == TMX_WR_RDMA_WRITE_WITH_IMM) {
-        /* Room for the notification first: the WR is all or nothing. */
-        rec = tmx_soft_qp_reserve(qp, TMX_SOFT_HDR_EXT);
-        if (rec == NULL) {
-            return 0;
-        }
     }
     cnt           = tmx_soft_iov(swr, liov);
     riov.iov_base = (void *)(uintptr_t)swr->raddr;
@@ -550,17 +694,23 @@ static int tmx_soft_tx_cma(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
         swr->status = TMX_WC_REM_ACCESS_ERR;
         return 1;
     }
-    swr->state  = TMX_SOFT_SWR_DONE;
-    swr->status = TMX_WC_SUCCESS;
-    if (rec != NULL) {
-        rec->len                    = 0;
-        rec->op                     = TMX_SOFT_OP_WIMM;
-        rec->flags                  = TMX_SOFT_REC_IMM;
-        rec->imm                    = swr->imm;
-        rec->seq                    = swr->seq;
-        tmx_soft_ext(rec)->total    = swr->total;
+    swr->cma_done = 1;
+notice:
+    if (swr->opcode == TMX_WR_RDMA_WRITE_WITH_IMM) {
+        rec = tmx_soft_qp_reserve(qp, TMX_SOFT_HDR_EXT);
+        if (rec == NULL) {
+            return 0;
+        }
+        rec->len                 = 0;
+        rec->op                  = TMX_SOFT_OP_WIMM;
+        rec->flags               = TMX_SOFT_REC_IMM;
+        rec->imm                 = swr->imm;
+        rec->seq                 = swr->seq;
+        tmx_soft_ext(rec)->total = swr->total;
         tmx_soft_qp_commit(qp, rec, TMX_SOFT_HDR_EXT);
     }
+    swr->state  = TMX_SOFT_SWR_DONE;
+    swr->status = TMX_WC_SUCCESS;
     return 1;
 }
 
@@ -906,160 +1056,481 @@ static int tmx_soft_rx_ud(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
     return TMX_SOFT_RX_DONE;
 }
 
-/* Whether a record waits at the head of the QP's inbound ring: the one question every poll
- * asks of every QP, so it is kept to a few loads (drain asks it again, and reads the record). */
-static inline int tmx_soft_qp_has_rx(const tmx_soft_qp_t *qp)
-{
-    uint64_t              head = qp->super.type == TMX_QPT_UD ? qp->dev->ud_head : qp->in_head;
-    const tmx_soft_rec_t *rec  = (const tmx_soft_rec_t *)(qp->in_ring +
-                                                          (head & (qp->in_size - 1)));
+/* ---------------------------------------------------------------- fast rings (the owner's side) */
 
-    return atomic_load_explicit(&rec->stamp, memory_order_acquire) == head + 1;
+static void tmx_soft_fast_on_add(tmx_soft_qp_t *qp)
+{
+    tmx_soft_dev_t *dev = qp->dev;
+
+    if (qp->fast_on == 0) {
+        dev->fast_on[dev->num_fast_on++] = qp;
+        qp->fast_on                      = (int)dev->num_fast_on;
+    }
 }
 
-/* Consumes the records waiting in the QP's inbound ring. Every field of a record is read
- * once into a local: the peer could rewrite the ring under us, and nothing it writes may
- * take us out of bounds. */
-static void tmx_soft_qp_drain(tmx_soft_qp_t *qp)
+static void tmx_soft_fast_on_del(tmx_soft_qp_t *qp)
+{
+    tmx_soft_dev_t *dev = qp->dev;
+
+    if (qp->fast_on != 0) {
+        tmx_soft_qp_t *last = dev->fast_on[--dev->num_fast_on];
+
+        dev->fast_on[qp->fast_on - 1] = last;
+        last->fast_on                 = qp->fast_on;
+        qp->fast_on                   = 0;
+    }
+}
+
+static void tmx_soft_grant_write(tmx_soft_qp_t *qp, unsigned ring)
+{
+    qp->grant_seq++;
+    atomic_store_explicit(&qp->my_ctrl->grant, (uint64_t)qp->grant_seq << 32 | ring,
+                          memory_order_release);
+}
+
+/* Asks the peer to give its ring back; it answers with a SWITCH at its next record (or at
+ * its next liveness check when idle). */
+static void tmx_soft_fast_revoke(tmx_soft_qp_t *qp)
+{
+    qp->revoking = 1;
+    tmx_soft_grant_write(qp, 0);
+    qp->dev->stat_revokes++;
+    tmx_debug("qp %u: fast ring %u asked back", qp->super.qp_num, qp->rfast - 1);
+}
+
+/* No ring free: ask one back from the QP idle the longest, if one has been idle for a whole
+ * traffic window, at most once a window. */
+static void tmx_soft_fast_reclaim(tmx_soft_dev_t *dev)
+{
+    tmx_soft_qp_t *idle = NULL;
+
+    if (dev->reclaim_ns == dev->win) {
+        return;
+    }
+    dev->reclaim_ns = dev->win;
+    for (unsigned r = 0; r < dev->hdr->max_fast; r++) {
+        tmx_soft_qp_t *q = dev->fast_owner[r];
+
+        if (q != NULL && !q->revoking && q->rx_win + 1 < dev->win &&
+            (idle == NULL || q->rx_win < idle->rx_win)) {
+            idle = q;
+        }
+    }
+    if (idle != NULL) {
+        tmx_soft_fast_revoke(idle);
+    }
+}
+
+/* Lends a free fast ring to the peer of qp (which has carried traffic through the inbox). */
+static void tmx_soft_fast_grant(tmx_soft_qp_t *qp)
+{
+    tmx_soft_dev_t *dev = qp->dev;
+    unsigned        n   = dev->hdr->max_fast, k, r;
+
+    for (k = 0, r = dev->fast_next % n; k < n && dev->fast_owner[r] != NULL;
+         k++, r = (r + 1) % n) {
+    }
+    if (k == n) {
+        tmx_soft_fast_reclaim(dev);
+        return;
+    }
+    dev->fast_next = r + 1;
+    qp->rfast      = r + 1;
+    qp->fast_base  = dev->fast_pos[r];
+    qp->revoking   = 0;
+    dev->fast_owner[r] = qp;
+    atomic_store_explicit(&tmx_soft_fctrl(dev->base, dev->hdr, r)->consumed, qp->fast_base,
+                          memory_order_relaxed);
+    atomic_store_explicit(&qp->my_ctrl->grant_base, qp->fast_base, memory_order_relaxed);
+    tmx_soft_grant_write(qp, r + 1);
+    dev->stat_grants++;
+    tmx_debug("qp %u: fast ring %u lent from position %llu", qp->super.qp_num, r,
+              (unsigned long long)qp->fast_base);
+}
+
+/* The QP leaves (error, reset, destroy) holding a ring: the ring is free again, but its
+ * positions jump far ahead, so that a peer still writing where it was cannot make records the
+ * next borrower's reader takes for its own. */
+static void tmx_soft_fast_drop(tmx_soft_qp_t *qp)
+{
+    tmx_soft_dev_t *dev = qp->dev;
+    unsigned        r;
+
+    if (qp->rfast == 0) {
+        return;
+    }
+    r = qp->rfast - 1;
+    if (qp->fast_on != 0 && qp->in_head > dev->fast_pos[r]) {
+        dev->fast_pos[r] = qp->in_head;
+    }
+    dev->fast_pos[r] += 1ull << 32;
+    tmx_soft_fast_on_del(qp);
+    dev->fast_owner[r] = NULL;
+    qp->rfast          = 0;
+    qp->revoking       = 0;
+    tmx_soft_grant_write(qp, 0);
+}
+
+/* Counts a record of qp's peer through the inbox; past a few in one window it gets a ring. */
+static void tmx_soft_rx_count(tmx_soft_qp_t *qp)
+{
+    tmx_soft_dev_t *dev = qp->dev;
+
+    if (qp->rx_win != dev->win) {
+        qp->rx_win    = dev->win;
+        qp->rx_recent = 0;
+    }
+    if (++qp->rx_recent >= TMX_SOFT_FAST_AFTER && qp->rfast == 0 && dev->hdr->max_fast > 0) {
+        tmx_soft_fast_grant(qp);
+    }
+}
+
+/* ---------------------------------------------------------------- reading records */
+
+static void tmx_soft_park_free(tmx_soft_qp_t *qp)
+{
+    while (qp->park != NULL) {
+        tmx_soft_park_t *p = qp->park;
+
+        qp->park = p->next;
+        free(p);
+    }
+    qp->park_tail  = NULL;
+    qp->park_bytes = 0;
+}
+
+/* A peer's record made no sense: the QP goes to error, and the peer is told (its liveness
+ * check reads err_gen, tmx_soft_qp_peer_dead), since it may wait for an answer that will never
+ * come. */
+static void tmx_soft_rx_bad(tmx_soft_qp_t *qp, unsigned op, uint32_t len)
+{
+    tmx_error("qp %u: malformed record from peer (op %u, len %u): qp to error",
+              qp->super.qp_num, op, len);
+    atomic_store_explicit(&qp->my_ctrl->err_gen, qp->my_gen, memory_order_relaxed);
+    tmx_soft_qp_fail(qp, TMX_WC_REM_INV_REQ_ERR, 1);
+}
+
+/* Bytes a record of op with len payload bytes takes in a ring. */
+static inline uint64_t tmx_soft_rec_bytes(unsigned op, uint32_t len)
+{
+    return tmx_soft_lines((op == TMX_SOFT_OP_SEND ? TMX_SOFT_HDR : TMX_SOFT_HDR_EXT) +
+                          (uint64_t)len);
+}
+
+static int tmx_soft_rx_switch(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
+                              const tmx_soft_rec_ext_t *ext);
+
+/* Handles one RC record for qp, read from a ring where room bytes follow it; *bytes_p gets
+ * what it takes there. Every field is read once into a local: the peer could rewrite the
+ * ring under us, and nothing it writes may take us out of bounds. */
+static int tmx_soft_rx_one(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec, uint64_t room,
+                           uint64_t *bytes_p, int inbox)
+{
+    uint32_t           len   = rec->len;
+    uint8_t            op    = rec->op;
+    uint8_t            flags = rec->flags;
+    tmx_soft_rec_ext_t ext;
+
+    if (op == TMX_SOFT_OP_PAD) {
+        *bytes_p = room;
+        return TMX_SOFT_RX_DONE;
+    }
+    *bytes_p = tmx_soft_rec_bytes(op, len);
+    if (*bytes_p > room) {
+        return TMX_SOFT_RX_BAD;
+    }
+    memcpy(&ext, rec + 1, sizeof(ext));
+    switch (op) {
+    case TMX_SOFT_OP_SEND:   return tmx_soft_rx_send(qp, rec, len, flags);
+    case TMX_SOFT_OP_WIMM:   return tmx_soft_rx_wimm(qp, rec, &ext);
+    case TMX_SOFT_OP_WDATA:  return tmx_soft_rx_wdata(qp, rec, &ext, len, flags);
+    case TMX_SOFT_OP_RREQ:   return tmx_soft_rx_rreq(qp, rec, &ext);
+    case TMX_SOFT_OP_RRESP:  return tmx_soft_rx_rresp(qp, rec, &ext, len, flags);
+    case TMX_SOFT_OP_ACK:    return tmx_soft_rx_ack(qp, rec, &ext);
+    case TMX_SOFT_OP_SWITCH: return inbox ? tmx_soft_rx_switch(qp, rec, &ext) : TMX_SOFT_RX_BAD;
+    default:                 return TMX_SOFT_RX_BAD; /* a datagram on an RC path, or nonsense */
+    }
+}
+
+/* Reads the records of qp's lent ring, up to limit of them or to where the peer left it. */
+static void tmx_soft_fast_drain(tmx_soft_qp_t *qp, unsigned limit)
 {
     uint64_t mask = qp->in_size - 1;
-    int      ud   = qp->super.type == TMX_QPT_UD;
+
+    for (unsigned i = 0; i < limit; i++) {
+        uint64_t        head = qp->in_head;
+        uint64_t        pos  = head & mask;
+        tmx_soft_rec_t *rec  = (tmx_soft_rec_t *)(qp->in_ring + pos);
+        uint64_t        bytes;
+        int             rc;
+
+        if (head == qp->in_stop ||
+            atomic_load_explicit(&rec->stamp, memory_order_acquire) != head + 1) {
+            break;
+        }
+        rc = tmx_soft_rx_one(qp, rec, qp->in_size - pos, &bytes, 0);
+        if (rc == TMX_SOFT_RX_BLOCKED) {
+            break;
+        }
+        if (rc == TMX_SOFT_RX_BAD) {
+            tmx_soft_rx_bad(qp, rec->op, rec->len);
+            return;
+        }
+        head       += bytes;
+        qp->in_head = head;
+        /* Publishing rarely keeps the control line quiet; a quarter ring bounds what the
+         * producer may believe is still in use. */
+        if (head - qp->in_published >= qp->in_size / 4) {
+            qp->in_published = head;
+            atomic_store_explicit(&qp->in_ctrl->consumed, head, memory_order_release);
+        }
+    }
+    qp->rx_win = qp->dev->win;
+}
+
+/*
+ * The peer answers a grant word: it leaves the ring it wrote (its records there end at
+ * ext->raddr: read them first, they came before this record) and takes the one named, from
+ * its start. Once it answered our last word asking the ring back, the ring is free.
+ */
+static int tmx_soft_rx_switch(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
+                              const tmx_soft_rec_ext_t *ext)
+{
+    tmx_soft_dev_t *dev   = qp->dev;
+    unsigned        left  = ext->status;
+    unsigned        taken = ext->rkey;
+
+    if (qp->fast_on != 0) {
+        if (left != qp->rfast || ext->raddr < qp->in_head ||
+            ext->raddr - qp->in_head > qp->in_size) {
+            return TMX_SOFT_RX_BAD;
+        }
+        qp->in_stop = ext->raddr;
+        tmx_soft_fast_drain(qp, UINT32_MAX);
+        if (qp->super.state == TMX_QPS_ERR) {
+            return TMX_SOFT_RX_DONE; /* the drain met a bad record */
+        }
+        if (qp->in_head != qp->in_stop) {
+            return TMX_SOFT_RX_BLOCKED; /* a receive is missing: the rest waits with us */
+        }
+        dev->fast_pos[qp->rfast - 1] = qp->in_head;
+        qp->in_stop                  = UINT64_MAX;
+        tmx_soft_fast_on_del(qp);
+    } else if (left != 0) {
+        return TMX_SOFT_RX_BAD;
+    }
+    if (taken != 0) {
+        if (taken != qp->rfast || ext->total != qp->fast_base) {
+            return TMX_SOFT_RX_BAD;
+        }
+        qp->in_ring      = tmx_soft_ring(dev->base, dev->hdr, taken - 1);
+        qp->in_size      = dev->hdr->ring_size;
+        qp->in_ctrl      = tmx_soft_fctrl(dev->base, dev->hdr, taken - 1);
+        qp->in_head      = qp->fast_base;
+        qp->in_published = qp->fast_base;
+        qp->in_stop      = UINT64_MAX;
+        tmx_soft_fast_on_add(qp);
+    }
+    if (qp->revoking && rec->seq == qp->grant_seq) {
+        if (taken != 0) {
+            return TMX_SOFT_RX_BAD;
+        }
+        dev->fast_owner[qp->rfast - 1] = NULL;
+        qp->rfast                      = 0;
+        qp->revoking                   = 0;
+    }
+    return TMX_SOFT_RX_DONE;
+}
+
+/* Keeps a copy of an inbox record for qp, which cannot take it now (not connected yet, or no
+ * receive posted), so that the inbox moves on for the other QPs; 0 when qp holds too much. */
+static int tmx_soft_park(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec, uint64_t bytes)
+{
+    tmx_soft_park_t *p;
+
+    if (qp->park_bytes + bytes > qp->dev->inbox_size ||
+        (p = malloc(sizeof(*p) + bytes)) == NULL) {
+        return 0;
+    }
+    p->next  = NULL;
+    p->bytes = bytes;
+    memcpy(p->rec, rec, bytes);
+    if (qp->park_tail != NULL) {
+        qp->park_tail->next = p;
+    } else {
+        qp->park = p;
+    }
+    qp->park_tail   = p;
+    qp->park_bytes += bytes;
+    return 1;
+}
+
+static void tmx_soft_park_drain(tmx_soft_qp_t *qp)
+{
+    while (qp->park != NULL) {
+        tmx_soft_park_t *p = qp->park;
+        uint64_t         bytes;
+        int              rc = tmx_soft_rx_one(qp, (const tmx_soft_rec_t *)p->rec, p->bytes,
+                                              &bytes, 1);
+
+        if (rc == TMX_SOFT_RX_BLOCKED) {
+            return;
+        }
+        if (rc == TMX_SOFT_RX_BAD) {
+            tmx_soft_rx_bad(qp, ((const tmx_soft_rec_t *)p->rec)->op,
+                            ((const tmx_soft_rec_t *)p->rec)->len);
+            return; /* the failure freed the rest */
+        }
+        qp->park        = p->next;
+        qp->park_bytes -= p->bytes;
+        if (qp->park == NULL) {
+            qp->park_tail = NULL;
+        }
+        free(p);
+        if (qp->super.state == TMX_QPS_ERR) {
+            return;
+        }
+    }
+}
+
+/* The QP an inbox record names, if it still is the one the sender connected to. */
+static tmx_soft_qp_t *tmx_soft_inbox_qp(tmx_soft_dev_t *dev, uint32_t dst, uint32_t gen)
+{
+    tmx_soft_qp_t *qp = dst < dev->hdr->max_qps ? dev->qps[dst] : NULL;
+
+    if (qp == NULL || qp->super.type != TMX_QPT_RC || qp->my_gen != gen ||
+        qp->super.state == TMX_QPS_ERR || qp->super.state == TMX_QPS_RESET) {
+        return NULL;
+    }
+    return qp;
+}
+
+/* A datagram for the UD QP. */
+static int tmx_soft_inbox_ud(tmx_soft_dev_t *dev, const tmx_soft_rec_t *rec, uint64_t room,
+                             uint64_t *bytes_p)
+{
+    uint32_t           len   = rec->len;
+    uint8_t            flags = rec->flags;
+    tmx_soft_rec_ext_t ext;
+
+    *bytes_p = tmx_soft_lines(TMX_SOFT_HDR_EXT + (uint64_t)len);
+    if (*bytes_p > room) {
+        tmx_warn("dropping malformed datagram (len %u)", len);
+        *bytes_p = room;
+        return TMX_SOFT_RX_DONE;
+    }
+    if (dev->ud_qp == NULL || dev->ud_qp->super.state == TMX_QPS_RESET ||
+        dev->ud_qp->super.state == TMX_QPS_ERR) {
+        return TMX_SOFT_RX_DONE; /* nobody listens: dropped, as on hardware */
+    }
+    memcpy(&ext, rec + 1, sizeof(ext));
+    return tmx_soft_rx_ud(dev->ud_qp, rec, &ext, len, flags);
+}
+
+/* Reads the inbox: datagrams, and RC records for whichever QP they name. */
+static void tmx_soft_inbox_drain(tmx_soft_dev_t *dev)
+{
+    uint64_t mask = dev->inbox_size - 1;
 
     for (int i = 0; i < TMX_SOFT_DRAIN; i++) {
-        uint64_t           head = ud ? qp->dev->ud_head : qp->in_head;
-        uint64_t           pos  = head & mask;
-        tmx_soft_rec_t    *rec  = (tmx_soft_rec_t *)(qp->in_ring + pos);
-        tmx_soft_rec_ext_t ext;
-        uint32_t           len;
-        uint8_t            op, flags;
-        size_t             bytes;
-        int                rc;
+        uint64_t        head = dev->inbox_head;
+        uint64_t        pos  = head & mask;
+        uint64_t        room = dev->inbox_size - pos;
+        tmx_soft_rec_t *rec  = (tmx_soft_rec_t *)(dev->inbox + pos);
+        tmx_soft_qp_t  *qp;
+        uint64_t        bytes;
+        uint8_t         op;
+        int             rc;
 
         if (atomic_load_explicit(&rec->stamp, memory_order_acquire) != head + 1) {
             break;
         }
-        len   = rec->len;
-        op    = rec->op;
-        flags = rec->flags;
+        op = rec->op;
         if (op == TMX_SOFT_OP_PAD) {
-            bytes = qp->in_size - pos;
+            bytes = room;
+            rc    = TMX_SOFT_RX_DONE;
+        } else if (op == TMX_SOFT_OP_UD) {
+            rc = tmx_soft_inbox_ud(dev, rec, room, &bytes);
+        } else if ((qp = tmx_soft_inbox_qp(dev, rec->dst, rec->gen)) == NULL) {
+            /* For a QP gone (or never there): dropped, as hardware drops packets for a QP
+             * in error or reset. The inbox has many writers: keep going. */
+            bytes = tmx_soft_rec_bytes(op, rec->len);
+            bytes = bytes > room ? room : bytes;
             rc    = TMX_SOFT_RX_DONE;
         } else {
-            bytes = tmx_soft_lines((op == TMX_SOFT_OP_SEND ? TMX_SOFT_HDR : TMX_SOFT_HDR_EXT) +
-                                   (uint64_t)len);
-            if (bytes > qp->in_size - pos || (ud != (op == TMX_SOFT_OP_UD))) {
-                rc = TMX_SOFT_RX_BAD;
+            rc = TMX_SOFT_RX_BLOCKED;
+            if (qp->park == NULL && qp->super.state != TMX_QPS_INIT) {
+                rc = tmx_soft_rx_one(qp, rec, room, &bytes, 1);
             } else {
-                memcpy(&ext, rec + 1, sizeof(ext));
-                switch (op) {
-                case TMX_SOFT_OP_SEND:  rc = tmx_soft_rx_send(qp, rec, len, flags); break;
-                case TMX_SOFT_OP_WIMM:  rc = tmx_soft_rx_wimm(qp, rec, &ext); break;
-                case TMX_SOFT_OP_WDATA: rc = tmx_soft_rx_wdata(qp, rec, &ext, len, flags); break;
-                case TMX_SOFT_OP_RREQ:  rc = tmx_soft_rx_rreq(qp, rec, &ext); break;
-                case TMX_SOFT_OP_RRESP: rc = tmx_soft_rx_rresp(qp, rec, &ext, len, flags); break;
-                case TMX_SOFT_OP_ACK:   rc = tmx_soft_rx_ack(qp, rec, &ext); break;
-                case TMX_SOFT_OP_UD:    rc = tmx_soft_rx_ud(qp, rec, &ext, len, flags); break;
-                default:                rc = TMX_SOFT_RX_BAD; break;
-                }
+                bytes = tmx_soft_rec_bytes(op, rec->len);
+            }
+            if (rc == TMX_SOFT_RX_BAD) {
+                tmx_soft_rx_bad(qp, op, rec->len);
+                bytes = bytes > room ? room : bytes;
+                rc    = TMX_SOFT_RX_DONE;
+            } else if (rc == TMX_SOFT_RX_BLOCKED && bytes <= room &&
+                       tmx_soft_cq_has_room(qp->super.recv_cq) && tmx_soft_park(qp, rec, bytes)) {
+                rc = TMX_SOFT_RX_DONE; /* kept aside: the others go on */
+            } else if (rc == TMX_SOFT_RX_DONE) {
+                tmx_soft_rx_count(qp);
             }
         }
         if (rc == TMX_SOFT_RX_BLOCKED) {
             break;
         }
-        if (rc == TMX_SOFT_RX_BAD) {
-            if (ud) {
-                /* A mailbox has many writers: skip the bad datagram, keep the device. */
-                tmx_warn("dropping malformed datagram (op %u, len %u)", op, len);
-                if (bytes > qp->in_size - pos) {
-                    bytes = qp->in_size - pos;
-                }
-            } else {
-                tmx_error("qp %u: malformed record from peer (op %u, len %u): qp to error",
-                          qp->super.qp_num, op, len);
-                /* Tell the peer, which may be waiting for an answer that will never come:
-                 * its liveness check reads this (tmx_soft_qp_peer_dead). */
-                atomic_store_explicit(&qp->in_ctrl->err_gen,
-                                      atomic_load_explicit(&qp->in_ctrl->gen,
-                                                           memory_order_relaxed),
-                                      memory_order_relaxed);
-                tmx_soft_qp_fail(qp, TMX_WC_REM_INV_REQ_ERR, 1);
-                return;
-            }
-        }
-        head += bytes;
-        if (ud) {
-            qp->dev->ud_head = head;
-            atomic_store_explicit(&qp->in_ctrl->consumed, head, memory_order_release);
-        } else {
-            qp->in_head = head;
-            /* Publishing rarely keeps the control line quiet; a quarter ring bounds what
-             * the producer may believe is still in use. */
-            if (head - qp->in_published >= qp->in_size / 4) {
-                qp->in_published = head;
-                atomic_store_explicit(&qp->in_ctrl->consumed, head, memory_order_release);
-            }
+        head           += bytes;
+        dev->inbox_head = head;
+        if (head - dev->inbox_published >= dev->inbox_size / 4) {
+            dev->inbox_published = head;
+            atomic_store_explicit(&dev->inbox_ctrl->consumed, head, memory_order_release);
         }
     }
 }
 
-/* ---------------------------------------------------------------- UD mailbox */
-
-static void tmx_soft_ud_lock(tmx_soft_ring_ctrl_t *ctrl, uint64_t me)
+static inline int tmx_soft_inbox_has_rx(const tmx_soft_dev_t *dev)
 {
-    unsigned spins = 0;
+    const tmx_soft_rec_t *rec = (const tmx_soft_rec_t *)(dev->inbox +
+                                                         (dev->inbox_head &
+                                                          (dev->inbox_size - 1)));
 
-    for (;;) {
-        uint64_t cur = 0;
-
-        if (atomic_compare_exchange_weak_explicit(&ctrl->lock, &cur, me, memory_order_acquire,
-                                                  memory_order_relaxed)) {
-            return;
-        }
-        if (++spins % (1u << 16) == 0 && cur != 0 && tmx_soft_lock_holder_dead(cur)) {
-            /* The holder died inside its critical section: take the lock over. */
-            if (atomic_compare_exchange_strong_explicit(&ctrl->lock, &cur, me,
-                                                        memory_order_acquire,
-                                                        memory_order_relaxed)) {
-                return;
-            }
-        }
-    }
+    return atomic_load_explicit(&rec->stamp, memory_order_acquire) == dev->inbox_head + 1;
 }
+
+static inline int tmx_soft_fast_has_rx(const tmx_soft_qp_t *qp)
+{
+    const tmx_soft_rec_t *rec = (const tmx_soft_rec_t *)(qp->in_ring +
+                                                         (qp->in_head & (qp->in_size - 1)));
+
+    return atomic_load_explicit(&rec->stamp, memory_order_acquire) == qp->in_head + 1;
+}
+
+/* ---------------------------------------------------------------- UD */
 
 static tmx_status_t tmx_soft_ud_send(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, size_t total)
 {
-    tmx_soft_rseg_t      *r    = ((tmx_soft_ah_t *)wr->ud.ah)->rseg;
-    tmx_soft_ring_ctrl_t *ctrl = (tmx_soft_ring_ctrl_t *)((uint8_t *)r->base + r->hdr->ud_off);
-    uint8_t              *ring = (uint8_t *)(ctrl + 1);
-    size_t                bytes = tmx_soft_lines(TMX_SOFT_HDR_EXT + total);
-    tmx_soft_rec_t       *rec;
-    tmx_soft_rec_ext_t   *ext;
-    uint64_t              tail, consumed;
-    tmx_status_t          status = TMX_OK;
+    tmx_soft_rseg_t    *r     = ((tmx_soft_ah_t *)wr->ud.ah)->rseg;
+    size_t              bytes = tmx_soft_lines(TMX_SOFT_HDR_EXT + total);
+    tmx_soft_rec_t     *rec;
+    tmx_soft_rec_ext_t *ext;
+    uint64_t            tail;
 
-    tmx_soft_ud_lock(ctrl, qp->dev->lock_id);
-    tail     = atomic_load_explicit(&ctrl->tail, memory_order_relaxed);
-    consumed = atomic_load_explicit(&ctrl->consumed, memory_order_acquire);
-    rec      = tmx_soft_tx_reserve(ring, TMX_SOFT_UD_RING, ctrl, &tail, &consumed, bytes);
+    rec = tmx_soft_inbox_reserve(qp->dev, r, &tail, bytes);
     if (rec == NULL) {
-        status = TMX_ERR_NO_RESOURCE;
-    } else {
-        ext         = tmx_soft_ext(rec);
-        rec->len    = (uint32_t)total;
-        rec->op     = TMX_SOFT_OP_UD;
-        rec->flags  = wr->opcode == TMX_WR_SEND_WITH_IMM ? TMX_SOFT_REC_IMM : 0;
-        rec->imm    = wr->imm_data;
-        rec->seq    = 0;
-        ext->rkey   = qp->super.qp_num;
-        ext->status = wr->ud.remote_qpn;
-        tmx_soft_sge_gather(wr->sg_list, wr->num_sge, 0, (uint8_t *)(ext + 1), total);
-        tmx_soft_tx_publish(ring, TMX_SOFT_UD_RING, rec, tail, bytes);
-        tail += bytes;
+        return TMX_ERR_NO_RESOURCE;
     }
-    /* tail moved even on failure when a PAD went in */
-    atomic_store_explicit(&ctrl->tail, tail, memory_order_relaxed);
-    atomic_store_explicit(&ctrl->lock, 0, memory_order_release);
-    if (status == TMX_OK && (wr->send_flags & TMX_SEND_SIGNALED || qp->sig_all)) {
+    ext         = tmx_soft_ext(rec);
+    rec->len    = (uint32_t)total;
+    rec->op     = TMX_SOFT_OP_UD;
+    rec->flags  = wr->opcode == TMX_WR_SEND_WITH_IMM ? TMX_SOFT_REC_IMM : 0;
+    rec->imm    = wr->imm_data;
+    rec->seq    = 0;
+    rec->dst    = 0;
+    rec->gen    = 0;
+    ext->rkey   = qp->super.qp_num;
+    ext->status = wr->ud.remote_qpn;
+    tmx_soft_sge_gather(wr->sg_list, wr->num_sge, 0, (uint8_t *)(ext + 1), total);
+    tmx_soft_inbox_commit(r, rec, tail, bytes);
+    if (wr->send_flags & TMX_SEND_SIGNALED || qp->sig_all) {
         tmx_wc_t wc;
 
         memset(&wc, 0, sizeof(wc));
@@ -1068,7 +1539,7 @@ static tmx_status_t tmx_soft_ud_send(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr,
         wc.qp_num = qp->super.qp_num;
         tmx_soft_cq_push((tmx_soft_cq_t *)qp->super.send_cq, &wc);
     }
-    return status;
+    return TMX_OK;
 }
 
 /* ---------------------------------------------------------------- QP verbs */
@@ -1134,19 +1605,14 @@ tmx_status_t tmx_soft_qp_create(tmx_pd_t *pd, const tmx_qp_init_attr_t *attr, tm
     qp->index      = i;
     qp->sig_all    = attr->sq_sig_all;
     qp->max_inline = attr->max_inline;
-    qp->in_ctrl    = tmx_soft_ctrl(dev->base, dev->hdr, i);
+    qp->my_ctrl    = tmx_soft_ctrl(dev->base, dev->hdr, i);
+    qp->in_stop    = UINT64_MAX;
     if (attr->type == TMX_QPT_UD) {
-        qp->in_ctrl = (tmx_soft_ring_ctrl_t *)((uint8_t *)dev->base + dev->hdr->ud_off);
-        qp->in_ring = (uint8_t *)(qp->in_ctrl + 1);
-        qp->in_size = TMX_SOFT_UD_RING;
-        dev->ud_qp  = qp;
+        dev->ud_qp = qp;
     } else {
-        /* A fresh ring: stale stamps of an earlier QP in this slot must not look new. */
-        qp->in_ring = tmx_soft_ring(dev->base, dev->hdr, i);
-        qp->in_size = dev->hdr->ring_size;
-        memset(qp->in_ring, 0, qp->in_size);
-        atomic_store(&qp->in_ctrl->consumed, 0);
-        atomic_fetch_add(&qp->in_ctrl->gen, 1);
+        /* A new generation: records for an earlier QP of this slot are dropped. */
+        qp->my_gen    = atomic_fetch_add(&qp->my_ctrl->gen, 1) + 1;
+        qp->grant_seq = (uint32_t)(atomic_load(&qp->my_ctrl->grant) >> 32);
     }
     qp->super.pd      = pd;
     qp->super.type    = attr->type;
@@ -1178,10 +1644,12 @@ void tmx_soft_qp_destroy(tmx_qp_t *q)
     for (uint32_t s = qp->head_seq; s != qp->next_seq; s++) {
         free(tmx_soft_swr(qp, s)->copy);
     }
+    tmx_soft_fast_drop(qp);
+    tmx_soft_park_free(qp);
     if (qp->super.type == TMX_QPT_UD) {
         qp->dev->ud_qp = NULL;
     } else {
-        atomic_fetch_add(&qp->in_ctrl->gen, 1);
+        atomic_fetch_add(&qp->my_ctrl->gen, 1);
     }
     tmx_soft_rseg_put(qp->dev, qp->rseg);
     qp->dev->qps[qp->index] = NULL;
@@ -1210,7 +1678,7 @@ tmx_status_t tmx_soft_qp_get_addr(tmx_qp_t *q, void *buf, size_t *len_p)
     a.len     = sizeof(a);
     a.qp_num  = qp->super.qp_num;
     a.index   = qp->index;
-    a.gen     = atomic_load(&qp->in_ctrl->gen);
+    a.gen     = qp->my_gen;
     a.dev_len = (uint32_t)dlen;
     memcpy(buf, &a, sizeof(a));
     *len_p = sizeof(a);
@@ -1272,14 +1740,17 @@ static tmx_status_t tmx_soft_qp_connect(tmx_soft_qp_t *qp, const tmx_qp_attr_t *
         goto err_put;
     }
     qp->rseg         = r;
-    qp->out_ring     = tmx_soft_ring(r->base, r->hdr, a.index);
-    qp->out_size     = r->hdr->ring_size;
-    qp->out_ctrl     = tmx_soft_ctrl(r->base, r->hdr, a.index);
-    qp->out_tail     = 0;
-    qp->out_consumed = 0;
+    qp->peer_ctrl    = tmx_soft_ctrl(r->base, r->hdr, a.index);
+    qp->remote_index = a.index;
     qp->remote_qpn   = a.qp_num;
     qp->out_gen      = a.gen;
-    tmx_soft_prefault(qp->out_ring, qp->out_size);
+    qp->out_fast     = 0;
+    /* The sequence only: a ring named already is answered at the first record. */
+    qp->out_grant    = atomic_load(&qp->peer_ctrl->grant) & ~(uint64_t)UINT32_MAX;
+    if (!r->prefaulted) {
+        tmx_soft_prefault((uint8_t *)(tmx_soft_rseg_inbox_ctrl(r) + 1), r->hdr->inbox_size);
+        r->prefaulted = 1;
+    }
     return TMX_OK;
 
 err_put:
@@ -1299,12 +1770,10 @@ static void tmx_soft_qp_reset(tmx_soft_qp_t *qp)
     qp->resp_count = 0;
     qp->rx_busy    = 0;
     qp->wfail      = 0;
+    qp->out_fast   = 0;
     if (qp->super.type == TMX_QPT_RC) {
-        memset(qp->in_ring, 0, qp->in_size);
-        qp->in_head      = 0;
-        qp->in_published = 0;
-        atomic_store(&qp->in_ctrl->consumed, 0);
-        atomic_fetch_add(&qp->in_ctrl->gen, 1);
+        /* a new generation: records of the old peer still in the inbox are dropped */
+        qp->my_gen = atomic_fetch_add(&qp->my_ctrl->gen, 1) + 1;
     }
 }
 
@@ -1426,6 +1895,7 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
     swr->total    = total;
     swr->off      = 0;
     swr->copy     = NULL;
+    swr->cma_done = 0;
     if (wr->num_sge > 0) {
         memcpy(swr->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(tmx_sge_t));
     }
@@ -1447,7 +1917,7 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
             tmx_soft_qp_gone(qp); /* the WR is posted: it completes with the error */
             return TMX_OK;
         }
-        if (rc == 0 && swr->off == 0) {
+        if (rc == 0 && swr->off == 0 && !swr->cma_done) {
             /* The ring is full and nothing of the WR went out: take it back. */
             qp->next_seq--;
             qp->sq_count--;
@@ -1552,10 +2022,17 @@ tmx_status_t tmx_soft_post_recv(tmx_qp_t *q, tmx_recv_wr_t *wr, tmx_recv_wr_t **
 
 /* ---------------------------------------------------------------- progress */
 
+/* Every few hundred polls: the traffic window moves on; every TMX_SOFT_CHECK_NS, peers are
+ * checked for life, and idle senders answer grant words they have not seen yet (a ring asked
+ * back from an idle sender is then free again). */
 static void tmx_soft_check_peers(tmx_soft_dev_t *dev)
 {
     uint64_t now = tmx_time_ns();
 
+    if (now - dev->win_ns >= TMX_SOFT_WIN_NS) {
+        dev->win_ns = now;
+        dev->win++;
+    }
     if (now - dev->last_check_ns < TMX_SOFT_CHECK_NS) {
         return;
     }
@@ -1564,6 +2041,11 @@ static void tmx_soft_check_peers(tmx_soft_dev_t *dev)
         tmx_soft_qp_t *qp = dev->active[i];
         /* A failed QP leaves the array, its slot takes the last one: do not advance. */
         if (!tmx_soft_qp_peer_dead(qp, qp->sq_count > 0 || qp->resp_count > 0)) {
+            if (qp->rseg != NULL && qp->super.state == TMX_QPS_RTS &&
+                atomic_load_explicit(&qp->peer_ctrl->grant, memory_order_relaxed) !=
+                    qp->out_grant) {
+                (void)tmx_soft_tx_switch(qp);
+            }
             i++;
         }
     }
@@ -1581,24 +2063,33 @@ int tmx_soft_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
     if ((++dev->poll_count & 255) == 0) {
         tmx_soft_check_peers(dev);
     }
+    for (unsigned i = 0; i < dev->num_fast_on; i++) {
+        tmx_soft_qp_t *qp = dev->fast_on[i];
+
+        if (tmx_soft_fast_has_rx(qp)) {
+            tmx_soft_fast_drain(qp, TMX_SOFT_DRAIN);
+            if (qp->fast_on == 0) {
+                i--; /* it failed and left the array */
+            }
+        }
+    }
+    if (tmx_soft_inbox_has_rx(dev)) {
+        tmx_soft_inbox_drain(dev);
+    }
     for (unsigned i = 0; i < dev->num_active; i++) {
         tmx_soft_qp_t *qp = dev->active[i];
 
-        if (tmx_soft_qp_has_rx(qp)) {
-            tmx_soft_qp_drain(qp);
-            if (qp->super.state == TMX_QPS_ERR) {
-                i--; /* it left the array */
-                continue;
-            }
+        if (qp->park != NULL) {
+            tmx_soft_park_drain(qp);
         }
         if (qp->resp_count > 0) {
             tmx_soft_resp_progress(qp);
         }
         if (qp->sq_count > 0) {
             tmx_soft_sq_progress(qp);
-            if (qp->super.state == TMX_QPS_ERR) {
-                i--; /* its peer is gone: it left the array */
-            }
+        }
+        if (qp->super.state == TMX_QPS_ERR) {
+            i--; /* it failed: it left the array */
         }
     }
     while (got < n && cq->count > 0) {

@@ -254,6 +254,7 @@ typedef struct tmx_soft_qp {
     tmx_soft_dev_t *dev;
     unsigned        index;     /* control line slot in the segment */
     int             active;    /* position in dev->active + 1, 0 if not there */
+    int             pending;   /* position in dev->pend + 1: has work for cq_poll */
     tmx_soft_rq_t   rq;
     int             sig_all;
     uint32_t        max_inline;
@@ -328,8 +329,10 @@ struct tmx_soft_dev {
 
     tmx_soft_qp_t     **qps;     /* by control line slot */
     unsigned            qp_next; /* where the search for a free slot starts (next fit) */
-    tmx_soft_qp_t     **active;  /* QPs in RTR/RTS: their sends progressed by cq_poll */
+    tmx_soft_qp_t     **active;  /* QPs in RTR/RTS: checked for their peer's life */
     unsigned            num_active;
+    tmx_soft_qp_t     **pend;    /* QPs with queued sends, responses or kept records */
+    unsigned            num_pend;
     tmx_soft_qp_t      *ud_qp;
 
     /* the inbox */

@@ -476,11 +476,12 @@ static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t
     }
     dev->qps     = calloc(dev->hdr->max_qps, sizeof(*dev->qps));
     dev->active  = calloc(dev->hdr->max_qps, sizeof(*dev->active));
+    dev->pend    = calloc(dev->hdr->max_qps, sizeof(*dev->pend));
     dev->mr_objs = calloc(dev->hdr->max_mrs, sizeof(*dev->mr_objs));
     dev->fast_owner = calloc(dev->hdr->max_fast + 1, sizeof(*dev->fast_owner));
     dev->fast_on    = calloc(dev->hdr->max_fast + 1, sizeof(*dev->fast_on));
     dev->fast_pos   = calloc(dev->hdr->max_fast + 1, sizeof(*dev->fast_pos));
-    if (dev->qps == NULL || dev->active == NULL || dev->mr_objs == NULL ||
+    if (dev->qps == NULL || dev->active == NULL || dev->pend == NULL || dev->mr_objs == NULL ||
         dev->fast_owner == NULL || dev->fast_on == NULL || dev->fast_pos == NULL) {
         status = TMX_ERR_NO_MEMORY;
         goto err_seg;
@@ -518,6 +519,7 @@ err_seg:
 err_free:
     free(dev->qps);
     free(dev->active);
+    free(dev->pend);
     free(dev->mr_objs);
     free(dev->fast_owner);
     free(dev->fast_on);
@@ -544,6 +546,7 @@ static void tmx_soft_dev_close(tmx_dev_t *d)
     tmx_soft_seg_destroy(dev);
     free(dev->qps);
     free(dev->active);
+    free(dev->pend);
     free(dev->mr_objs);
     free(dev->fast_owner);
     free(dev->fast_on);

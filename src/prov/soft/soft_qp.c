@@ -154,6 +154,31 @@ static void tmx_soft_active_del(tmx_soft_qp_t *qp)
     }
 }
 
+/* QPs with work for cq_poll besides reading rings: a poll then costs what is pending, not
+ * what is connected. */
+static void tmx_soft_pend_add(tmx_soft_qp_t *qp)
+{
+    tmx_soft_dev_t *dev = qp->dev;
+
+    if (qp->pending == 0) {
+        dev->pend[dev->num_pend++] = qp;
+        qp->pending                = (int)dev->num_pend;
+    }
+}
+
+static void tmx_soft_pend_del(tmx_soft_qp_t *qp)
+{
+    tmx_soft_dev_t *dev = qp->dev;
+
+    if (qp->pending != 0) {
+        tmx_soft_qp_t *last = dev->pend[--dev->num_pend];
+
+        dev->pend[qp->pending - 1] = last;
+        last->pending              = qp->pending;
+        qp->pending                = 0;
+    }
+}
+
 static tmx_soft_swr_t *tmx_soft_swr(tmx_soft_qp_t *qp, uint32_t seq)
 {
     return &qp->sq[seq & (qp->sq_size - 1)];
@@ -216,6 +241,7 @@ static void tmx_soft_qp_fail(tmx_soft_qp_t *qp, tmx_wc_status_t status, int asyn
     }
     qp->super.state = TMX_QPS_ERR;
     tmx_soft_active_del(qp);
+    tmx_soft_pend_del(qp);
     tmx_soft_fast_drop(qp);
     tmx_soft_park_free(qp);
     for (uint32_t s = qp->head_seq; s != qp->next_seq; s++) {
@@ -560,6 +586,7 @@ static tmx_soft_resp_t *tmx_soft_resp_add(tmx_soft_qp_t *qp)
     r = &qp->resp[(qp->resp_head + qp->resp_count) % TMX_SOFT_MAX_RESP];
     memset(r, 0, sizeof(*r));
     qp->resp_count++;
+    tmx_soft_pend_add(qp);
     return r;
 }
 
@@ -1362,12 +1389,13 @@ static int tmx_soft_park(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec, uint64_t 
     }
     qp->park_tail   = p;
     qp->park_bytes += bytes;
+    tmx_soft_pend_add(qp);
     return 1;
 }
 
 static void tmx_soft_park_drain(tmx_soft_qp_t *qp)
 {
-    while (qp->park != NULL) {
+    while (qp->park != NULL && qp->super.state != TMX_QPS_INIT) {
         tmx_soft_park_t *p = qp->park;
         uint64_t         bytes;
         int              rc = tmx_soft_rx_one(qp, (const tmx_soft_rec_t *)p->rec, p->bytes,
@@ -1599,7 +1627,10 @@ tmx_status_t tmx_soft_qp_create(tmx_pd_t *pd, const tmx_qp_init_attr_t *attr, tm
         status = TMX_ERR_NO_MEMORY;
         goto err_free;
     }
-    tmx_soft_touch(qp->sq, qp->sq_size * sizeof(*qp->sq));
+    /* The first page only: the eager path does not use the queue (tmx_soft_send_direct), and
+     * a job of many ranks has many QPs. */
+    tmx_soft_touch(qp->sq, qp->sq_size * sizeof(*qp->sq) < 4096 ? qp->sq_size * sizeof(*qp->sq)
+                                                                : 4096);
     tmx_soft_touch(qp->rq.wr, attr->srq == NULL ? qp->rq.size * sizeof(*qp->rq.wr) : 0);
     qp->dev        = dev;
     qp->index      = i;
@@ -1644,6 +1675,7 @@ void tmx_soft_qp_destroy(tmx_qp_t *q)
     for (uint32_t s = qp->head_seq; s != qp->next_seq; s++) {
         free(tmx_soft_swr(qp, s)->copy);
     }
+    tmx_soft_pend_del(qp);
     tmx_soft_fast_drop(qp);
     tmx_soft_park_free(qp);
     if (qp->super.type == TMX_QPT_UD) {
@@ -1907,6 +1939,7 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
     }
     qp->next_seq++;
     qp->sq_count++;
+    tmx_soft_pend_add(qp);
     if (idle) {
         int rc = 1;
 
@@ -2076,21 +2109,26 @@ int tmx_soft_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
     if (tmx_soft_inbox_has_rx(dev)) {
         tmx_soft_inbox_drain(dev);
     }
-    for (unsigned i = 0; i < dev->num_active; i++) {
-        tmx_soft_qp_t *qp = dev->active[i];
+    for (unsigned i = 0; i < dev->num_pend;) {
+        tmx_soft_qp_t *qp = dev->pend[i];
 
         if (qp->park != NULL) {
             tmx_soft_park_drain(qp);
         }
-        if (qp->resp_count > 0) {
+        if (qp->resp_count > 0 && qp->super.state != TMX_QPS_ERR) {
             tmx_soft_resp_progress(qp);
         }
-        if (qp->sq_count > 0) {
+        if (qp->sq_count > 0 && qp->super.state != TMX_QPS_ERR) {
             tmx_soft_sq_progress(qp);
         }
-        if (qp->super.state == TMX_QPS_ERR) {
-            i--; /* it failed: it left the array */
+        if (qp->pending == 0) {
+            continue; /* it failed and left the array: slot i holds another */
         }
+        if (qp->park == NULL && qp->resp_count == 0 && qp->sq_count == 0) {
+            tmx_soft_pend_del(qp);
+            continue;
+        }
+        i++;
     }
     while (got < n && cq->count > 0) {
         wc[got++] = cq->wc[cq->head];

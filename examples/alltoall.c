@@ -22,7 +22,7 @@
  * Output (rank 0; other ranks print only errors): '#' lines, then
  *   result ranks=N size=B rounds=R warmup=W median_us=.. min_us=.. max_us=..
  *   memory ranks=N rss_kib=.. pss_kib=.. pss_anon_kib=.. pss_file_kib=.. pss_shmem_kib=..
- *          max_rank_pss_shmem_kib=..
+ *          max_rank_pss_shmem_kib=.. unreadable=K   (K ranks lacked a field: counted 0)
  *   startup init_ms=.. first_round_ms=..          (with -T)
  * Exit 0, 1 on an error or a wrong message, 2 on a usage error.
  */
@@ -385,11 +385,13 @@ int main(int argc, char **argv)
         int     missing       = 0;
 
         for (int p = 0; p < size; p++) {
+            int bad = 0;
             for (int k = 0; k < A2A_NMEM; k++) {
                 int64_t v = all_mem[p * A2A_NMEM + k];
-                missing |= (v < 0);
+                bad |= (v < 0);
                 sum[k] += (v > 0) ? v : 0;
             }
+            missing += bad;
             if (all_mem[p * A2A_NMEM + 4] > max_shmem) {
                 max_shmem = all_mem[p * A2A_NMEM + 4];
             }
@@ -401,7 +403,7 @@ int main(int argc, char **argv)
                "round complete)\n");
         printf("# memory: sums over the ranks of /proc/<pid>/smaps_rollup after the last round, "
                "KiB%s\n",
-               missing ? " (some ranks could not read it: their values count 0)" : "");
+               (missing > 0) ? " (unreadable: ranks without some field; those count 0)" : "");
         printf("result ranks=%d size=%zu rounds=%ld warmup=%ld median_us=%.1f min_us=%.1f "
                "max_us=%.1f\n",
                size, opts.size, opts.rounds, opts.warmup,
@@ -410,8 +412,8 @@ int main(int argc, char **argv)
                times[0], times[opts.rounds - 1]);
         printf("memory ranks=%d rss_kib=%" PRId64 " pss_kib=%" PRId64 " pss_anon_kib=%" PRId64
                " pss_file_kib=%" PRId64 " pss_shmem_kib=%" PRId64
-               " max_rank_pss_shmem_kib=%" PRId64 "\n",
-               size, sum[0], sum[1], sum[2], sum[3], sum[4], max_shmem);
+               " max_rank_pss_shmem_kib=%" PRId64 " unreadable=%d\n",
+               size, sum[0], sum[1], sum[2], sum[3], sum[4], max_shmem, missing);
         if (opts.launch_ns > 0) {
             printf("startup init_ms=%.1f first_round_ms=%.1f\n",
                    (t_init - opts.launch_ns) / 1e6, (t_first - opts.launch_ns) / 1e6);

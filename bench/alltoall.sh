@@ -4,7 +4,7 @@
 # all-to-all round, the job's shared and private memory, and start-up. See bench/README.md.
 #
 #   bench/alltoall.sh [-r ROUNDS] [-n COUNTS] [-m SIZE] [-I ITERS] [-W WARMUP] [-t SECONDS]
-#                     [-M MIB] [-e NAME=VALUE]... [-o DIR] [BUILDDIR]
+#                     [-i SECONDS] [-M MIB] [-e NAME=VALUE]... [-o DIR] [BUILDDIR]
 #
 # BUILDDIR is a tmx build directory (tools/tmxrun and examples/tmx_alltoall in it); without it
 # tmxrun and tmx_alltoall are taken from PATH. Builds only bench/alltoall_mpi.c (mpicc).
@@ -21,6 +21,8 @@ usage: $0 [options] [BUILDDIR]
   -I ITERS    timed all-to-all rounds in each run (default 10)
   -W WARMUP   untimed all-to-all rounds before them, the first included (default 2)
   -t SECONDS  time limit of one run; a run over it is reported as timeout (default 300)
+  -i SECONDS  before each count, wait up to SECONDS for other processes to use less than
+              10% of the CPUs (default 0: do not wait; the load is logged anyway)
   -M MIB      stop a run when the machine's MemAvailable falls below MIB (default: the
               larger of 4096 and a quarter of MemTotal); reported as mem-guard
   -e NAME=VAL an environment variable for the tmx runs only (repeatable), e.g.
@@ -38,6 +40,7 @@ size=1K
 iters=10
 warmup=2
 run_timeout=300
+idle_wait=0
 min_avail_mib=""
 outdir=""
 builddir=""
@@ -50,6 +53,7 @@ while [ $# -gt 0 ]; do
     -I) [ $# -ge 2 ] || { usage >&2; exit 2; }; iters=$2; shift 2 ;;
     -W) [ $# -ge 2 ] || { usage >&2; exit 2; }; warmup=$2; shift 2 ;;
     -t) [ $# -ge 2 ] || { usage >&2; exit 2; }; run_timeout=$2; shift 2 ;;
+    -i) [ $# -ge 2 ] || { usage >&2; exit 2; }; idle_wait=$2; shift 2 ;;
     -M) [ $# -ge 2 ] || { usage >&2; exit 2; }; min_avail_mib=$2; shift 2 ;;
     -e) [ $# -ge 2 ] || { usage >&2; exit 2; }
         case "$2" in [A-Za-z_]*=*) ;; *) echo "$0: bad -e '$2' (NAME=VALUE)" >&2; exit 2 ;; esac
@@ -65,6 +69,7 @@ isnum "$rounds" && [ "$rounds" -gt 0 ] || { echo "$0: bad round count '$rounds'"
 isnum "$iters" && [ "$iters" -gt 0 ] || { echo "$0: bad iteration count '$iters'" >&2; exit 2; }
 isnum "$warmup" && [ "$warmup" -gt 0 ] || { echo "$0: bad warm-up '$warmup' (>= 1)" >&2; exit 2; }
 isnum "$run_timeout" && [ "$run_timeout" -gt 0 ] || { echo "$0: bad time limit" >&2; exit 2; }
+isnum "$idle_wait" || { echo "$0: bad idle wait '$idle_wait'" >&2; exit 2; }
 for n in $counts; do
     isnum "$n" && [ "$n" -ge 2 ] || { echo "$0: bad rank count '$n' (>= 2)" >&2; exit 2; }
 done
@@ -227,6 +232,11 @@ max_busy=0
 for r in $(seq "$rounds"); do
     for n in $counts; do
         busy=$(background_busy)
+        waited=0
+        while [ "$busy" -ge 10 ] && [ "$waited" -lt "$idle_wait" ]; do
+            busy=$(background_busy) # takes one second
+            waited=$((waited + 1))
+        done
         [ "$busy" -gt "$max_busy" ] && max_busy=$busy
         log "round $r/$rounds, $n ranks: $(date +%H:%M:%S), other processes used $busy% of" \
             "the CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,0 +1,349 @@
+#!/bin/bash
+# alltoall.sh: tmx_alltoall (examples/alltoall.c) against its MPI twin (bench/alltoall_mpi.c on
+# Open MPI), at several rank counts on this host, interleaved round by round: time per
+# all-to-all round, the job's shared and private memory, and start-up. See bench/README.md.
+#
+#   bench/alltoall.sh [-r ROUNDS] [-n COUNTS] [-m SIZE] [-I ITERS] [-W WARMUP] [-t SECONDS]
+#                     [-i SECONDS] [-M MIB] [-e NAME=VALUE]... [-o DIR] [BUILDDIR]
+#
+# BUILDDIR is a tmx build directory (tools/tmxrun and examples/tmx_alltoall in it); without it
+# tmxrun and tmx_alltoall are taken from PATH. Builds only bench/alltoall_mpi.c (mpicc).
+
+set -u
+
+usage() {
+    cat <<EOF
+usage: $0 [options] [BUILDDIR]
+  -r ROUNDS   interleaved rounds (every count, tmx and ompi in each); medians over them
+              (default 3)
+  -n COUNTS   comma list of rank counts (default 2,8,16,32,64,256)
+  -m SIZE     bytes per message (default 1K; K, M suffixes)
+  -I ITERS    timed all-to-all rounds in each run (default 10)
+  -W WARMUP   untimed all-to-all rounds before them, the first included (default 2)
+  -t SECONDS  time limit of one run; a run over it is reported as timeout (default 300)
+  -i SECONDS  before each count, wait up to SECONDS for other processes to use less than
+              10% of the CPUs (default 0: do not wait; the load is logged anyway)
+  -M MIB      stop a run when the machine's MemAvailable falls below MIB (default: the
+              larger of 4096 and a quarter of MemTotal); reported as mem-guard
+  -e NAME=VAL an environment variable for the tmx runs only (repeatable), e.g.
+              -e TMX_SOFT_RING_SIZE=32k
+  -o DIR      where raw outputs go (default bench/results/alltoall-<date>-<time>)
+  BUILDDIR    tmx build directory holding tools/tmxrun and examples/tmx_alltoall
+              (default: tmxrun and tmx_alltoall from PATH)
+EOF
+}
+
+here=$(cd "$(dirname "$0")" && pwd)
+rounds=3
+counts="2 8 16 32 64 256"
+size=1K
+iters=10
+warmup=2
+run_timeout=300
+idle_wait=0
+min_avail_mib=""
+outdir=""
+builddir=""
+tmx_env=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+    -r) [ $# -ge 2 ] || { usage >&2; exit 2; }; rounds=$2; shift 2 ;;
+    -n) [ $# -ge 2 ] || { usage >&2; exit 2; }; counts=$(echo "$2" | tr ',' ' '); shift 2 ;;
+    -m) [ $# -ge 2 ] || { usage >&2; exit 2; }; size=$2; shift 2 ;;
+    -I) [ $# -ge 2 ] || { usage >&2; exit 2; }; iters=$2; shift 2 ;;
+    -W) [ $# -ge 2 ] || { usage >&2; exit 2; }; warmup=$2; shift 2 ;;
+    -t) [ $# -ge 2 ] || { usage >&2; exit 2; }; run_timeout=$2; shift 2 ;;
+    -i) [ $# -ge 2 ] || { usage >&2; exit 2; }; idle_wait=$2; shift 2 ;;
+    -M) [ $# -ge 2 ] || { usage >&2; exit 2; }; min_avail_mib=$2; shift 2 ;;
+    -e) [ $# -ge 2 ] || { usage >&2; exit 2; }
+        case "$2" in [A-Za-z_]*=*) ;; *) echo "$0: bad -e '$2' (NAME=VALUE)" >&2; exit 2 ;; esac
+        tmx_env+=("$2"); shift 2 ;;
+    -o) [ $# -ge 2 ] || { usage >&2; exit 2; }; outdir=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    -*) echo "$0: unknown option $1" >&2; usage >&2; exit 2 ;;
+    *) builddir=$1; shift ;;
+    esac
+done
+isnum() { case "$1" in ''|*[!0-9]*) return 1 ;; esac; }
+isnum "$rounds" && [ "$rounds" -gt 0 ] || { echo "$0: bad round count '$rounds'" >&2; exit 2; }
+isnum "$iters" && [ "$iters" -gt 0 ] || { echo "$0: bad iteration count '$iters'" >&2; exit 2; }
+isnum "$warmup" && [ "$warmup" -gt 0 ] || { echo "$0: bad warm-up '$warmup' (>= 1)" >&2; exit 2; }
+isnum "$run_timeout" && [ "$run_timeout" -gt 0 ] || { echo "$0: bad time limit" >&2; exit 2; }
+isnum "$idle_wait" || { echo "$0: bad idle wait '$idle_wait'" >&2; exit 2; }
+for n in $counts; do
+    isnum "$n" && [ "$n" -ge 2 ] || { echo "$0: bad rank count '$n' (>= 2)" >&2; exit 2; }
+done
+counts=$(printf '%s\n' $counts | sort -n -u | tr '\n' ' ')
+mem_total_mib=$(awk '/^MemTotal:/ { print int($2 / 1024) }' /proc/meminfo)
+if [ -z "$min_avail_mib" ]; then
+    min_avail_mib=$((mem_total_mib / 4))
+    [ "$min_avail_mib" -lt 4096 ] && min_avail_mib=4096
+fi
+isnum "$min_avail_mib" || { echo "$0: bad -M '$min_avail_mib'" >&2; exit 2; }
+
+[ -n "$outdir" ] || outdir="$here/results/alltoall-$(date +%Y%m%d-%H%M%S)"
+mkdir -p "$outdir/raw" || exit 1
+raw="$outdir/raw"
+data="$outdir/data.txt"   # lines: tool ranks round key value
+: > "$data"
+: > "$outdir/summary.txt"
+log() { echo "$*" | tee -a "$outdir/summary.txt" >&2; }
+
+cores=$(nproc)
+
+# ---------------------------------------------------------------- find the two programs
+
+tmx_status="missing"
+tmx_libpath=""
+if [ -n "$builddir" ]; then
+    tmxrun="$builddir/tools/tmxrun"
+    a2a="$builddir/examples/tmx_alltoall"
+    # In a build tree tmx_alltoall is libtool's shell wrapper: every rank would start a shell
+    # before the program, which start-up would count. Run the real binary instead.
+    if [ -x "$builddir/examples/.libs/tmx_alltoall" ] && [ -d "$builddir/.libs" ]; then
+        a2a="$builddir/examples/.libs/tmx_alltoall"
+        tmx_libpath="$(cd "$builddir/.libs" && pwd)"
+    fi
+    if [ -x "$tmxrun" ] && [ -x "$a2a" ]; then
+        tmx_status="ok"
+    else
+        tmx_status="missing ($tmxrun or $a2a not built)"
+    fi
+else
+    tmxrun=$(command -v tmxrun || true)
+    a2a=$(command -v tmx_alltoall || true)
+    if [ -n "$tmxrun" ] && [ -n "$a2a" ]; then
+        tmx_status="ok"
+    else
+        tmx_status="missing (tmxrun/tmx_alltoall not on PATH; give a build dir)"
+    fi
+fi
+
+ompi_status="missing (mpicc/mpirun not installed: scripts/install-deps.sh --bench)"
+mpi_bin="$outdir/alltoall_mpi"
+if command -v mpicc > /dev/null && command -v mpirun > /dev/null; then
+    if mpicc -O2 -o "$mpi_bin" "$here/alltoall_mpi.c" > "$raw/mpicc.txt" 2>&1; then
+        ompi_status="ok"
+    else
+        ompi_status="missing (mpicc failed, see $raw/mpicc.txt)"
+    fi
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+ompi_ver=$([ "$ompi_status" = ok ] && mpirun --version 2> /dev/null | head -1)
+log "# alltoall.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), $cores cores," \
+    "${mem_total_mib} MiB, $rounds round(s)"
+log "# ranks: $counts; $size per message, $iters timed + $warmup warm-up all-to-all rounds" \
+    "per run; ${run_timeout}s per run; runs stop below $min_avail_mib MiB available"
+log "# raw outputs: $outdir"
+log "# tmx : $tmx_status${tmxrun:+ ($tmxrun -n N $a2a)}${tmx_env[*]:+, env ${tmx_env[*]}}"
+log "# ompi: $ompi_status${ompi_ver:+ ($ompi_ver): mpirun --oversubscribe -np N}"
+log "# binding: one rank per core when N <= $cores (tmxrun's default, mpirun --bind-to core)," \
+    "none above (tmxrun's default, mpirun --bind-to none)"
+
+# ---------------------------------------------------------------- one run
+
+shm_used_kib() { df -k --output=used /dev/shm 2> /dev/null | tail -1 | tr -d ' '; }
+mem_avail_mib() { awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo; }
+
+# Runs one job in the background and samples, every 0.1 s while it runs, the /dev/shm usage
+# (its peak minus the usage before the launch goes to the data) and the machine's available
+# memory (below the guard the job is stopped: a quadratic footprint at 256 ranks must not
+# push the whole machine, shared with others, into the OOM killer).
+run_one() { # tool ranks round command...
+    local tool=$1 n=$2 round=$3 out pid rc t0 t1 base peak cur status=ok guard=0
+    shift 3
+    out="$raw/r$round-$tool-n$n.txt"
+    base=$(shm_used_kib)
+    peak=$base
+    t0=$(date +%s%N)
+    # -T: the launch time, from which the program measures start-up
+    timeout -k 10 "$run_timeout" "$@" -T "$t0" > "$out" 2> "$out.err" < /dev/null &
+    pid=$!
+    while kill -0 "$pid" 2> /dev/null; do
+        cur=$(shm_used_kib)
+        [ -n "$cur" ] && [ "$cur" -gt "$peak" ] && peak=$cur
+        if [ "$guard" -eq 0 ] && [ "$(mem_avail_mib)" -lt "$min_avail_mib" ]; then
+            guard=1
+            log "round $round: $tool -n $n: MemAvailable $(mem_avail_mib) MiB <" \
+                "$min_avail_mib MiB: stopping the job"
+            kill -TERM "$pid" 2> /dev/null
+            # timeout passes TERM to the launcher, which stops its ranks
+        fi
+        sleep 0.1
+    done
+    wait "$pid"
+    rc=$?
+    t1=$(date +%s%N)
+    if [ "$guard" -eq 1 ]; then
+        status=mem-guard
+    elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        status=timeout
+    elif [ "$rc" -ne 0 ] || ! grep -q '^result ' "$out"; then
+        status=failed
+    fi
+    echo "$tool $n $round status $status" >> "$data"
+    if [ "$status" = ok ]; then
+        echo "$tool $n $round wall_ms $(((t1 - t0) / 1000000))" >> "$data"
+        echo "$tool $n $round devshm_kib $((peak - base))" >> "$data"
+        # result/memory/startup lines: "word key=value ...", every key kept
+        awk -v tool="$tool" -v n="$n" -v round="$round" '
+            /^(result|memory|startup) / {
+                for (i = 2; i <= NF; i++) {
+                    split($i, kv, "=")
+                    if (kv[1] != "ranks" && kv[1] != "size") print tool, n, round, kv[1], kv[2]
+                }
+            }' "$out" >> "$data"
+    else
+        log "round $round: $tool -n $n: $status (exit $rc) after $(((t1 - t0) / 1000000)) ms," \
+            "see $out.err"
+    fi
+}
+
+run_tmx() { # ranks round
+    local n=$1 qps=$((2 * $1 + 16))
+    # Today's soft device opens 2 queue pairs per peer (self included) from a table of
+    # TMX_SOFT_MAX_QPS (default 256): raise it for large jobs, below any -e given.
+    [ "$qps" -lt 256 ] && qps=256
+    run_one tmx "$n" "$2" env TMX_SOFT_MAX_QPS="$qps" ${tmx_libpath:+LD_LIBRARY_PATH="$tmx_libpath"} \
+        "${tmx_env[@]}" "$tmxrun" -n "$n" "$a2a" -m "$size" -n "$iters" -w "$warmup" -H 300
+}
+
+run_ompi() { # ranks round
+    local n=$1 bind=core
+    [ "$n" -gt "$cores" ] && bind=none
+    run_one ompi "$n" "$2" mpirun --oversubscribe --bind-to "$bind" -np "$n" "$mpi_bin" \
+        -m "$size" -n "$iters" -w "$warmup" -H 300
+}
+
+# Percentage of CPU time that other processes used during one second (see compare.sh).
+background_busy() {
+    local a b
+    a=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat)
+    sleep 1
+    b=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat)
+    echo "$a $b" | awk '{ busy = $3 - $1; idle = $4 - $2
+                          printf "%d", (busy + idle > 0) ? 100 * busy / (busy + idle) : 0 }'
+}
+max_busy=0
+
+# ---------------------------------------------------------------- the rounds
+
+for r in $(seq "$rounds"); do
+    for n in $counts; do
+        busy=$(background_busy)
+        waited=0
+        while [ "$busy" -ge 10 ] && [ "$waited" -lt "$idle_wait" ]; do
+            busy=$(background_busy) # takes one second
+            waited=$((waited + 1))
+        done
+        [ "$busy" -gt "$max_busy" ] && max_busy=$busy
+        log "round $r/$rounds, $n ranks: $(date +%H:%M:%S), other processes used $busy% of" \
+            "the CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+        # interleaved, and in alternating order, so that neither always runs first after the
+        # pause or always inherits the other's aftermath
+        if [ $((r % 2)) -eq 1 ]; then
+            [ "$tmx_status" = ok ] && run_tmx "$n" "$r"
+            [ "$ompi_status" = ok ] && run_ompi "$n" "$r"
+        else
+            [ "$ompi_status" = ok ] && run_ompi "$n" "$r"
+            [ "$tmx_status" = ok ] && run_tmx "$n" "$r"
+        fi
+    done
+done
+
+# ---------------------------------------------------------------- medians and ratios
+
+{
+    echo
+    echo "# medians over the runs that worked (of $rounds); 'timeout', 'failed', 'mem-guard':"
+    echo "# no run of that count worked, the first status is shown; (k/$rounds): only k worked"
+    [ "$tmx_status" = ok ] || echo "# tmx: $tmx_status"
+    [ "$ompi_status" = ok ] || echo "# ompi: $ompi_status"
+    if [ "$max_busy" -gt 10 ]; then
+        echo "# WARNING: other processes used up to $max_busy% of the CPUs before runs;"
+        echo "# the times below are disturbed (see bench/README.md)"
+    fi
+} | tee -a "$outdir/summary.txt"
+
+awk -v counts="$counts" -v rounds="$rounds" -v size="$size" '
+    function sort(v, n,    i, j, t) {
+        for (i = 2; i <= n; i++) {
+            t = v[i]
+            for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]
+            v[j + 1] = t
+        }
+    }
+    function median(t, n, key,    k, i, v) {
+        k = cnt[t, n, key]
+        if (k == 0) return ""
+        for (i = 1; i <= k; i++) v[i] = val[t, n, key, i]
+        sort(v, k)
+        return (k % 2) ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2
+    }
+    # a cell: the median scaled by div, or the status when no run worked
+    function cell(t, n, key, div, prec,    m, s) {
+        m = median(t, n, key)
+        if (m == "") return (t SUBSEP n in firstbad) ? firstbad[t, n] : "-"
+        s = sprintf("%." prec "f", m / div)
+        if (okruns[t, n] < runs[t, n]) s = s " (" okruns[t, n] "/" runs[t, n] ")"
+        return s
+    }
+    function ratio(n, key,    a, b) {
+        a = median("tmx", n, key); b = median("ompi", n, key)
+        if (a == "" || b == "" || b <= 0) return "-"
+        return sprintf("%.2f", a / b)
+    }
+    $4 == "status" {
+        runs[$1, $2]++
+        if ($5 == "ok") okruns[$1, $2]++
+        else if (!(($1, $2) in firstbad)) firstbad[$1, $2] = $5
+        next
+    }
+    { cnt[$1, $2, $4]++; val[$1, $2, $4, cnt[$1, $2, $4]] = $5 }
+    END {
+        nc = split(counts, c, " ")
+        mib = 1024
+        print ""
+        print "time per all-to-all round of " size " messages: median over runs of each run\047s median, ms"
+        print ""
+        print "| ranks | tmx ms | ompi ms | tmx/ompi | tmx min ms | ompi min ms |"
+        print "|---|---|---|---|---|---|"
+        for (i = 1; i <= nc; i++) {
+            n = c[i]
+            printf "| %d | %s | %s | %s | %s | %s |\n", n, cell("tmx", n, "median_us", 1000, 3),
+                   cell("ompi", n, "median_us", 1000, 3), ratio(n, "median_us"),
+                   cell("tmx", n, "min_us", 1000, 3), cell("ompi", n, "min_us", 1000, 3)
+        }
+        print ""
+        print "memory of the job after the last round, MiB: sums over the ranks (launcher not counted)"
+        print ""
+        print "| ranks | tmx shm (Pss_Shmem) | ompi shm | tmx/ompi | tmx /dev/shm | ompi /dev/shm | tmx Pss | ompi Pss | tmx Pss_Anon | ompi Pss_Anon | tmx RSS | ompi RSS |"
+        print "|---|---|---|---|---|---|---|---|---|---|---|---|"
+        for (i = 1; i <= nc; i++) {
+            n = c[i]
+            printf "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", n,
+                   cell("tmx", n, "pss_shmem_kib", mib, 1), cell("ompi", n, "pss_shmem_kib", mib, 1),
+                   ratio(n, "pss_shmem_kib"),
+                   cell("tmx", n, "devshm_kib", mib, 1), cell("ompi", n, "devshm_kib", mib, 1),
+                   cell("tmx", n, "pss_kib", mib, 1), cell("ompi", n, "pss_kib", mib, 1),
+                   cell("tmx", n, "pss_anon_kib", mib, 1), cell("ompi", n, "pss_anon_kib", mib, 1),
+                   cell("tmx", n, "rss_kib", mib, 1), cell("ompi", n, "rss_kib", mib, 1)
+        }
+        print ""
+        print "start-up, ms from the launch: to the end of the first all-to-all round at rank 0"
+        print "(first), to init done (init: tmx_job_connect / MPI_Init returned at rank 0); job wall time"
+        print ""
+        print "| ranks | tmx first | ompi first | tmx/ompi | tmx init | ompi init | tmx wall | ompi wall |"
+        print "|---|---|---|---|---|---|---|---|"
+        for (i = 1; i <= nc; i++) {
+            n = c[i]
+            printf "| %d | %s | %s | %s | %s | %s | %s | %s |\n", n,
+                   cell("tmx", n, "first_round_ms", 1, 0), cell("ompi", n, "first_round_ms", 1, 0),
+                   ratio(n, "first_round_ms"),
+                   cell("tmx", n, "init_ms", 1, 0), cell("ompi", n, "init_ms", 1, 0),
+                   cell("tmx", n, "wall_ms", 1, 0), cell("ompi", n, "wall_ms", 1, 0)
+        }
+    }' "$data" | tee -a "$outdir/summary.txt"
+
+echo "# summary: $outdir/summary.txt" >&2

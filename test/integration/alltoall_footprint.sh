@@ -11,18 +11,17 @@
 # layout. The soft device's default layout is measured: TMX_SOFT_RING_SIZE is unset.
 #
 # Exit status, for automake: a run that fails, a wrong payload or a missing report is a hard
-# error (99: ERROR even while this test is in XFAIL_TESTS); a footprint over the bound is a
-# plain failure (1).
+# error (99); a footprint over the bound is a plain failure (1).
 #
-# EXPECTED TO FAIL until issue 11's layout lands: today every connection has its own 256 KiB
-# rings, about 32 MiB of shared memory per rank at 64 ranks (2 GiB for the job), so this test
-# is listed in XFAIL_TESTS (test/integration/Makefile.include). When the footprint fits, the
-# test passes, automake reports XPASS and `make check` fails: then delete the XFAIL_TESTS line.
+# Before the soft device's inbox and fast rings, every connection had its own 256 KiB ring in
+# each direction: 32 MiB of shared memory per rank at 64 ranks (2 GiB for the job), and this
+# test failed. Now a rank's rings are at most TMX_SOFT_INBOX_SIZE + TMX_SOFT_FAST_RINGS x
+# TMX_SOFT_RING_SIZE (2.5 MiB with the defaults), whatever the number of peers.
 . "$(dirname "$0")/lib.sh"
 
 N=64
 BASE_MIB=64      # the job's fixed part
-PER_RANK_MIB=8   # per rank, independent of the number of peers
+PER_RANK_MIB=4   # per rank, independent of the number of peers (about 3 MiB of rings and tables)
 
 P="$B/examples/tmx_alltoall"
 unset TMX_SOFT_RING_SIZE

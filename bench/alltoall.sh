@@ -202,9 +202,9 @@ run_one() { # tool ranks round command...
 
 run_tmx() { # ranks round
     local n=$1 qps=$((2 * $1 + 16))
-    # Today's soft device opens 2 queue pairs per peer (self included) from a table of
-    # TMX_SOFT_MAX_QPS (default 256): raise it for large jobs, below any -e given.
-    [ "$qps" -lt 256 ] && qps=256
+    # A rank opens 2 queue pairs per peer (self included) from a table of TMX_SOFT_MAX_QPS
+    # (default 4096): raise it for jobs of more than 2040 ranks, below any -e given.
+    [ "$qps" -lt 4096 ] && qps=4096
     run_one tmx "$n" "$2" env TMX_SOFT_MAX_QPS="$qps" ${tmx_libpath:+LD_LIBRARY_PATH="$tmx_libpath"} \
         "${tmx_env[@]}" "$tmxrun" -n "$n" "$a2a" -m "$size" -n "$iters" -w "$warmup" -H 300
 }

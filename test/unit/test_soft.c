@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -2195,4 +2196,115 @@ Test(soft, peer_qp_destroyed_fails_outstanding, .timeout = 30)
     tmx_config_t cfg;
     cfg_init(&cfg, 0, 65536);
     run_pair(qpgone_target, qpgone_initiator, &cfg);
+}
+
+/* ---------------------------------------------------------------- completion channel */
+
+/* Steps without polling the device: what arrives meanwhile must stay in the ring. */
+static int node_sync(node_t *n, int s)
+{
+    double end = tmx_time_sec() + 10;
+
+    atomic_store(&n->sh->stage[n->me], s);
+    while (atomic_load(&n->sh->stage[1 - n->me]) < s) {
+        if (tmx_time_sec() > end) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* 1 when fd polls readable within ms milliseconds. */
+static int readable(int fd, int ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return poll(&p, 1, ms) == 1 && (p.revents & POLLIN) != 0;
+}
+
+static int chan_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint64_t            buf[4] = {0};
+    tmx_comp_channel_t *ch, *ch2;
+    tmx_soft_dev_t     *dev;
+    tmx_mr_t           *mr;
+    tmx_wc_t            wc;
+    struct sockaddr_un  sa;
+    socklen_t           salen;
+    int                 s;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    dev = (tmx_soft_dev_t *)n->dev;
+    mr  = reg(n, buf, sizeof(buf), TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL);
+    for (int k = 0; k < 4; k++) {
+        CHECK(post_recv(n, 0, &buf[k], 8, mr->lkey, (uint64_t)k) == TMX_OK);
+    }
+    CHECK(n->ops->channel_create(n->dev, &ch) == TMX_OK && ch->fd >= 0);
+    CHECK(n->ops->channel_create(n->dev, &ch2) == TMX_ERR_NO_RESOURCE); /* one per device */
+    TRY(node_connect(n));
+
+    /* nothing pending: armed, and the fd stays quiet */
+    CHECK(n->ops->channel_get_events(ch) >= 0);
+    CHECK(n->ops->cq_req_notify(n->cq, ch) == TMX_OK);
+    CHECK(atomic_load(&dev->hdr->armed) == 1);
+    CHECK(!readable(ch->fd, 0));
+
+    /* the peer sends while we do not poll: the fd wakes us, the producer disarmed us */
+    CHECK(node_sync(n, 2) == 0);
+    CHECK(readable(ch->fd, 5000));
+    CHECK(atomic_load(&dev->hdr->armed) == 0);
+    CHECK(n->ops->channel_get_events(ch) == 1);
+    CHECK(!readable(ch->fd, 0));
+    /* the record waits in the ring: arming says so instead of sleeping on it */
+    CHECK(n->ops->cq_req_notify(n->cq, ch) == TMX_ERR_BUSY);
+    CHECK(node_wc(n, &wc) == 0);
+    CHECK(wc.status == TMX_WC_SUCCESS && wc.byte_len == 8 && buf[wc.wr_id] == 0x1111);
+    CHECK(n->ops->cq_req_notify(n->cq, ch) == TMX_OK);
+
+    /* a stray datagram to the wake socket: readable, nothing to poll, armed again */
+    s = socket(AF_UNIX, SOCK_DGRAM, 0);
+    tmx_soft_wake_name(dev->hdr->uid, dev->hdr->pid, dev->hdr->probe, &sa, &salen);
+    CHECK(s >= 0 && sendto(s, "x", 1, 0, (struct sockaddr *)&sa, salen) == 1);
+    close(s);
+    CHECK(readable(ch->fd, 5000));
+    CHECK(n->ops->channel_get_events(ch) == 1);
+    CHECK(n->ops->cq_poll(n->cq, 1, &wc) == 0);
+    CHECK(n->ops->cq_req_notify(n->cq, ch) == TMX_OK);
+    CHECK(!readable(ch->fd, 0));
+
+    /* and the next real arrival still wakes us */
+    CHECK(node_sync(n, 3) == 0);
+    CHECK(readable(ch->fd, 5000));
+    CHECK(node_wc(n, &wc) == 0);
+    CHECK(wc.status == TMX_WC_SUCCESS && buf[wc.wr_id] == 0x2222);
+    CHECK(node_sync(n, 4) == 0);
+    n->ops->channel_destroy(ch);
+    n->ops->mr_dereg(mr);
+    node_close(n);
+    return 0;
+}
+
+static int chan_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint64_t v;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    TRY(node_connect(n));
+    CHECK(node_sync(n, 2) == 0);
+    v = 0x1111;
+    CHECK(post_send(n, 0, TMX_WR_SEND, &v, 8, 0, TMX_SEND_INLINE, 1, 0, 0, 0) == TMX_OK);
+    CHECK(node_sync(n, 3) == 0);
+    usleep(100 * 1000); /* the receiver is asleep by now, most likely */
+    v = 0x2222;
+    CHECK(post_send(n, 0, TMX_WR_SEND, &v, 8, 0, TMX_SEND_INLINE, 2, 0, 0, 0) == TMX_OK);
+    CHECK(node_sync(n, 4) == 0);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, channel_wakes_a_sleeper, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, -1, 64 * 1024);
+    run_pair(chan_rx, chan_tx, &cfg);
 }

@@ -349,6 +349,7 @@ static void tmx_soft_qp_commit(tmx_soft_qp_t *qp, tmx_soft_rec_t *rec, size_t by
 {
     tmx_soft_tx_publish(qp->out_ring, qp->out_size, rec, qp->out_tail, tmx_soft_lines(bytes));
     qp->out_tail += tmx_soft_lines(bytes);
+    tmx_soft_wake_peer(qp->dev, qp->rseg);
 }
 
 /* Serves the responses this QP owes its peer (fallback RDMA); 0 when the ring is full. */
@@ -1059,6 +1060,9 @@ static tmx_status_t tmx_soft_ud_send(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr,
     /* tail moved even on failure when a PAD went in */
     atomic_store_explicit(&ctrl->tail, tail, memory_order_relaxed);
     atomic_store_explicit(&ctrl->lock, 0, memory_order_release);
+    if (status == TMX_OK) {
+        tmx_soft_wake_peer(qp->dev, r);
+    }
     if (status == TMX_OK && (wr->send_flags & TMX_SEND_SIGNALED || qp->sig_all)) {
         tmx_wc_t wc;
 
@@ -1607,4 +1611,40 @@ int tmx_soft_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
         cq->count--;
     }
     return got;
+}
+
+/*
+ * Arms the device's wake word (ibv_req_notify_cq). The store, a fence, then a look at every
+ * inbound ring: a producer stores its record, fences, then loads the word (tmx_soft_wake_peer),
+ * so either it sees us armed and wakes us, or we see its record here and do not sleep. BUSY
+ * too while a send of ours waits for room in a peer's ring (or we owe a peer fallback READ
+ * data): room appears without a word to us, so only polling moves it.
+ */
+tmx_status_t tmx_soft_cq_req_notify(tmx_cq_t *c, tmx_comp_channel_t *ch)
+{
+    tmx_soft_cq_t  *cq  = (tmx_soft_cq_t *)c;
+    tmx_soft_dev_t *dev = (tmx_soft_dev_t *)c->dev;
+
+    if (ch == NULL || ch != &dev->channel || !dev->channel_open) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (cq->count > 0) {
+        return TMX_ERR_BUSY;
+    }
+    for (unsigned i = 0; i < dev->num_active; i++) {
+        tmx_soft_qp_t *qp = dev->active[i];
+        if (qp->tx_seq != qp->next_seq || qp->resp_count > 0) {
+            return TMX_ERR_BUSY;
+        }
+    }
+    atomic_store_explicit(&dev->hdr->armed, 1, memory_order_seq_cst);
+    TMX_SOFT_FENCE();
+    for (unsigned i = 0; i < dev->num_active; i++) {
+        if (tmx_soft_qp_has_rx(dev->active[i])) {
+            /* a producer that saw the word meanwhile sends a wake for nothing: harmless */
+            atomic_store_explicit(&dev->hdr->armed, 0, memory_order_relaxed);
+            return TMX_ERR_BUSY;
+        }
+    }
+    return TMX_OK;
 }

@@ -251,10 +251,11 @@ void tmx_worker_peer_failed(tmx_worker_t *w, uint64_t uuid, tmx_status_t status)
 
 /* What a blocking loop knows of its idle rounds (tmx_worker_idle). */
 typedef struct tmx_idle {
-    double since; /* when the rounds started to find nothing; 0 while they find something */
+    double   since;  /* when the rounds started to find nothing; 0 while they find something */
+    unsigned rounds; /* idle rounds so far: the clock is read every 16th only */
 } tmx_idle_t;
 
-#define TMX_IDLE_INIT {.since = 0}
+#define TMX_IDLE_INIT {.since = 0, .rounds = 0}
 /* Longest sleep of a blocking call between two progress rounds: what a sleeper notices only
  * by polling (a peer's death, a send waiting for room, timeouts) it notices this late. */
 #define TMX_IDLE_SLEEP_MAX_MS 100

@@ -955,8 +955,10 @@ void tmx_worker_idle(tmx_worker_t *w, tmx_idle_t *idle, unsigned events, double 
     }
     if (timeout_ms > 0 && tmx_worker_arm_locked(w) == TMX_OK) {
         tmx_worker_sleep(w, timeout_ms);
-    } else if (ctx->oversubscribed || ctx->cfg.wait_mode == TMX_WAIT_SLEEP) {
-        tmx_worker_yield(w); /* busy, or no device can wake us */
+    } else {
+        /* busy (a send waits for room a peer makes: give it the processor), or no device
+         * can wake us: past the spin, poll politely */
+        tmx_worker_yield(w);
     }
 }
 

@@ -845,6 +845,24 @@ TMX_API tmx_status_t tmx_worker_query(tmx_worker_h w, tmx_worker_attr_t *attr)
 
 /* ---------------------------------------------------------------- sleeping */
 
+/* Whether a connected endpoint has sends or control messages queued: they wait for room on
+ * the wire or for credits, and room comes without a word to us. An endpoint still connecting
+ * waits for its peer's reply, an arrival that wakes us (and resends on a timer the sleep's
+ * bound serves). */
+static int tmx_worker_sends_queued(tmx_worker_t *w)
+{
+    tmx_list_t *l;
+
+    tmx_list_for_each(l, &w->pending_eps) {
+        tmx_ep_t *ep = tmx_container_of(l, tmx_ep_t, pending_link);
+        if (ep->state == TMX_EP_CONNECTED &&
+            (!tmx_list_is_empty(&ep->pending) || !tmx_list_is_empty(&ep->ctrl_pending))) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Arms every device (and takes the wakeups the fd holds), under the lock. TMX_ERR_BUSY when
  * something is pending: a device holds work only polling moves, or the worker itself has
  * queued sends or failures to report. */
@@ -867,7 +885,7 @@ static tmx_status_t tmx_worker_arm_locked(tmx_worker_t *w)
             return (tmx_status_t)n;
         }
     }
-    if (!tmx_list_is_empty(&w->pending_eps) || w->failures_unreported > 0) {
+    if (w->failures_unreported > 0 || tmx_worker_sends_queued(w)) {
         return TMX_ERR_BUSY;
     }
     for (int i = 0; i < w->num_ifaces && status == TMX_OK; i++) {

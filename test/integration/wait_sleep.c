@@ -9,7 +9,8 @@
  *                       processor time stayed under a quarter of the wait.
  *
  *   wait_sleep efd      1 process, 2 workers: tmx_worker_get_efd / tmx_worker_arm /
- *                       tmx_worker_wait semantics: armed and quiet with nothing pending,
+ *                       tmx_worker_wait semantics: armed and quiet with nothing pending (an
+ *                       endpoint that waits for its peer's connection reply included),
  *                       readable when a message arrives, BUSY while it waits unprogressed,
  *                       a stray datagram on the wake socket is a harmless spurious wakeup.
  *
@@ -204,7 +205,7 @@ static int run_efd(void)
     tmx_worker_h        a, b;
     tmx_ep_h            ep;
     tmx_ep_params_t     ep_params = {.field_mask = TMX_EP_PARAM_ADDRESS};
-    tmx_request_h       req;
+    tmx_request_h       req, sreq;
     tmx_tag_recv_info_t info;
     void               *addr;
     size_t              addr_len;
@@ -227,14 +228,27 @@ static int run_efd(void)
     ep_params.address_length = addr_len;
     CHECK(tmx_ep_create(a, &ep_params, &ep));
     tmx_worker_release_address(b, addr);
+    /* connecting, the peer silent: a waits for its reply, an arrival, so it may sleep */
+    while (tmx_worker_progress(a) > 0) {
+    }
+    EXPECT(tmx_worker_arm(a) == TMX_OK);
+    EXPECT(tmx_worker_wait(a, 10) == TMX_ERR_TIMED_OUT);
     CHECK(tmx_tag_recv_nb(b, in, sizeof(in), 1, ~(tmx_tag_t)0, NULL, &req));
-    CHECK(tmx_tag_send_nb(ep, msg, sizeof(msg), 1, NULL, &(tmx_request_h){NULL}));
+    sreq = NULL;
+    CHECK(tmx_tag_send_nb(ep, msg, sizeof(msg), 1, NULL, &sreq));
     t0 = wall();
     while (tmx_request_test(req, NULL) == TMX_INPROGRESS && wall() - t0 < 10) {
         progress_all(a, b);
     }
     CHECK(tmx_request_test(req, NULL));
     tmx_request_free(req);
+    if (sreq != NULL) {
+        while (tmx_request_test(sreq, NULL) == TMX_INPROGRESS && wall() - t0 < 10) {
+            progress_all(a, b);
+        }
+        CHECK(tmx_request_test(sreq, NULL));
+        tmx_request_free(sreq);
+    }
     progress_all(a, b);
 
     /* nothing pending: arm says OK, the fd stays quiet, a wait times out */

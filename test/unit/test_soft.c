@@ -2308,3 +2308,42 @@ Test(soft, channel_wakes_a_sleeper, .timeout = 30)
     cfg_init(&cfg, -1, 64 * 1024);
     run_pair(chan_rx, chan_tx, &cfg);
 }
+
+/* A sleeper polls rarely: arming checks its peers' liveness (every 100 ms at most, like the
+ * polls' check every 256th time), so a peer that died is found before we sleep, not after
+ * hundreds of wakeups. */
+static int chan_dead_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    tmx_comp_channel_t *ch;
+    tmx_wc_t            wc;
+    int                 st;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    CHECK(n->ops->channel_create(n->dev, &ch) == TMX_OK);
+    TRY(node_connect(n));
+    CHECK(n->ops->cq_req_notify(n->cq, ch) == TMX_OK);
+    CHECK(node_sync(n, 2) == 0);
+    usleep(300 * 1000); /* the peer exits meanwhile; more than the check period passes */
+    st = n->ops->cq_req_notify(n->cq, ch);
+    CHECK(st == TMX_ERR_BUSY);
+    CHECK(node_wc(n, &wc) == 0);
+    CHECK(wc.wr_id == TMX_WR_ID_ASYNC_ERROR && wc.status == TMX_WC_RETRY_EXC_ERR);
+    n->ops->channel_destroy(ch);
+    node_close(n);
+    return 0;
+}
+
+static int chan_dead_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    TRY(node_connect(n));
+    CHECK(node_sync(n, 2) == 0);
+    return 0; /* and exits, QP and all */
+}
+
+Test(soft, arming_finds_a_dead_peer, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, -1, 64 * 1024);
+    run_pair(chan_dead_rx, chan_dead_tx, &cfg);
+}

@@ -1628,6 +1628,9 @@ tmx_status_t tmx_soft_cq_req_notify(tmx_cq_t *c, tmx_comp_channel_t *ch)
     if (ch == NULL || ch != &dev->channel || !dev->channel_open) {
         return TMX_ERR_INVALID_PARAM;
     }
+    /* Before a sleep, the liveness check that polls make every 256th time (a sleeper polls
+     * rarely): a dead peer's QPs fail now, and their completions make us busy. */
+    tmx_soft_check_peers(dev);
     if (cq->count > 0) {
         return TMX_ERR_BUSY;
     }

@@ -8,8 +8,13 @@
  * that nothing outlives the processes; where peers cannot open that (a trial decides, see
  * tmx_soft_memfd_trial), a POSIX shm segment "/tmx-<uid>-<pid>-<n>":
  *
- *   header | MR table (max_mrs entries) | UD mailbox control + ring | per-QP ring control
- *   lines (max_qps) | max_qps inbound rings of ring_size bytes
+ *   header (its third line: the wake word) | MR table (max_mrs entries) | UD mailbox
+ *   control + ring | per-QP ring control lines (max_qps) | max_qps inbound rings of ring_size
+ *   bytes
+ *
+ * Sleeping (verbs' completion channel): the owner arms its wake word before it sleeps on its
+ * wake socket; a producer that finds the word set after publishing a record clears it and
+ * sends the socket one datagram (tmx_soft_wake_peer, tmx_soft_cq_req_notify).
  *
  * Every ring is a byte ring of 64-byte lines written by one producer (the connected peer's QP;
  * the UD mailbox has many, serialized by a lock word) and read by the owner. A record starts

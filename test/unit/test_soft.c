@@ -454,6 +454,20 @@ Test(soft, fifo_order, .timeout = 30)
     run_pair(fifo_rx, fifo_tx, &cfg);
 }
 
+/* Steps without polling the device: what arrives meanwhile must stay in the ring. */
+static int node_sync(node_t *n, int s)
+{
+    double end = tmx_time_sec() + 10;
+
+    atomic_store(&n->sh->stage[n->me], s);
+    while (atomic_load(&n->sh->stage[1 - n->me]) < s) {
+        if (tmx_time_sec() > end) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* ---------------------------------------------------------------- direct sends keep order */
 
 /* An unsignaled inline SEND goes straight to the ring only while the send queue is empty;
@@ -480,6 +494,13 @@ static int direct_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
         CHECK(post_recv(n, 0, &small[i], 4, mr2->lkey, i) == TMX_OK);
     }
     TRY(node_connect(n));
+    /* once the big SEND filled the ring, and not before (a ring drained while the sender
+     * writes lets one post write all of it), drain what is there, then let the sender try */
+    CHECK(node_sync(n, 2) == 0);
+    for (double end = tmx_time_sec() + 0.05; tmx_time_sec() < end;) {
+        node_poll(n);
+    }
+    CHECK(node_sync(n, 3) == 0);
     CHECK(node_wc(n, &wc) == 0);
     CHECK(wc.wr_id == 1000 && wc.status == TMX_WC_SUCCESS && wc.byte_len == DIRECT_BIG);
     CHECK(same(big, DIRECT_BIG, 5));
@@ -489,7 +510,7 @@ static int direct_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
         CHECK((wc.wc_flags & TMX_WC_WITH_IMM) && wc.imm_data == 0x5000 + i);
         CHECK(small[i] == 0x7000 + i);
     }
-    CHECK(node_barrier(n, 2) == 0);
+    CHECK(node_barrier(n, 4) == 0);
     n->ops->mr_dereg(mr1);
     n->ops->mr_dereg(mr2);
     free(big);
@@ -512,7 +533,8 @@ static int direct_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
     CHECK(post_send(n, 0, TMX_WR_SEND, big, DIRECT_BIG, mr->lkey, TMX_SEND_SIGNALED, 99, 0, 0,
                     0) == TMX_OK);
     /* The receiver empties the ring meanwhile: a direct send would find room, and overtake. */
-    usleep(50 * 1000);
+    CHECK(node_sync(n, 2) == 0);
+    CHECK(node_sync(n, 3) == 0);
     v = 0xdead;
     CHECK(post_send(n, 0, TMX_WR_SEND_WITH_IMM, &v, 4, 0, TMX_SEND_INLINE, 77, 0, 0, 0) ==
           TMX_ERR_NO_RESOURCE);
@@ -525,7 +547,7 @@ static int direct_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
         v = 0xdead; /* an inline buffer is the caller's again on return */
     }
     CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 99 && wc.status == TMX_WC_SUCCESS);
-    CHECK(node_barrier(n, 2) == 0);
+    CHECK(node_barrier(n, 4) == 0);
     CHECK(n->nstash == 0); /* the unsignaled ones complete silently */
     n->ops->mr_dereg(mr);
     free(big);
@@ -2199,20 +2221,6 @@ Test(soft, peer_qp_destroyed_fails_outstanding, .timeout = 30)
 }
 
 /* ---------------------------------------------------------------- completion channel */
-
-/* Steps without polling the device: what arrives meanwhile must stay in the ring. */
-static int node_sync(node_t *n, int s)
-{
-    double end = tmx_time_sec() + 10;
-
-    atomic_store(&n->sh->stage[n->me], s);
-    while (atomic_load(&n->sh->stage[1 - n->me]) < s) {
-        if (tmx_time_sec() > end) {
-            return -1;
-        }
-    }
-    return 0;
-}
 
 /* 1 when fd polls readable within ms milliseconds. */
 static int readable(int fd, int ms)

@@ -54,7 +54,9 @@ static int tmx_info_worker(tmx_context_h context)
 {
     tmx_worker_params_t params = {.field_mask = 0};
     tmx_worker_attr_t   attr   = {.field_mask = TMX_WORKER_ATTR_THREAD_MODE |
-                                                TMX_WORKER_ATTR_PEERS | TMX_WORKER_ATTR_LIMITS};
+                                                TMX_WORKER_ATTR_PEERS | TMX_WORKER_ATTR_LIMITS |
+                                                TMX_WORKER_ATTR_WAIT};
+    static const char *const wait_modes[] = {"auto", "spin", "yield", "sleep"};
     tmx_worker_h        worker;
     tmx_status_t        status;
     int                 ret    = 1;
@@ -75,6 +77,17 @@ static int tmx_info_worker(tmx_context_h context)
     }
     printf("#   unexp budget     %zu bytes\n", attr.unexp_budget);
     printf("#   eager credits    %u per endpoint\n", attr.eager_credits);
+    if ((unsigned)attr.wait_mode <= TMX_WAIT_SLEEP) {
+        printf("#   wait             %s, spin %u us%s\n", wait_modes[attr.wait_mode],
+               attr.wait_spin_us, attr.can_sleep ? "" : " (no device can wake a sleeper)");
+    }
+    if (attr.local_procs < 0) {
+        printf("#   oversubscribed   no (processes sharing the %d cpus unknown)\n", attr.cpus);
+    } else {
+        printf("#   oversubscribed   %s (%d processes on %d cpus)\n",
+               attr.oversubscribed ? "yes, idle polls yield" : "no", attr.local_procs,
+               attr.cpus);
+    }
     for (int c = 0; c < TMX_PEER_CLASS_LAST; c++) {
         const tmx_peer_class_attr_t *p = &attr.peer[c];
 

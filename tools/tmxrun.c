@@ -570,6 +570,14 @@ static void tmxrun_child(tmxrun_t *run, int rank, const char *addr, int outfd[2]
     tmxrun_setenv_int("TMX_RANK", rank);
     tmxrun_setenv_int("TMX_SIZE", run->opts.np);
     tmxrun_setenv_int("TMX_LOCAL_RANK", rank);
+    /* the processes that compete for this rank's CPUs: all of them, or with binding those
+     * pinned to the same CPU (the library compares it with its affinity mask) */
+    if (run->opts.bind == TMXRUN_BIND_CORE && run->ncpus > 0) {
+        int np = run->opts.np, ncpus = run->ncpus;
+        tmxrun_setenv_int("TMX_LOCAL_SIZE", np / ncpus + (rank % ncpus < np % ncpus));
+    } else {
+        tmxrun_setenv_int("TMX_LOCAL_SIZE", run->opts.np);
+    }
     setenv("TMX_BOOT_ADDR", addr, 1);
     if (run->opts.bind == TMXRUN_BIND_CORE && run->ncpus > 0) {
         cpu_set_t set;

@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 #define TMX_API_MAJOR   1
-#define TMX_API_MINOR   1
+#define TMX_API_MINOR   2
 #define TMX_API_VERSION ((TMX_API_MAJOR << 16) | TMX_API_MINOR)
 
 /** Status codes: TMX_OK, TMX_INPROGRESS, or a negative error. */
@@ -165,11 +165,21 @@ typedef struct tmx_peer_class_attr {
     size_t max_msg;         /**< largest message */
 } tmx_peer_class_attr_t;
 
+/** How blocking calls wait when a progress round finds nothing (TMX_WAIT; tmx(7)). */
+typedef enum {
+    TMX_WAIT_AUTO  = 0, /**< poll for TMX_WAIT_SPIN microseconds (yielding between polls when
+                         *   oversubscribed), then sleep until something arrives */
+    TMX_WAIT_SPIN  = 1, /**< poll without pause */
+    TMX_WAIT_YIELD = 2, /**< poll, yielding the processor between polls */
+    TMX_WAIT_SLEEP = 3, /**< sleep as soon as a poll finds nothing */
+} tmx_wait_mode_t;
+
 enum tmx_worker_attr_field {
     TMX_WORKER_ATTR_THREAD_MODE = 1u << 0,
     TMX_WORKER_ATTR_PEERS       = 1u << 1,
     TMX_WORKER_ATTR_LIMITS      = 1u << 2,
     TMX_WORKER_ATTR_ID          = 1u << 3,
+    TMX_WORKER_ATTR_WAIT        = 1u << 4, /**< wait_mode .. can_sleep (API 1.2) */
 };
 
 typedef struct tmx_worker_attr {
@@ -179,9 +189,45 @@ typedef struct tmx_worker_attr {
     size_t                unexp_budget;  /**< bytes of unexpected eager data buffered */
     unsigned              eager_credits; /**< eager messages in flight per endpoint */
     uint64_t              id;            /**< the peer_id an error handler of a peer gets */
+    tmx_wait_mode_t       wait_mode;     /**< TMX_WAIT in effect */
+    unsigned              wait_spin_us;  /**< TMX_WAIT_SPIN */
+    int                   oversubscribed; /**< more processes than CPUs: idle polls yield */
+    int                   local_procs;   /**< processes sharing our CPUs (TMX_LOCAL_SIZE), -1 */
+    int                   cpus;          /**< CPUs of the process's affinity mask */
+    int                   can_sleep;     /**< every device can wake a sleeping worker */
 } tmx_worker_attr_t;
 
 TMX_API tmx_status_t tmx_worker_query(tmx_worker_h worker, tmx_worker_attr_t *attr);
+
+/**
+ * A file descriptor for poll(2), select(2) or epoll(7): it polls readable (POLLIN) after
+ * tmx_worker_arm returned TMX_OK and then something arrived for the worker. It belongs to the
+ * worker: do not read, write or close it. It may also poll readable with nothing new (a
+ * spurious wakeup, e.g. a stray datagram on the soft device's wake socket): progress and arm
+ * again. A peer's death does not make it readable: wait with a timeout to learn of failures.
+ * @return TMX_OK with *fd_p set, or TMX_ERR_UNSUPPORTED when a device of the worker cannot
+ *         wake a sleeper (then poll with tmx_worker_progress).
+ */
+TMX_API tmx_status_t tmx_worker_get_efd(tmx_worker_h worker, int *fd_p);
+
+/**
+ * Arms the worker's fd: consumes the wakeups it holds, then asks the devices to signal at the
+ * next arrival. Use: progress until tmx_worker_progress returns 0, arm, and sleep on the fd
+ * only when arm said TMX_OK.
+ * @return TMX_OK: armed; TMX_ERR_BUSY: events are pending (something arrived, or a send waits
+ *         for room), call tmx_worker_progress and arm again; TMX_ERR_UNSUPPORTED as for
+ *         tmx_worker_get_efd.
+ */
+TMX_API tmx_status_t tmx_worker_arm(tmx_worker_h worker);
+
+/**
+ * Arms the worker and sleeps until something arrives or timeout_ms milliseconds passed (-1: no
+ * limit). Does not progress: call tmx_worker_progress after it returns.
+ * @return TMX_OK when woken (possibly spuriously) or when events were pending already (no
+ *         sleep); TMX_ERR_TIMED_OUT; for a worker whose devices cannot wake it, it yields the
+ *         processor once and returns TMX_OK.
+ */
+TMX_API tmx_status_t tmx_worker_wait(tmx_worker_h worker, int timeout_ms);
 
 /* ---------------------------------------------------------------- endpoint */
 

@@ -34,8 +34,9 @@ struct tmx_job {
     tmx_worker_h worker; /* the worker of tmx_job_connect: progressed while we wait */
 };
 
-/* Polls before sleeping in the bootstrap waits of a job with a worker: about this many idle
- * progress rounds, then 1 ms sleeps between rounds. */
+/* Progress rounds that find nothing before a bootstrap wait with a worker sleeps on both the
+ * socket and the worker's fd (tmx_worker_get_efd): woken by the launcher's answer or by a
+ * peer's message at once, whichever comes first. */
 #define TMX_JOB_SPIN 1000
 
 /* Waits until fd is ready for events; deadline < 0 waits as long as the socket lives. With a
@@ -43,16 +44,28 @@ struct tmx_job {
  * (the FIN, ACK or credits they wait for), so a barrier never waits on its own rank. */
 static tmx_status_t tmx_job_wait_fd(int fd, short events, double deadline, tmx_worker_h worker)
 {
-    struct pollfd pfd = {.fd = fd, .events = events};
+    struct pollfd pfd[2] = {{.fd = fd, .events = events}, {.fd = -1, .events = POLLIN}};
     tmx_status_t status;
     unsigned idle = 0;
-    int rc;
+    int rc, efd = -1;
 
+    if (worker != NULL && tmx_worker_get_efd(worker, &efd) != TMX_OK) {
+        efd = -1;
+    }
     for (;;) {
         int timeout_ms = 1000;
+        pfd[1].fd      = -1; /* poll ignores a negative fd */
         if (worker != NULL) {
             idle       = tmx_worker_progress(worker) > 0 ? 0 : idle + 1;
-            timeout_ms = idle < TMX_JOB_SPIN ? 0 : 1;
+            timeout_ms = 0;
+            if (idle >= TMX_JOB_SPIN) {
+                /* armed: sleep on both; busy (or no fd): 1 ms naps between rounds */
+                timeout_ms = 1;
+                if (efd >= 0 && tmx_worker_arm(worker) == TMX_OK) {
+                    pfd[1].fd  = efd;
+                    timeout_ms = 100; /* what only polling sees, e.g. a peer's death */
+                }
+            }
         }
         if (deadline >= 0) {
             double left = deadline - tmx_time_sec();
@@ -64,15 +77,15 @@ static tmx_status_t tmx_job_wait_fd(int fd, short events, double deadline, tmx_w
                 timeout_ms = (int)(left * 1000.0) + 1;
             }
         }
-        rc = poll(&pfd, 1, timeout_ms);
+        rc = poll(pfd, 2, timeout_ms);
         if (rc < 0 && errno != EINTR) {
             tmx_error("bootstrap poll failed: %s", strerror(errno));
             status = TMX_ERR_IO;
             goto out;
         }
-        if (rc > 0) {
+        if (rc > 0 && pfd[0].revents != 0) {
             /* POLLHUP/POLLERR: the read or write that follows reports what happened */
-            status = (pfd.revents & POLLNVAL) ? TMX_ERR_IO : TMX_OK;
+            status = (pfd[0].revents & POLLNVAL) ? TMX_ERR_IO : TMX_OK;
             goto out;
         }
     }

@@ -1,5 +1,8 @@
+#define _GNU_SOURCE
 #include "config.h"
 
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,6 +76,42 @@ static tmx_status_t tmx_provider_list_check(const char *list)
     return TMX_OK;
 }
 
+/* CPUs this process may run on (its affinity mask), 0 if unknown. */
+static int tmx_context_cpus(void)
+{
+    cpu_set_t set;
+
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+        return 0;
+    }
+    return CPU_COUNT(&set);
+}
+
+/* Oversubscribed: more processes of the job share our CPUs (TMX_LOCAL_SIZE, from tmxrun)
+ * than there are; then an idle poll gives the processor to them. Said once per process. */
+static void tmx_context_wait_policy(tmx_context_t *ctx)
+{
+    static const char *const modes[] = {"auto", "spin", "yield", "sleep"};
+    static atomic_int        logged;
+    const tmx_config_t      *cfg = &ctx->cfg;
+
+    ctx->cpus           = tmx_context_cpus();
+    ctx->oversubscribed = cfg->local_size > 0 && ctx->cpus > 0 && cfg->local_size > ctx->cpus;
+    if (atomic_exchange(&logged, 1) != 0) {
+        return;
+    }
+    if (cfg->local_size < 0) {
+        tmx_info("wait policy %s (spin %u us): processes sharing our %d cpus unknown (no "
+                 "TMX_LOCAL_SIZE), idle polls do not yield", modes[cfg->wait_mode & 3],
+                 cfg->wait_spin_us, ctx->cpus);
+    } else {
+        tmx_info("wait policy %s (spin %u us): %d processes share our %d cpus: %s",
+                 modes[cfg->wait_mode & 3], cfg->wait_spin_us, cfg->local_size, ctx->cpus,
+                 ctx->oversubscribed ? "oversubscribed, idle polls yield"
+                                     : "not oversubscribed");
+    }
+}
+
 TMX_API tmx_status_t tmx_context_create_version(unsigned api_version,
                                                 const tmx_context_params_t *params,
                                                 tmx_context_h *context_p)
@@ -123,6 +162,7 @@ TMX_API tmx_status_t tmx_context_create_version(unsigned api_version,
         status = TMX_ERR_NO_DEVICE;
         goto err_free;
     }
+    tmx_context_wait_policy(ctx);
     ctx->magic = TMX_MAGIC_CONTEXT;
     *context_p = ctx;
     return TMX_OK;

@@ -39,6 +39,8 @@ typedef struct tmx_context {
     tmx_config_t      cfg;
     const tmx_prov_t *provs[TMX_MAX_PROVS];
     int               num_provs;
+    int               cpus;           /* CPUs of the affinity mask when the context was made */
+    int               oversubscribed; /* cfg.local_size > cpus: idle polls yield */
 } tmx_context_t;
 
 /* One opened device of a worker, with everything the worker needs on it. */
@@ -48,6 +50,7 @@ typedef struct tmx_iface {
     const tmx_prov_ops_t *ops;
     tmx_pd_t          *pd;
     tmx_cq_t          *cq;       /* all completions of this iface */
+    tmx_comp_channel_t *channel; /* wakes a sleeping worker; NULL: the device cannot */
     tmx_srq_t         *srq;      /* receives of all RC QPs */
     tmx_qp_t          *ud_qp;    /* connection wire-up */
     uint8_t           *rx_bufs;  /* srq receive buffers, rx_count * rx_size */
@@ -112,6 +115,13 @@ typedef struct tmx_worker {
     int               destroying;     /* tmx_worker_destroy: the error handler stays quiet */
     tmx_err_handler_cb_t err_handler;
     void             *err_handler_arg;
+    /* Sleeping: epfd (tmx_worker_get_efd) is an epoll set of every iface's channel fd and
+     * evfd, an eventfd by which a thread whose progress completed something wakes the
+     * threads sleeping in the worker (sleepers, under the lock). -1 when a device cannot
+     * wake us: then waits spin or yield. */
+    int               epfd;
+    int               evfd;
+    unsigned          sleepers;
     /* Rendezvous sends waiting for a memory registration: logged once, then counted. */
     uint64_t          reg_waits;      /* registration attempts refused, since the last log */
     double            reg_wait_logged; /* when the last line said so (0: never) */
@@ -238,6 +248,22 @@ void tmx_worker_unlock(tmx_worker_t *w);
 unsigned tmx_worker_progress_locked(tmx_worker_t *w);
 int tmx_worker_check(tmx_worker_t *w);
 void tmx_worker_peer_failed(tmx_worker_t *w, uint64_t uuid, tmx_status_t status);
+
+/* What a blocking loop knows of its idle rounds (tmx_worker_idle). */
+typedef struct tmx_idle {
+    double   since;  /* when the rounds started to find nothing; 0 while they find something */
+    unsigned rounds; /* idle rounds so far: the clock is read every 16th only */
+} tmx_idle_t;
+
+#define TMX_IDLE_INIT {.since = 0, .rounds = 0}
+/* Longest sleep of a blocking call between two progress rounds: what a sleeper notices only
+ * by polling (a peer's death, a send waiting for room, timeouts) it notices this late. */
+#define TMX_IDLE_SLEEP_MAX_MS 100
+
+/* Called with the lock held by a blocking loop after each progress round that got events:
+ * waits as TMX_WAIT says (spins, yields, or arms and sleeps without the lock) before the next
+ * round. deadline: tmx_time_sec() by which to be back, < 0 for none. */
+void tmx_worker_idle(tmx_worker_t *w, tmx_idle_t *idle, unsigned events, double deadline);
 
 /* ---- ep.c */
 tmx_status_t tmx_ep_wireup_rx(tmx_iface_t *iface, const void *msg, size_t len);

@@ -14,7 +14,6 @@
  */
 #include "config.h"
 
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -462,8 +461,9 @@ tmx_status_t tmx_ep_wireup_rx(tmx_iface_t *iface, const void *buf, size_t len)
  * DISC_ACK or DISC from the peer, failed, or the peer timeout passed. */
 static void tmx_ep_disconnect(tmx_worker_t *w, tmx_ep_t **eps, int n)
 {
-    double deadline = tmx_time_sec() + w->ctx->cfg.peer_timeout;
-    int    waiting;
+    double     deadline = tmx_time_sec() + w->ctx->cfg.peer_timeout;
+    tmx_idle_t idle     = TMX_IDLE_INIT;
+    int        waiting;
 
     for (int i = 0; i < n; i++) {
         tmx_ep_t *ep = eps[i];
@@ -480,8 +480,9 @@ static void tmx_ep_disconnect(tmx_worker_t *w, tmx_ep_t **eps, int n)
                 waiting = 1;
             }
         }
-        if (waiting && tmx_worker_progress_locked(w) == 0) {
-            sched_yield(); /* the peer's answer may need this core (more ranks than cores) */
+        if (waiting) {
+            /* the peer's answer may need this core (more ranks than cores): TMX_WAIT */
+            tmx_worker_idle(w, &idle, tmx_worker_progress_locked(w), deadline);
         }
     } while (waiting && tmx_time_sec() < deadline);
 }
@@ -507,9 +508,13 @@ static tmx_status_t tmx_ep_flush(tmx_ep_t *ep)
     double        deadline = tmx_time_sec() + timeout;
     uint64_t      seen     = ep->send_events;
 
+    tmx_idle_t    idle     = TMX_IDLE_INIT;
+
     while (!tmx_ep_flushed(ep)) {
-        if (tmx_worker_progress_locked(w) == 0) {
-            sched_yield(); /* closing is not latency-bound; the peer may need this core */
+        unsigned events = tmx_worker_progress_locked(w);
+
+        if (!tmx_ep_flushed(ep)) {
+            tmx_worker_idle(w, &idle, events, deadline);
         }
         if (ep->send_events != seen) {
             seen     = ep->send_events;

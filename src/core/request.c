@@ -163,6 +163,7 @@ TMX_API tmx_status_t tmx_request_test(tmx_request_h req, tmx_tag_recv_info_t *in
 TMX_API tmx_status_t tmx_request_wait(tmx_request_h req, tmx_tag_recv_info_t *info)
 {
     tmx_worker_t *w;
+    tmx_idle_t    idle     = TMX_IDLE_INIT;
     int           released = 0;
 
     if (req == NULL) {
@@ -173,7 +174,8 @@ TMX_API tmx_status_t tmx_request_wait(tmx_request_h req, tmx_tag_recv_info_t *in
     }
     w = req->worker;
     /* A freed request is never done (it is released instead); its RELEASE flag is read under
-     * the lock, as other threads' progress changes the flags. */
+     * the lock, as other threads' progress changes the flags. Rounds that find nothing wait
+     * as TMX_WAIT says (tmx_worker_idle). */
     while (!released && !tmx_request_done(req)) {
         if (tmx_request_failure_pending(req)) {
             return TMX_ERR_PEER_FAILED_PENDING;
@@ -181,7 +183,10 @@ TMX_API tmx_status_t tmx_request_wait(tmx_request_h req, tmx_tag_recv_info_t *in
         tmx_worker_lock(w);
         released = (req->flags & TMX_REQ_FLAG_RELEASE) != 0;
         if (!released) {
-            tmx_worker_progress_locked(w);
+            unsigned events = tmx_worker_progress_locked(w);
+            if (!tmx_request_done(req)) {
+                tmx_worker_idle(w, &idle, events, -1);
+            }
         }
         tmx_worker_unlock(w);
     }

@@ -1,7 +1,12 @@
 #include "config.h"
 
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -140,6 +145,9 @@ static void tmx_iface_cleanup(tmx_iface_t *iface)
     if (iface->cq != NULL) {
         ops->cq_destroy(iface->cq);
     }
+    if (iface->channel != NULL) {
+        ops->channel_destroy(iface->channel);
+    }
     if (iface->rx_mr != NULL) {
         ops->mr_dereg(iface->rx_mr);
     }
@@ -196,6 +204,11 @@ static tmx_status_t tmx_iface_init(tmx_worker_t *w, tmx_iface_t *iface, tmx_dev_
     status = ops->cq_create(dev, TMX_CQ_SIZE, &iface->cq);
     if (status != TMX_OK) {
         goto err;
+    }
+    /* A device that cannot wake a sleeper still works: waits then spin or yield. */
+    if (ops->channel_create(dev, &iface->channel) != TMX_OK) {
+        tmx_debug("device %s cannot wake a sleeping worker: its waits poll", dev->name);
+        iface->channel = NULL;
     }
 
     iface->rx_count = TMX_RX_BUFS;
@@ -291,6 +304,45 @@ err:
     return status;
 }
 
+/* The worker's fd (tmx_worker_get_efd): an epoll set of every device's channel and of the
+ * worker's own eventfd. When a device has no channel, or a step fails, the worker has none
+ * (epfd -1): its waits spin or yield, and tmx_worker_get_efd says unsupported. */
+static void tmx_worker_sleep_init(tmx_worker_t *w)
+{
+    struct epoll_event ev = {.events = EPOLLIN};
+
+    w->epfd = -1;
+    w->evfd = -1;
+    for (int i = 0; i < w->num_ifaces; i++) {
+        if (w->ifaces[i].channel == NULL) {
+            return;
+        }
+    }
+    w->epfd = epoll_create1(EPOLL_CLOEXEC);
+    w->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (w->epfd < 0 || w->evfd < 0 || epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->evfd, &ev) != 0) {
+        goto err;
+    }
+    for (int i = 0; i < w->num_ifaces; i++) {
+        if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->ifaces[i].channel->fd, &ev) != 0) {
+            goto err;
+        }
+    }
+    return;
+
+err:
+    tmx_warn("worker wait fd setup failed: %s; blocking calls poll instead of sleeping",
+             strerror(errno));
+    if (w->epfd >= 0) {
+        close(w->epfd);
+    }
+    if (w->evfd >= 0) {
+        close(w->evfd);
+    }
+    w->epfd = -1;
+    w->evfd = -1;
+}
+
 static uint64_t tmx_worker_new_uuid(void)
 {
     struct timespec ts;
@@ -384,6 +436,7 @@ TMX_API tmx_status_t tmx_worker_create(tmx_context_h ctx, const tmx_worker_param
         status = TMX_ERR_NO_DEVICE;
         goto err_mpool;
     }
+    tmx_worker_sleep_init(w);
     w->magic = TMX_MAGIC_WORKER;
     ctx->num_workers++;
     *worker_p = w;
@@ -442,6 +495,10 @@ TMX_API tmx_status_t tmx_worker_destroy(tmx_worker_h w)
     }
     for (int i = 0; i < w->num_ifaces; i++) {
         tmx_iface_cleanup(&w->ifaces[i]);
+    }
+    if (w->epfd >= 0) {
+        close(w->epfd);
+        close(w->evfd);
     }
     w->magic = TMX_MAGIC_DEAD;
     tmx_worker_unlock(w);
@@ -708,6 +765,13 @@ unsigned tmx_worker_progress_locked(tmx_worker_t *w)
     if (w->failures_unreported > 0) {
         tmx_worker_report_failures(w);
     }
+    if (count > 0 && w->sleepers > 0) {
+        /* another thread sleeps in this worker: what we just completed may be its request */
+        uint64_t one = 1;
+        if (write(w->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN) {
+            tmx_debug("waking the worker's sleepers failed: %s", strerror(errno));
+        }
+    }
     w->in_progress = 0;
     return count;
 }
@@ -734,8 +798,17 @@ TMX_API tmx_status_t tmx_worker_query(tmx_worker_h w, tmx_worker_attr_t *attr)
         return TMX_ERR_INVALID_HANDLE;
     }
     if (attr->field_mask & ~(uint64_t)(TMX_WORKER_ATTR_THREAD_MODE | TMX_WORKER_ATTR_PEERS |
-                                       TMX_WORKER_ATTR_LIMITS | TMX_WORKER_ATTR_ID)) {
+                                       TMX_WORKER_ATTR_LIMITS | TMX_WORKER_ATTR_ID |
+                                       TMX_WORKER_ATTR_WAIT)) {
         return TMX_ERR_INVALID_PARAM;
+    }
+    if (attr->field_mask & TMX_WORKER_ATTR_WAIT) {
+        attr->wait_mode      = (tmx_wait_mode_t)w->ctx->cfg.wait_mode;
+        attr->wait_spin_us   = w->ctx->cfg.wait_spin_us;
+        attr->oversubscribed = w->ctx->oversubscribed;
+        attr->local_procs    = w->ctx->cfg.local_size;
+        attr->cpus           = w->ctx->cpus;
+        attr->can_sleep      = w->epfd >= 0;
     }
     if (attr->field_mask & TMX_WORKER_ATTR_ID) {
         attr->id = w->uuid;
@@ -768,4 +841,196 @@ TMX_API tmx_status_t tmx_worker_query(tmx_worker_h w, tmx_worker_attr_t *attr)
         }
     }
     return TMX_OK;
+}
+
+/* ---------------------------------------------------------------- sleeping */
+
+/* Whether a connected endpoint has sends or control messages queued: they wait for room on
+ * the wire or for credits, and room comes without a word to us. An endpoint still connecting
+ * waits for its peer's reply, an arrival that wakes us (and resends on a timer the sleep's
+ * bound serves). */
+static int tmx_worker_sends_queued(tmx_worker_t *w)
+{
+    tmx_list_t *l;
+
+    tmx_list_for_each(l, &w->pending_eps) {
+        tmx_ep_t *ep = tmx_container_of(l, tmx_ep_t, pending_link);
+        if (ep->state == TMX_EP_CONNECTED &&
+            (!tmx_list_is_empty(&ep->pending) || !tmx_list_is_empty(&ep->ctrl_pending))) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Arms every device (and takes the wakeups the fd holds), under the lock. TMX_ERR_BUSY when
+ * something is pending: a device holds work only polling moves, or the worker itself has
+ * queued sends or failures to report. */
+static tmx_status_t tmx_worker_arm_locked(tmx_worker_t *w)
+{
+    uint64_t     val;
+    tmx_status_t status = TMX_OK;
+
+    if (w->epfd < 0) {
+        return TMX_ERR_UNSUPPORTED;
+    }
+    if (read(w->evfd, &val, sizeof(val)) < 0 && errno != EAGAIN) {
+        tmx_debug("reading the worker's eventfd failed: %s", strerror(errno));
+    }
+    for (int i = 0; i < w->num_ifaces; i++) {
+        tmx_iface_t *iface = &w->ifaces[i];
+        int          n     = iface->ops->channel_get_events(iface->channel);
+
+        if (n < 0) {
+            return (tmx_status_t)n;
+        }
+    }
+    if (w->failures_unreported > 0 || tmx_worker_sends_queued(w)) {
+        return TMX_ERR_BUSY;
+    }
+    for (int i = 0; i < w->num_ifaces && status == TMX_OK; i++) {
+        tmx_iface_t *iface = &w->ifaces[i];
+
+        if (iface->rx_repost_count > 0) {
+            status = TMX_ERR_BUSY; /* the next idle round reposts them */
+        } else {
+            status = iface->ops->cq_req_notify(iface->cq, iface->channel);
+        }
+    }
+    return status;
+}
+
+/* Sleeps on the worker's fd for at most timeout_ms (-1: no limit), the lock released
+ * meanwhile. TMX_OK when woken, TMX_ERR_TIMED_OUT, or TMX_ERR_IO. */
+static tmx_status_t tmx_worker_sleep(tmx_worker_t *w, int timeout_ms)
+{
+    struct pollfd pfd = {.fd = w->epfd, .events = POLLIN};
+    int           rc;
+
+    w->sleepers++;
+    tmx_worker_unlock(w);
+    rc = poll(&pfd, 1, timeout_ms);
+    tmx_worker_lock(w);
+    w->sleepers--;
+    if (rc < 0 && errno != EINTR) {
+        tmx_error("sleeping on the worker's fd failed: %s", strerror(errno));
+        return TMX_ERR_IO;
+    }
+    return rc == 0 ? TMX_ERR_TIMED_OUT : TMX_OK;
+}
+
+static void tmx_worker_yield(tmx_worker_t *w)
+{
+    tmx_worker_unlock(w);
+    sched_yield();
+    tmx_worker_lock(w);
+}
+
+void tmx_worker_idle(tmx_worker_t *w, tmx_idle_t *idle, unsigned events, double deadline)
+{
+    const tmx_context_t *ctx = w->ctx;
+    double               now;
+    int                  timeout_ms;
+
+    if (events > 0) {
+        idle->since  = 0;
+        idle->rounds = 0;
+        return;
+    }
+    switch (ctx->cfg.wait_mode) {
+    case TMX_WAIT_SPIN:
+        return;
+    case TMX_WAIT_YIELD:
+        tmx_worker_yield(w);
+        return;
+    case TMX_WAIT_AUTO:
+        /* the first rounds of a wait (most waits of a ping-pong end there) read no clock */
+        if ((++idle->rounds & 15) != 0 && idle->since == 0) {
+            if (ctx->oversubscribed) {
+                tmx_worker_yield(w);
+            }
+            return;
+        }
+        now = tmx_time_sec();
+        if (idle->since == 0) {
+            idle->since = now;
+        }
+        if (now - idle->since < ctx->cfg.wait_spin_us * 1e-6) {
+            if (ctx->oversubscribed) {
+                tmx_worker_yield(w);
+            }
+            return;
+        }
+        break;
+    default: /* TMX_WAIT_SLEEP */
+        now = tmx_time_sec();
+        break;
+    }
+    /* Sleep, but come back in time for the deadline and for what only polling sees. */
+    timeout_ms = TMX_IDLE_SLEEP_MAX_MS;
+    if (deadline >= 0 && (deadline - now) * 1000.0 < timeout_ms) {
+        timeout_ms = deadline > now ? (int)((deadline - now) * 1000.0) + 1 : 0;
+    }
+    if (timeout_ms > 0 && tmx_worker_arm_locked(w) == TMX_OK) {
+        tmx_worker_sleep(w, timeout_ms);
+    } else {
+        /* busy (a send waits for room a peer makes: give it the processor), or no device
+         * can wake us: past the spin, poll politely */
+        tmx_worker_yield(w);
+    }
+}
+
+TMX_API tmx_status_t tmx_worker_get_efd(tmx_worker_h w, int *fd_p)
+{
+    if (w == NULL || fd_p == NULL) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (w->magic != TMX_MAGIC_WORKER) {
+        return TMX_ERR_INVALID_HANDLE;
+    }
+    if (w->epfd < 0) {
+        return TMX_ERR_UNSUPPORTED;
+    }
+    *fd_p = w->epfd;
+    return TMX_OK;
+}
+
+TMX_API tmx_status_t tmx_worker_arm(tmx_worker_h w)
+{
+    tmx_status_t status;
+
+    if (w == NULL) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (w->magic != TMX_MAGIC_WORKER) {
+        return TMX_ERR_INVALID_HANDLE;
+    }
+    tmx_worker_lock(w);
+    status = tmx_worker_arm_locked(w);
+    tmx_worker_unlock(w);
+    return status;
+}
+
+TMX_API tmx_status_t tmx_worker_wait(tmx_worker_h w, int timeout_ms)
+{
+    tmx_status_t status;
+
+    if (w == NULL || timeout_ms < -1) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (w->magic != TMX_MAGIC_WORKER) {
+        return TMX_ERR_INVALID_HANDLE;
+    }
+    tmx_worker_lock(w);
+    status = tmx_worker_arm_locked(w);
+    if (status == TMX_OK) {
+        status = tmx_worker_sleep(w, timeout_ms);
+    } else if (status == TMX_ERR_BUSY) {
+        status = TMX_OK; /* pending already: the caller progresses */
+    } else if (status == TMX_ERR_UNSUPPORTED) {
+        tmx_worker_yield(w);
+        status = TMX_OK;
+    }
+    tmx_worker_unlock(w);
+    return status;
 }

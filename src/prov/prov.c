@@ -12,6 +12,31 @@ const tmx_prov_t *const tmx_providers[] = {
     NULL,
 };
 
+tmx_status_t tmx_prov_unsupported_channel_create(tmx_dev_t *dev, tmx_comp_channel_t **ch_p)
+{
+    (void)dev;
+    (void)ch_p;
+    return TMX_ERR_UNSUPPORTED;
+}
+
+void tmx_prov_unsupported_channel_destroy(tmx_comp_channel_t *ch)
+{
+    (void)ch;
+}
+
+tmx_status_t tmx_prov_unsupported_cq_req_notify(tmx_cq_t *cq, tmx_comp_channel_t *ch)
+{
+    (void)cq;
+    (void)ch;
+    return TMX_ERR_UNSUPPORTED;
+}
+
+int tmx_prov_unsupported_channel_get_events(tmx_comp_channel_t *ch)
+{
+    (void)ch;
+    return TMX_ERR_UNSUPPORTED;
+}
+
 tmx_status_t tmx_prov_unsupported_xrcd_open(tmx_dev_t *dev, tmx_xrcd_t **xrcd_p)
 {
     (void)dev;

@@ -111,6 +111,14 @@ typedef struct tmx_xrcd {
     tmx_dev_t *dev;
 } tmx_xrcd_t;
 
+/* A completion channel (ibv_comp_channel): fd polls readable (POLLIN) after a completion queue
+ * armed on it with cq_req_notify had something arrive. The fd may also become readable with
+ * nothing new (a spurious event): the caller polls its CQs and arms again. */
+typedef struct tmx_comp_channel {
+    tmx_dev_t *dev;
+    int        fd;
+} tmx_comp_channel_t;
+
 typedef enum {
     TMX_SRQT_BASIC = 0,
     TMX_SRQT_TM    = 1, /* tag matching: list ops, own CQ, no XRC */
@@ -349,6 +357,27 @@ struct tmx_prov_ops {
      * For software devices this is also where the device makes progress. */
     int (*cq_poll)(tmx_cq_t *cq, int n, tmx_wc_t *wc);
 
+    /*
+     * Completion channels, verbs' ibv_create_comp_channel / ibv_req_notify_cq /
+     * ibv_get_cq_event + ibv_ack_cq_events. The use is verbs': drain the channel's events, arm,
+     * poll the CQ once more (what arrived before the arm may not signal), and sleep in poll()
+     * on ch->fd only when that poll found nothing.
+     *
+     * channel_create: at most one channel per device may be asked for (TMX_ERR_NO_RESOURCE
+     * after); TMX_ERR_UNSUPPORTED when the device cannot signal (the core then spins or yields).
+     * cq_req_notify: arms cq (verbs binds the channel when the CQ is created; here it is named
+     * when arming): TMX_OK, and the channel signals once at the next arrival for cq; or
+     * TMX_ERR_BUSY when the device already holds work for cq that only cq_poll moves (for a
+     * device without an engine of its own, TMX_DEV_CAP_MANUAL_PROGRESS: an arrival not yet
+     * polled, or a send waiting for room on the wire): poll, then arm again.
+     * channel_get_events: takes the channel's pending events without blocking; returns how
+     * many (>= 0) or a negative tmx_status_t.
+     */
+    tmx_status_t (*channel_create)(tmx_dev_t *dev, tmx_comp_channel_t **ch_p);
+    void (*channel_destroy)(tmx_comp_channel_t *ch);
+    tmx_status_t (*cq_req_notify)(tmx_cq_t *cq, tmx_comp_channel_t *ch);
+    int (*channel_get_events)(tmx_comp_channel_t *ch);
+
     tmx_status_t (*xrcd_open)(tmx_dev_t *dev, tmx_xrcd_t **xrcd_p);
     void (*xrcd_close)(tmx_xrcd_t *xrcd);
 
@@ -386,6 +415,10 @@ struct tmx_prov {
 extern const tmx_prov_t *const tmx_providers[];
 
 /* Stubs for ops a provider does not implement: they return TMX_ERR_UNSUPPORTED. */
+tmx_status_t tmx_prov_unsupported_channel_create(tmx_dev_t *dev, tmx_comp_channel_t **ch_p);
+void tmx_prov_unsupported_channel_destroy(tmx_comp_channel_t *ch);
+tmx_status_t tmx_prov_unsupported_cq_req_notify(tmx_cq_t *cq, tmx_comp_channel_t *ch);
+int tmx_prov_unsupported_channel_get_events(tmx_comp_channel_t *ch);
 tmx_status_t tmx_prov_unsupported_xrcd_open(tmx_dev_t *dev, tmx_xrcd_t **xrcd_p);
 void tmx_prov_unsupported_xrcd_close(tmx_xrcd_t *xrcd);
 tmx_status_t tmx_prov_unsupported_srq_post_ops(tmx_srq_t *srq, tmx_srq_op_t *op,

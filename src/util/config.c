@@ -63,6 +63,11 @@ static const tmx_config_enum_t tmx_config_ternary[] = {
     {"auto", -1}, {"yes", 1}, {"no", 0}, {NULL, 0},
 };
 
+static const tmx_config_enum_t tmx_config_wait_modes[] = {
+    {"auto", TMX_WAIT_AUTO},   {"spin", TMX_WAIT_SPIN}, {"yield", TMX_WAIT_YIELD},
+    {"sleep", TMX_WAIT_SLEEP}, {NULL, 0},
+};
+
 #define TMX_CONFIG_FIELD(_name, _type, _dflt, _member, _doc)                                       \
     .name = (_name), .type = (_type), .dflt = (_dflt), .doc = (_doc),                              \
     .offset = offsetof(tmx_config_t, _member), .size = sizeof(((tmx_config_t *)0)->_member)
@@ -89,6 +94,18 @@ static const tmx_config_field_t tmx_config_table[] = {
     {TMX_CONFIG_FIELD("PEER_TIMEOUT", TMX_CONFIG_DOUBLE, "10.0", peer_timeout,
                       "Seconds a connect, a FLUSH close or a disconnect waits on a silent peer."),
      .flags = TMX_CONFIG_F_POS},
+    {TMX_CONFIG_FIELD("WAIT", TMX_CONFIG_ENUM, "auto", wait_mode,
+                      "How blocking calls wait when a poll finds nothing: auto polls for "
+                      "TMX_WAIT_SPIN (yielding when oversubscribed) then sleeps; spin; yield; "
+                      "sleep at once."),
+     .words = tmx_config_wait_modes},
+    {TMX_CONFIG_FIELD("WAIT_SPIN", TMX_CONFIG_UINT, "200", wait_spin_us,
+                      "Microseconds a blocking call of TMX_WAIT=auto polls before it sleeps."),
+     .flags = TMX_CONFIG_F_MAX, .max = 10000000},
+    {TMX_CONFIG_FIELD("LOCAL_SIZE", TMX_CONFIG_INT, "-1", local_size,
+                      "Processes of the job that run on this process's CPUs (set by tmxrun); "
+                      "more than the CPUs of the affinity mask is oversubscribed. -1: unknown."),
+     .flags = TMX_CONFIG_F_MIN, .min = -1},
     {TMX_CONFIG_FIELD("SOFT_RING_SIZE", TMX_CONFIG_SIZE, "256k", soft_ring_size,
                       "Soft device: bytes of each per-peer fast ring."),
      .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_POW2, .min = 4096},

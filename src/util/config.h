@@ -19,6 +19,10 @@ typedef struct tmx_config {
     unsigned eager_credits;    /* TMX_EAGER_CREDITS: eager messages in flight per endpoint */
     unsigned tag_hash_bits;    /* TMX_TAG_HASH_BITS: log2 of matching hash bins */
     double   peer_timeout;     /* TMX_PEER_TIMEOUT: seconds of silence before a peer is dead */
+    /* waiting */
+    int      wait_mode;        /* TMX_WAIT: auto|spin|yield|sleep (tmx_wait_mode_t) */
+    unsigned wait_spin_us;     /* TMX_WAIT_SPIN: microseconds of polling before sleeping */
+    int      local_size;       /* TMX_LOCAL_SIZE: processes sharing our CPUs, -1 unknown */
     /* soft device */
     size_t   soft_ring_size;   /* TMX_SOFT_RING_SIZE: bytes of each per-peer fast ring */
     size_t   soft_inbox_size;  /* TMX_SOFT_INBOX_SIZE: bytes of the shared receive ring */

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -593,6 +594,20 @@ Test(soft, fast_ring_lent_and_taken_back, .timeout = 60)
     run_pair(lend_rx, lend_tx, &cfg);
 }
 
+/* Steps without polling the device: what arrives meanwhile must stay in the ring. */
+static int node_sync(node_t *n, int s)
+{
+    double end = tmx_time_sec() + 10;
+
+    atomic_store(&n->sh->stage[n->me], s);
+    while (atomic_load(&n->sh->stage[1 - n->me]) < s) {
+        if (tmx_time_sec() > end) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* ---------------------------------------------------------------- direct sends keep order */
 
 /* An unsignaled inline SEND goes straight to the ring only while the send queue is empty;
@@ -619,6 +634,13 @@ static int direct_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
         CHECK(post_recv(n, 0, &small[i], 4, mr2->lkey, i) == TMX_OK);
     }
     TRY(node_connect(n));
+    /* once the big SEND filled the ring, and not before (a ring drained while the sender
+     * writes lets one post write all of it), drain what is there, then let the sender try */
+    CHECK(node_sync(n, 2) == 0);
+    for (double end = tmx_time_sec() + 0.05; tmx_time_sec() < end;) {
+        node_poll(n);
+    }
+    CHECK(node_sync(n, 3) == 0);
     CHECK(node_wc(n, &wc) == 0);
     CHECK(wc.wr_id == 1000 && wc.status == TMX_WC_SUCCESS && wc.byte_len == DIRECT_BIG);
     CHECK(same(big, DIRECT_BIG, 5));
@@ -628,7 +650,7 @@ static int direct_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
         CHECK((wc.wc_flags & TMX_WC_WITH_IMM) && wc.imm_data == 0x5000 + i);
         CHECK(small[i] == 0x7000 + i);
     }
-    CHECK(node_barrier(n, 2) == 0);
+    CHECK(node_barrier(n, 4) == 0);
     n->ops->mr_dereg(mr1);
     n->ops->mr_dereg(mr2);
     free(big);
@@ -651,7 +673,8 @@ static int direct_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
     CHECK(post_send(n, 0, TMX_WR_SEND, big, DIRECT_BIG, mr->lkey, TMX_SEND_SIGNALED, 99, 0, 0,
                     0) == TMX_OK);
     /* The receiver empties the ring meanwhile: a direct send would find room, and overtake. */
-    usleep(50 * 1000);
+    CHECK(node_sync(n, 2) == 0);
+    CHECK(node_sync(n, 3) == 0);
     v = 0xdead;
     CHECK(post_send(n, 0, TMX_WR_SEND_WITH_IMM, &v, 4, 0, TMX_SEND_INLINE, 77, 0, 0, 0) ==
           TMX_ERR_NO_RESOURCE);
@@ -664,7 +687,7 @@ static int direct_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
         v = 0xdead; /* an inline buffer is the caller's again on return */
     }
     CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 99 && wc.status == TMX_WC_SUCCESS);
-    CHECK(node_barrier(n, 2) == 0);
+    CHECK(node_barrier(n, 4) == 0);
     CHECK(n->nstash == 0); /* the unsignaled ones complete silently */
     n->ops->mr_dereg(mr);
     free(big);
@@ -2345,4 +2368,140 @@ Test(soft, peer_qp_destroyed_fails_outstanding, .timeout = 30)
     tmx_config_t cfg;
     cfg_init(&cfg, 0, 65536);
     run_pair(qpgone_target, qpgone_initiator, &cfg);
+}
+
+/* ---------------------------------------------------------------- completion channel */
+
+/* 1 when fd polls readable within ms milliseconds. */
+static int readable(int fd, int ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return poll(&p, 1, ms) == 1 && (p.revents & POLLIN) != 0;
+}
+
+static int chan_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint64_t            buf[4] = {0};
+    tmx_comp_channel_t *ch, *ch2;
+    tmx_soft_dev_t     *dev;
+    tmx_mr_t           *mr;
+    tmx_wc_t            wc;
+    struct sockaddr_un  sa;
+    socklen_t           salen;
+    int                 s;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    dev = (tmx_soft_dev_t *)n->dev;
+    mr  = reg(n, buf, sizeof(buf), TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL);
+    for (int k = 0; k < 4; k++) {
+        CHECK(post_recv(n, 0, &buf[k], 8, mr->lkey, (uint64_t)k) == TMX_OK);
+    }
+    CHECK(n->ops->channel_create(n->dev, &ch) == TMX_OK && ch->fd >= 0);
+    CHECK(n->ops->channel_create(n->dev, &ch2) == TMX_ERR_NO_RESOURCE); /* one per device */
+    TRY(node_connect(n));
+
+    /* nothing pending: armed, and the fd stays quiet */
+    CHECK(n->ops->channel_get_events(ch) >= 0);
+    CHECK(n->ops->cq_req_notify(n->cq, ch) == TMX_OK);
+    CHECK(atomic_load(&dev->hdr->armed) == 1);
+    CHECK(!readable(ch->fd, 0));
+
+    /* the peer sends while we do not poll: the fd wakes us, the producer disarmed us */
+    CHECK(node_sync(n, 2) == 0);
+    CHECK(readable(ch->fd, 5000));
+    CHECK(atomic_load(&dev->hdr->armed) == 0);
+    CHECK(n->ops->channel_get_events(ch) == 1);
+    CHECK(!readable(ch->fd, 0));
+    /* the record waits in the ring: arming says so instead of sleeping on it */
+    CHECK(n->ops->cq_req_notify(n->cq, ch) == TMX_ERR_BUSY);
+    CHECK(node_wc(n, &wc) == 0);
+    CHECK(wc.status == TMX_WC_SUCCESS && wc.byte_len == 8 && buf[wc.wr_id] == 0x1111);
+    CHECK(n->ops->cq_req_notify(n->cq, ch) == TMX_OK);
+
+    /* a stray datagram to the wake socket: readable, nothing to poll, armed again */
+    s = socket(AF_UNIX, SOCK_DGRAM, 0);
+    tmx_soft_wake_name(dev->hdr->uid, dev->hdr->pid, dev->hdr->probe, &sa, &salen);
+    CHECK(s >= 0 && sendto(s, "x", 1, 0, (struct sockaddr *)&sa, salen) == 1);
+    close(s);
+    CHECK(readable(ch->fd, 5000));
+    CHECK(n->ops->channel_get_events(ch) == 1);
+    CHECK(n->ops->cq_poll(n->cq, 1, &wc) == 0);
+    CHECK(n->ops->cq_req_notify(n->cq, ch) == TMX_OK);
+    CHECK(!readable(ch->fd, 0));
+
+    /* and the next real arrival still wakes us */
+    CHECK(node_sync(n, 3) == 0);
+    CHECK(readable(ch->fd, 5000));
+    CHECK(node_wc(n, &wc) == 0);
+    CHECK(wc.status == TMX_WC_SUCCESS && buf[wc.wr_id] == 0x2222);
+    CHECK(node_sync(n, 4) == 0);
+    n->ops->channel_destroy(ch);
+    n->ops->mr_dereg(mr);
+    node_close(n);
+    return 0;
+}
+
+static int chan_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint64_t v;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    TRY(node_connect(n));
+    CHECK(node_sync(n, 2) == 0);
+    v = 0x1111;
+    CHECK(post_send(n, 0, TMX_WR_SEND, &v, 8, 0, TMX_SEND_INLINE, 1, 0, 0, 0) == TMX_OK);
+    CHECK(node_sync(n, 3) == 0);
+    usleep(100 * 1000); /* the receiver is asleep by now, most likely */
+    v = 0x2222;
+    CHECK(post_send(n, 0, TMX_WR_SEND, &v, 8, 0, TMX_SEND_INLINE, 2, 0, 0, 0) == TMX_OK);
+    CHECK(node_sync(n, 4) == 0);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, channel_wakes_a_sleeper, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, -1, 64 * 1024);
+    run_pair(chan_rx, chan_tx, &cfg);
+}
+
+/* A sleeper polls rarely: arming checks its peers' liveness (every 100 ms at most, like the
+ * polls' check every 256th time), so a peer that died is found before we sleep, not after
+ * hundreds of wakeups. */
+static int chan_dead_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    tmx_comp_channel_t *ch;
+    tmx_wc_t            wc;
+    int                 st;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    CHECK(n->ops->channel_create(n->dev, &ch) == TMX_OK);
+    TRY(node_connect(n));
+    CHECK(n->ops->cq_req_notify(n->cq, ch) == TMX_OK);
+    CHECK(node_sync(n, 2) == 0);
+    usleep(300 * 1000); /* the peer exits meanwhile; more than the check period passes */
+    st = n->ops->cq_req_notify(n->cq, ch);
+    CHECK(st == TMX_ERR_BUSY);
+    CHECK(node_wc(n, &wc) == 0);
+    CHECK(wc.wr_id == TMX_WR_ID_ASYNC_ERROR && wc.status == TMX_WC_RETRY_EXC_ERR);
+    n->ops->channel_destroy(ch);
+    node_close(n);
+    return 0;
+}
+
+static int chan_dead_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    TRY(node_connect(n));
+    CHECK(node_sync(n, 2) == 0);
+    return 0; /* and exits, QP and all */
+}
+
+Test(soft, arming_finds_a_dead_peer, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, -1, 64 * 1024);
+    run_pair(chan_dead_rx, chan_dead_tx, &cfg);
 }

@@ -11,6 +11,11 @@
  *   header | MR table (max_mrs entries) | inbox control line + inbox ring | per-QP control
  *   lines (max_qps) | fast ring control lines (max_fast) | max_fast fast rings of ring_size
  *
+ * The header's third line holds the wake word. Sleeping (verbs' completion channel): the
+ * owner arms its wake word before it sleeps on its wake socket; a producer that finds the word
+ * set after publishing a record clears it and sends the socket one datagram
+ * (tmx_soft_wake_peer, tmx_soft_cq_req_notify).
+ *
  * The wire is a set of byte rings of 64-byte lines, each read by the segment's owner only:
  *
  * - The inbox, one per device, written by every sender of every peer (datagrams and RC
@@ -39,8 +44,11 @@
 #define TMX_PROV_SOFT_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/un.h>
 
 #include "prov/prov.h"
 #include "util/list.h"
@@ -79,7 +87,16 @@ typedef struct tmx_soft_seg_hdr {
     uint64_t rings_off;  /* fast rings */
     uint64_t total;
     uint64_t start_time; /* the owner's start time (clock ticks after boot), 0 if unknown */
+    uint8_t  pad_hdr[2 * TMX_SOFT_LINE - 120];
+    /* The wake line, alone in its cache line (offset 128) so that it stays shared in every
+     * producer's cache: written only by the owner when it arms before a sleep, and by the one
+     * producer that finds it armed and wakes it (tmx_soft_wake_peer). */
+    _Atomic uint32_t armed;
+    uint8_t          pad_wake[TMX_SOFT_LINE - 4];
 } tmx_soft_seg_hdr_t;
+
+_Static_assert(offsetof(tmx_soft_seg_hdr_t, armed) == 2 * TMX_SOFT_LINE,
+               "the wake line is the header's third line");
 
 /* Registered memory, in the owner's segment so a CMA initiator checks the TARGET's table. */
 typedef struct tmx_soft_mr_ent {
@@ -168,6 +185,9 @@ typedef struct tmx_soft_rseg {
     int                 refs;
     int                 cma; /* -1 not tried, 0 no, 1 yes */
     int                 prefaulted; /* its inbox is mapped in this process */
+    _Atomic uint32_t   *armed;     /* the peer's wake word, in its mapped header */
+    struct sockaddr_un  wake_addr; /* the peer's wake socket (abstract name) */
+    socklen_t           wake_len;
 } tmx_soft_rseg_t;
 
 typedef struct tmx_soft_cq {
@@ -356,6 +376,13 @@ struct tmx_soft_dev {
     tmx_list_t          rsegs;
     unsigned            poll_count;
     uint64_t            last_check_ns;
+
+    /* Sleeping (completion channel): the channel's fd is a datagram socket bound to the
+     * abstract name tmx_soft_wake_name gives our segment; wake_fd, an unbound one, sends the
+     * wake datagrams to peers (-1 until the first). */
+    tmx_comp_channel_t  channel;
+    int                 channel_open;
+    int                 wake_fd;
 };
 
 /* Writes one zero byte per page of zeroed memory (from calloc) so that its pages exist now and
@@ -370,6 +397,35 @@ static inline void tmx_soft_touch(void *p, size_t len)
 
 /* soft_dev.c */
 extern const tmx_prov_ops_t tmx_soft_ops;
+
+/* The abstract socket name of a segment's wake socket, from its owner's uid, pid and probe:
+ * it vanishes with the process, and another segment's cannot have it. */
+void tmx_soft_wake_name(uint32_t uid, int32_t pid, uint64_t probe, struct sockaddr_un *sa,
+                        socklen_t *len_p);
+void tmx_soft_wake_send(tmx_soft_dev_t *dev, tmx_soft_rseg_t *rseg);
+
+/* A full fence where it is checked; ThreadSanitizer neither models it (it checks races, not
+ * store-load order: the words involved are atomics) nor, under gcc, accepts it. */
+#if defined(__SANITIZE_THREAD__)
+#define TMX_SOFT_FENCE() ((void)0)
+#else
+#define TMX_SOFT_FENCE() atomic_thread_fence(memory_order_seq_cst)
+#endif
+
+/*
+ * After publishing a record into a peer's ring: wakes the peer if it is about to sleep. The
+ * peer arms (stores its armed word, fence, then looks at every inbound ring); we stored the
+ * record's stamp, fence, then load the armed word: one of the two sees the other's store
+ * (Dekker), so a record is never left behind a sleeping peer. The common case costs the
+ * fence and one load of a line that stays shared.
+ */
+static inline void tmx_soft_wake_peer(tmx_soft_dev_t *dev, tmx_soft_rseg_t *rseg)
+{
+    TMX_SOFT_FENCE();
+    if (__builtin_expect(atomic_load_explicit(rseg->armed, memory_order_relaxed) != 0, 0)) {
+        tmx_soft_wake_send(dev, rseg);
+    }
+}
 
 tmx_soft_rseg_t *tmx_soft_rseg_get(tmx_soft_dev_t *dev, const void *addr, size_t len,
                                    tmx_status_t *status_p);
@@ -465,6 +521,7 @@ tmx_status_t tmx_soft_qp_modify(tmx_qp_t *qp, const tmx_qp_attr_t *attr, unsigne
 tmx_status_t tmx_soft_post_send(tmx_qp_t *qp, tmx_send_wr_t *wr, tmx_send_wr_t **bad_p);
 tmx_status_t tmx_soft_post_recv(tmx_qp_t *qp, tmx_recv_wr_t *wr, tmx_recv_wr_t **bad_p);
 int tmx_soft_cq_poll(tmx_cq_t *cq, int n, tmx_wc_t *wc);
+tmx_status_t tmx_soft_cq_req_notify(tmx_cq_t *cq, tmx_comp_channel_t *ch);
 tmx_status_t tmx_soft_dev_addr_pack(tmx_soft_dev_t *dev, void *buf, size_t *len_p);
 
 #endif /* TMX_PROV_SOFT_H */

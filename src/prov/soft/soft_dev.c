@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -49,6 +50,7 @@ static _Atomic unsigned tmx_soft_seg_counter;
 static _Atomic int      tmx_soft_cma_logged;
 static _Atomic int      tmx_soft_pidfd_logged;
 static _Atomic int      tmx_soft_memfd_works = -1; /* the trial's answer, once per process */
+static _Atomic int      tmx_soft_wake_logged;
 
 /* Reads /proc/<pid>/stat into buf: the text after the command name (from the space before
  * field 3, the state), or NULL when the process is unknown. The command name may hold spaces
@@ -468,7 +470,8 @@ static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t
         status = TMX_ERR_NO_MEMORY;
         goto err;
     }
-    dev->cfg = cfg;
+    dev->cfg     = cfg;
+    dev->wake_fd = -1;
     tmx_list_init(&dev->rsegs);
     status = tmx_soft_seg_create(dev, cfg);
     if (status != TMX_OK) {
@@ -542,6 +545,12 @@ static void tmx_soft_dev_close(tmx_dev_t *d)
             close(r->pidfd);
         }
         free(r);
+    }
+    if (dev->channel_open) {
+        close(dev->channel.fd);
+    }
+    if (dev->wake_fd >= 0) {
+        close(dev->wake_fd);
     }
     tmx_soft_seg_destroy(dev);
     free(dev->qps);
@@ -693,7 +702,9 @@ static tmx_status_t tmx_soft_rseg_map(tmx_soft_rseg_t *r, int fd, const tmx_soft
         r->base = NULL;
         return TMX_ERR_NO_MEMORY;
     }
-    r->hdr = &r->h;
+    r->hdr   = &r->h;
+    r->armed = (_Atomic uint32_t *)((uint8_t *)r->base + offsetof(tmx_soft_seg_hdr_t, armed));
+    tmx_soft_wake_name(r->h.uid, r->h.pid, r->h.probe, &r->wake_addr, &r->wake_len);
     return TMX_OK;
 }
 
@@ -1092,6 +1103,132 @@ static tmx_status_t tmx_soft_srq_post_recv(tmx_srq_t *s, tmx_recv_wr_t *wr,
     return tmx_soft_rq_post((tmx_soft_dev_t *)s->pd->dev, &srq->rq, wr, bad_p);
 }
 
+/* ---------------------------------------------------------------- completion channel */
+
+void tmx_soft_wake_name(uint32_t uid, int32_t pid, uint64_t probe, struct sockaddr_un *sa,
+                        socklen_t *len_p)
+{
+    int n;
+
+    memset(sa, 0, sizeof(*sa));
+    sa->sun_family = AF_UNIX;
+    /* abstract: sun_path[0] is NUL, the name is the bytes after it (no terminator) */
+    n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, "tmx-wake-%u-%d-%016llx",
+                 (unsigned)uid, (int)pid, (unsigned long long)probe);
+    *len_p = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+/*
+ * The slow half of tmx_soft_wake_peer: the peer armed. Whoever clears the word sends the one
+ * datagram; the others had nothing to do. A datagram that cannot be sent (the peer's socket
+ * queue is full: it has wakes pending already; or it is gone) is dropped: a sleeper also
+ * wakes on its own after a bounded time (the core's), so a lost wake costs latency, never a
+ * hang.
+ */
+void tmx_soft_wake_send(tmx_soft_dev_t *dev, tmx_soft_rseg_t *r)
+{
+    char b = 0;
+
+    if (atomic_exchange_explicit(r->armed, 0, memory_order_relaxed) == 0) {
+        return;
+    }
+    if (dev->wake_fd < 0) {
+        dev->wake_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (dev->wake_fd < 0) {
+            if (atomic_exchange(&tmx_soft_wake_logged, 1) == 0) {
+                tmx_warn("socket for waking sleeping peers failed: %s; they wake late",
+                         strerror(errno));
+            }
+            return;
+        }
+    }
+    if (sendto(dev->wake_fd, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL,
+               (const struct sockaddr *)&r->wake_addr, r->wake_len) < 0 &&
+        errno != EAGAIN && errno != EWOULDBLOCK) {
+        if (atomic_exchange(&tmx_soft_wake_logged, 1) == 0) {
+            tmx_warn("wake of sleeping peer process %d failed: %s; it wakes late", (int)r->pid,
+                     strerror(errno));
+        } else {
+            tmx_debug("wake of peer process %d failed: %s", (int)r->pid, strerror(errno));
+        }
+    }
+}
+
+/* The device's one channel: a datagram socket bound to our segment's wake name. Anyone of
+ * this network namespace can send to an abstract name: a stranger's datagram only wakes us
+ * for nothing (we poll, find nothing and sleep again). */
+static tmx_status_t tmx_soft_channel_create(tmx_dev_t *d, tmx_comp_channel_t **ch_p)
+{
+    tmx_soft_dev_t    *dev = (tmx_soft_dev_t *)d;
+    struct sockaddr_un sa;
+    socklen_t          len;
+    int                fd;
+    tmx_status_t       status;
+
+    if (dev->channel_open) {
+        status = TMX_ERR_NO_RESOURCE;
+        goto err;
+    }
+    fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        tmx_warn("wake socket of the soft device: %s", strerror(errno));
+        status = TMX_ERR_IO;
+        goto err;
+    }
+    tmx_soft_wake_name(dev->hdr->uid, dev->hdr->pid, dev->hdr->probe, &sa, &len);
+    if (bind(fd, (const struct sockaddr *)&sa, len) != 0) {
+        tmx_warn("bind of the soft device's wake socket @%s: %s", sa.sun_path + 1,
+                 strerror(errno));
+        status = TMX_ERR_IO;
+        goto err_close;
+    }
+    atomic_store_explicit(&dev->hdr->armed, 0, memory_order_relaxed);
+    dev->channel.dev = d;
+    dev->channel.fd  = fd;
+    dev->channel_open = 1;
+    *ch_p            = &dev->channel;
+    return TMX_OK;
+
+err_close:
+    close(fd);
+err:
+    return status;
+}
+
+static void tmx_soft_channel_destroy(tmx_comp_channel_t *ch)
+{
+    tmx_soft_dev_t *dev;
+
+    if (ch == NULL) {
+        return;
+    }
+    dev = (tmx_soft_dev_t *)ch->dev;
+    atomic_store_explicit(&dev->hdr->armed, 0, memory_order_relaxed);
+    close(ch->fd);
+    dev->channel_open = 0;
+}
+
+/* Drains the wake datagrams. Awake now, we also disarm: a wake that ended by the caller's
+ * timeout left the word set, and producers would pay a system call for nothing. */
+static int tmx_soft_channel_get_events(tmx_comp_channel_t *ch)
+{
+    tmx_soft_dev_t *dev = (tmx_soft_dev_t *)ch->dev;
+    char            buf[64];
+    int             n = 0;
+
+    if (atomic_load_explicit(&dev->hdr->armed, memory_order_relaxed) != 0) {
+        atomic_store_explicit(&dev->hdr->armed, 0, memory_order_relaxed);
+    }
+    while (recv(ch->fd, buf, sizeof(buf), MSG_DONTWAIT) >= 0) {
+        n++;
+    }
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        tmx_error("reading the soft device's wake socket: %s", strerror(errno));
+        return TMX_ERR_IO;
+    }
+    return n;
+}
+
 /* ---------------------------------------------------------------- AH */
 
 static tmx_status_t tmx_soft_ah_create(tmx_pd_t *pd, const void *dev_addr, size_t len,
@@ -1144,6 +1281,10 @@ const tmx_prov_ops_t tmx_soft_ops = {
     .cq_create        = tmx_soft_cq_create,
     .cq_destroy       = tmx_soft_cq_destroy,
     .cq_poll          = tmx_soft_cq_poll,
+    .channel_create   = tmx_soft_channel_create,
+    .channel_destroy  = tmx_soft_channel_destroy,
+    .cq_req_notify    = tmx_soft_cq_req_notify,
+    .channel_get_events = tmx_soft_channel_get_events,
     .xrcd_open        = tmx_prov_unsupported_xrcd_open,
     .xrcd_close       = tmx_prov_unsupported_xrcd_close,
     .srq_create       = tmx_soft_srq_create,

@@ -428,14 +428,16 @@ static tmx_soft_rec_t *tmx_soft_inbox_reserve(tmx_soft_dev_t *dev, tmx_soft_rseg
     return rec;
 }
 
-static void tmx_soft_inbox_commit(tmx_soft_rseg_t *r, tmx_soft_rec_t *rec, uint64_t tail,
-                                  size_t bytes)
+/* Publishes the record, releases the lock, and wakes the owner if it sleeps. */
+static void tmx_soft_inbox_commit(tmx_soft_dev_t *dev, tmx_soft_rseg_t *r, tmx_soft_rec_t *rec,
+                                  uint64_t tail, size_t bytes)
 {
     tmx_soft_ring_ctrl_t *ctrl = tmx_soft_rseg_inbox_ctrl(r);
 
     tmx_soft_tx_publish((uint8_t *)(ctrl + 1), r->hdr->inbox_size, rec, tail, bytes);
     atomic_store_explicit(&ctrl->tail, tail + bytes, memory_order_relaxed);
     atomic_store_explicit(&ctrl->lock, 0, memory_order_release);
+    tmx_soft_wake_peer(dev, r);
 }
 
 /*
@@ -473,7 +475,7 @@ static int tmx_soft_tx_switch(tmx_soft_qp_t *qp)
     ext->status = qp->out_fast;
     ext->rkey   = ring;
     ext->total  = base;
-    tmx_soft_inbox_commit(r, rec, tail, tmx_soft_lines(TMX_SOFT_HDR_EXT));
+    tmx_soft_inbox_commit(qp->dev, r, rec, tail, tmx_soft_lines(TMX_SOFT_HDR_EXT));
     qp->out_grant = g;
     qp->out_fast  = ring;
     if (ring != 0) {
@@ -519,8 +521,9 @@ static void tmx_soft_qp_commit(tmx_soft_qp_t *qp, tmx_soft_rec_t *rec, size_t by
     if (qp->out_fast != 0) {
         tmx_soft_tx_publish(qp->out_ring, qp->out_size, rec, qp->out_tail, bytes);
         qp->out_tail += bytes;
+        tmx_soft_wake_peer(qp->dev, qp->rseg);
     } else {
-        tmx_soft_inbox_commit(qp->rseg, rec, qp->ibx_tail, bytes);
+        tmx_soft_inbox_commit(qp->dev, qp->rseg, rec, qp->ibx_tail, bytes);
     }
 }
 
@@ -1557,7 +1560,7 @@ static tmx_status_t tmx_soft_ud_send(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr,
     ext->rkey   = qp->super.qp_num;
     ext->status = wr->ud.remote_qpn;
     tmx_soft_sge_gather(wr->sg_list, wr->num_sge, 0, (uint8_t *)(ext + 1), total);
-    tmx_soft_inbox_commit(r, rec, tail, bytes);
+    tmx_soft_inbox_commit(qp->dev, r, rec, tail, bytes);
     if (wr->send_flags & TMX_SEND_SIGNALED || qp->sig_all) {
         tmx_wc_t wc;
 
@@ -2136,4 +2139,50 @@ int tmx_soft_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
         cq->count--;
     }
     return got;
+}
+
+/*
+ * Arms the device's wake word (ibv_req_notify_cq). The store, a fence, then a look at every
+ * inbound ring: a producer stores its record, fences, then loads the word (tmx_soft_wake_peer),
+ * so either it sees us armed and wakes us, or we see its record here and do not sleep. BUSY
+ * too while a send of ours waits for room in a peer's ring (or we owe a peer fallback READ
+ * data): room appears without a word to us, so only polling moves it.
+ */
+tmx_status_t tmx_soft_cq_req_notify(tmx_cq_t *c, tmx_comp_channel_t *ch)
+{
+    tmx_soft_cq_t  *cq  = (tmx_soft_cq_t *)c;
+    tmx_soft_dev_t *dev = (tmx_soft_dev_t *)c->dev;
+
+    if (ch == NULL || ch != &dev->channel || !dev->channel_open) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    /* Before a sleep, the liveness check that polls make every 256th time (a sleeper polls
+     * rarely): a dead peer's QPs fail now, and their completions make us busy. */
+    tmx_soft_check_peers(dev);
+    if (cq->count > 0) {
+        return TMX_ERR_BUSY;
+    }
+    for (unsigned i = 0; i < dev->num_pend; i++) {
+        tmx_soft_qp_t *qp = dev->pend[i];
+        if (qp->tx_seq != qp->next_seq || qp->resp_count > 0 ||
+            (qp->park != NULL && qp->super.state != TMX_QPS_INIT)) {
+            return TMX_ERR_BUSY;
+        }
+    }
+    atomic_store_explicit(&dev->hdr->armed, 1, memory_order_seq_cst);
+    TMX_SOFT_FENCE();
+    if (tmx_soft_inbox_has_rx(dev)) {
+        goto busy;
+    }
+    for (unsigned i = 0; i < dev->num_fast_on; i++) {
+        if (tmx_soft_fast_has_rx(dev->fast_on[i])) {
+            goto busy;
+        }
+    }
+    return TMX_OK;
+
+busy:
+    /* a producer that saw the word meanwhile sends a wake for nothing: harmless */
+    atomic_store_explicit(&dev->hdr->armed, 0, memory_order_relaxed);
+    return TMX_ERR_BUSY;
 }

@@ -1,0 +1,312 @@
+/*
+ * Blocking waits sleep: a process blocked for a message that comes a second later uses almost
+ * no processor meanwhile, and wakes when it comes.
+ *
+ *   wait_sleep block    2 ranks. Rank 1 waits in tmx_request_wait for an eager message that
+ *                       rank 0 sends after a 1 s pause outside tmx; then rank 0 waits in a
+ *                       blocking rendezvous tmx_tag_send while rank 1 pauses 1 s before it
+ *                       posts the receive. Each waiter checks the payload and that its
+ *                       processor time stayed under a quarter of the wait.
+ *
+ *   wait_sleep efd      1 process, 2 workers: tmx_worker_get_efd / tmx_worker_arm /
+ *                       tmx_worker_wait semantics: armed and quiet with nothing pending (an
+ *                       endpoint that waits for its peer's connection reply included),
+ *                       readable when a message arrives, BUSY while it waits unprogressed,
+ *                       a stray datagram on the wake socket is a harmless spurious wakeup.
+ *
+ * Prints "<mode> ok" (per rank) when every check held; exits non-zero otherwise.
+ */
+#define _GNU_SOURCE
+#include <tmx/tmx.h>
+#include <tmx/tmx_job.h>
+
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHECK(call)                                                                               \
+    do {                                                                                          \
+        tmx_status_t s_ = (call);                                                                 \
+        if (s_ < 0) {                                                                             \
+            fprintf(stderr, "line %d: %s: %s\n", __LINE__, #call, tmx_status_string(s_));        \
+            exit(1);                                                                              \
+        }                                                                                         \
+    } while (0)
+#define EXPECT(cond)                                                                              \
+    do {                                                                                          \
+        if (!(cond)) {                                                                            \
+            fprintf(stderr, "line %d: check failed: %s\n", __LINE__, #cond);                     \
+            exit(1);                                                                              \
+        }                                                                                         \
+    } while (0)
+
+#define BIG (1u << 20) /* rendezvous at the default eager limit */
+
+static double clock_of(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double wall(void)
+{
+    return clock_of(CLOCK_MONOTONIC);
+}
+
+static double cpu(void)
+{
+    return clock_of(CLOCK_PROCESS_CPUTIME_ID);
+}
+
+/* The wait took about a second (the peer's pause) and under a quarter of it on a processor. */
+static void check_slept(const char *what, double w0, double c0)
+{
+    double w = wall() - w0, c = cpu() - c0;
+
+    printf("%s: waited %.3f s, processor %.3f s\n", what, w, c);
+    EXPECT(w > 0.5);
+    EXPECT(c < w / 4);
+}
+
+static void pause_1s(void)
+{
+    struct timespec ts = {.tv_sec = 1};
+    nanosleep(&ts, NULL);
+}
+
+static int run_block(void)
+{
+    tmx_job_h           job;
+    tmx_context_h       ctx;
+    tmx_worker_h        worker;
+    tmx_ep_h            eps[2];
+    tmx_request_h       req;
+    tmx_tag_recv_info_t info;
+    uint8_t            *big = malloc(BIG);
+    char                small[64];
+    int                 rank;
+    double              w0, c0;
+
+    EXPECT(big != NULL);
+    CHECK(tmx_job_init(&job));
+    rank = tmx_job_rank(job);
+    EXPECT(tmx_job_size(job) == 2);
+    CHECK(tmx_context_create(NULL, &ctx));
+    CHECK(tmx_worker_create(ctx, NULL, &worker));
+    CHECK(tmx_job_connect(job, worker, eps));
+
+    /* 1: rank 1 waits for an eager message that comes after a second */
+    memset(small, 0, sizeof(small));
+    if (rank == 1) {
+        CHECK(tmx_tag_recv_nb(worker, small, sizeof(small), 7, ~(tmx_tag_t)0, NULL, &req));
+    }
+    CHECK(tmx_job_barrier(job));
+    if (rank == 0) {
+        pause_1s();
+        snprintf(small, sizeof(small), "the eager message");
+        CHECK(tmx_tag_send(eps[1], small, sizeof(small), 7));
+    } else {
+        w0 = wall();
+        c0 = cpu();
+        CHECK(tmx_request_wait(req, &info));
+        check_slept("rank 1 in tmx_request_wait", w0, c0);
+        tmx_request_free(req);
+        EXPECT(info.tag == 7 && info.length == sizeof(small));
+        EXPECT(strcmp(small, "the eager message") == 0);
+    }
+
+    /* 2: rank 0 waits in a blocking rendezvous send whose receive is posted a second late */
+    CHECK(tmx_job_barrier(job));
+    if (rank == 0) {
+        for (unsigned i = 0; i < BIG; i++) {
+            big[i] = (uint8_t)(i * 7 + 3);
+        }
+        w0 = wall();
+        c0 = cpu();
+        CHECK(tmx_tag_send(eps[1], big, BIG, 8));
+        check_slept("rank 0 in tmx_tag_send", w0, c0);
+    } else {
+        pause_1s();
+        memset(big, 0, BIG);
+        CHECK(tmx_tag_recv(worker, big, BIG, 8, ~(tmx_tag_t)0, &info));
+        EXPECT(info.length == BIG);
+        for (unsigned i = 0; i < BIG; i++) {
+            EXPECT(big[i] == (uint8_t)(i * 7 + 3));
+        }
+    }
+
+    CHECK(tmx_job_barrier(job));
+    for (int r = 0; r < 2; r++) {
+        CHECK(tmx_ep_close(eps[r], TMX_EP_CLOSE_FLUSH));
+    }
+    CHECK(tmx_worker_destroy(worker));
+    CHECK(tmx_context_destroy(ctx));
+    tmx_job_finalize(job);
+    free(big);
+    printf("block ok\n");
+    return 0;
+}
+
+static int readable(int fd, int ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return poll(&p, 1, ms) == 1 && (p.revents & POLLIN) != 0;
+}
+
+static void progress_all(tmx_worker_h a, tmx_worker_h b)
+{
+    while (tmx_worker_progress(a) + tmx_worker_progress(b) > 0) {
+    }
+}
+
+/* Sends a byte to every abstract socket of this process's soft devices ("@tmx-wake-<uid>-
+ * <pid>-..." in /proc/net/unix): what a stranger may do. Returns how many got one. */
+static int poke_wake_sockets(void)
+{
+    char  line[512], prefix[64];
+    FILE *f = fopen("/proc/net/unix", "r");
+    int   s = socket(AF_UNIX, SOCK_DGRAM, 0), n = 0;
+
+    snprintf(prefix, sizeof(prefix), "@tmx-wake-%u-%d-", (unsigned)getuid(), (int)getpid());
+    while (f != NULL && s >= 0 && fgets(line, sizeof(line), f) != NULL) {
+        char              *name = strstr(line, prefix);
+        struct sockaddr_un sa   = {.sun_family = AF_UNIX};
+        size_t             len;
+
+        if (name == NULL) {
+            continue;
+        }
+        len = strcspn(name, "\n ");
+        memcpy(sa.sun_path, name, len);
+        sa.sun_path[0] = '\0';
+        if (sendto(s, "x", 1, 0, (struct sockaddr *)&sa,
+                   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) == 1) {
+            n++;
+        }
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    if (s >= 0) {
+        close(s);
+    }
+    return n;
+}
+
+static int run_efd(void)
+{
+    tmx_context_h       ctx;
+    tmx_worker_h        a, b;
+    tmx_ep_h            ep;
+    tmx_ep_params_t     ep_params = {.field_mask = TMX_EP_PARAM_ADDRESS};
+    tmx_request_h       req, sreq;
+    tmx_tag_recv_info_t info;
+    void               *addr;
+    size_t              addr_len;
+    char                msg[32] = "", in[32];
+    int                 fd, fd2;
+    double              t0;
+
+    CHECK(tmx_context_create(NULL, &ctx));
+    CHECK(tmx_worker_create(ctx, NULL, &a));
+    CHECK(tmx_worker_create(ctx, NULL, &b));
+    CHECK(tmx_worker_get_efd(b, &fd));
+    CHECK(tmx_worker_get_efd(b, &fd2));
+    EXPECT(fd >= 0 && fd == fd2);
+    EXPECT(tmx_worker_get_efd(NULL, &fd) == TMX_ERR_INVALID_PARAM);
+    EXPECT(tmx_worker_wait(b, -2) == TMX_ERR_INVALID_PARAM);
+
+    /* connect a -> b and get one message through (wire-up needs both to progress) */
+    CHECK(tmx_worker_get_address(b, &addr, &addr_len));
+    ep_params.address        = addr;
+    ep_params.address_length = addr_len;
+    CHECK(tmx_ep_create(a, &ep_params, &ep));
+    tmx_worker_release_address(b, addr);
+    /* connecting, the peer silent: a waits for its reply, an arrival, so it may sleep */
+    while (tmx_worker_progress(a) > 0) {
+    }
+    EXPECT(tmx_worker_arm(a) == TMX_OK);
+    EXPECT(tmx_worker_wait(a, 10) == TMX_ERR_TIMED_OUT);
+    CHECK(tmx_tag_recv_nb(b, in, sizeof(in), 1, ~(tmx_tag_t)0, NULL, &req));
+    sreq = NULL;
+    CHECK(tmx_tag_send_nb(ep, msg, sizeof(msg), 1, NULL, &sreq));
+    t0 = wall();
+    while (tmx_request_test(req, NULL) == TMX_INPROGRESS && wall() - t0 < 10) {
+        progress_all(a, b);
+    }
+    CHECK(tmx_request_test(req, NULL));
+    tmx_request_free(req);
+    if (sreq != NULL) {
+        while (tmx_request_test(sreq, NULL) == TMX_INPROGRESS && wall() - t0 < 10) {
+            progress_all(a, b);
+        }
+        CHECK(tmx_request_test(sreq, NULL));
+        tmx_request_free(sreq);
+    }
+    progress_all(a, b);
+
+    /* nothing pending: arm says OK, the fd stays quiet, a wait times out */
+    CHECK(tmx_worker_arm(b));
+    EXPECT(tmx_worker_arm(b) == TMX_OK);
+    EXPECT(!readable(fd, 0));
+    EXPECT(tmx_worker_wait(b, 10) == TMX_ERR_TIMED_OUT);
+
+    /* a message arrives: readable; unprogressed, arm says BUSY (and wait returns at once) */
+    EXPECT(tmx_worker_arm(b) == TMX_OK);
+    snprintf(msg, sizeof(msg), "wake up");
+    CHECK(tmx_tag_send(ep, msg, sizeof(msg), 2));
+    t0 = wall();
+    EXPECT(readable(fd, 5000));
+    EXPECT(wall() - t0 < 4);
+    EXPECT(tmx_worker_arm(b) == TMX_ERR_BUSY);
+    EXPECT(tmx_worker_arm(b) == TMX_ERR_BUSY);
+    EXPECT(tmx_worker_wait(b, 5000) == TMX_OK);
+    EXPECT(wall() - t0 < 4);
+    while (tmx_worker_progress(b) > 0) {
+    }
+    EXPECT(tmx_worker_arm(b) == TMX_OK);
+    EXPECT(!readable(fd, 0)); /* arming took the wakeup */
+
+    /* a stray datagram: readable, nothing to progress, arm again, quiet again */
+    EXPECT(poke_wake_sockets() >= 1);
+    EXPECT(readable(fd, 5000));
+    EXPECT(tmx_worker_progress(b) == 0);
+    EXPECT(tmx_worker_arm(b) == TMX_OK);
+    EXPECT(!readable(fd, 0));
+
+    /* the message is intact, and tmx_worker_wait wakes for the next one */
+    CHECK(tmx_tag_recv(b, in, sizeof(in), 2, ~(tmx_tag_t)0, &info));
+    EXPECT(strcmp(in, "wake up") == 0 && info.tag == 2);
+    progress_all(a, b);
+    snprintf(msg, sizeof(msg), "third");
+    CHECK(tmx_tag_send(ep, msg, sizeof(msg), 3));
+    EXPECT(tmx_worker_wait(b, 5000) == TMX_OK);
+    CHECK(tmx_tag_recv(b, in, sizeof(in), 3, ~(tmx_tag_t)0, &info));
+    EXPECT(strcmp(in, "third") == 0);
+
+    /* close: the peer worker must progress for the disconnect, so close with FORCE */
+    CHECK(tmx_ep_close(ep, TMX_EP_CLOSE_FORCE));
+    CHECK(tmx_worker_destroy(a));
+    CHECK(tmx_worker_destroy(b));
+    CHECK(tmx_context_destroy(ctx));
+    printf("efd ok\n");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "block") == 0) {
+        return run_block();
+    }
+    if (argc == 2 && strcmp(argv[1], "efd") == 0) {
+        return run_efd();
+    }
+    fprintf(stderr, "usage: wait_sleep block|efd\n");
+    return 2;
+}

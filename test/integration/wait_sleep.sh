@@ -1,0 +1,22 @@
+#!/bin/sh
+# Blocking waits sleep instead of spinning (TMX_WAIT=auto), and the worker's fd
+# (tmx_worker_get_efd, tmx_worker_arm, tmx_worker_wait) says when something arrived.
+. "$(dirname "$0")/lib.sh"
+
+prog="$B/test/integration/wait_sleep"
+
+run 60 "$TMXRUN" -n 2 --timeout 50 "$prog" block
+expect_rc 0 "a rank blocked for a message that comes after 1 s sleeps, and wakes for it"
+expect_grep "$T/out" "rank 1 in tmx_request_wait: waited" "the receiver's wait was measured"
+expect_grep "$T/out" "rank 0 in tmx_tag_send: waited" "the rendezvous sender's wait was measured"
+[ "$(grep -c "block ok" "$T/out")" -eq 2 ] && ok "both ranks checked everything" ||
+    { fail "not both ranks ok"; show; }
+sed 's/^/    /' "$T/out" | grep waited
+
+run 60 env TMX_WAIT=sleep "$TMXRUN" -n 2 --timeout 50 "$prog" block
+expect_rc 0 "the same with TMX_WAIT=sleep"
+
+run 30 "$prog" efd
+expect_rc 0 "efd, arm and wait: quiet when armed, readable on arrival, busy while pending"
+expect_grep "$T/out" "efd ok" "every check held"
+finish

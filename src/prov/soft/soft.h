@@ -184,7 +184,6 @@ typedef struct tmx_soft_rseg {
     uint64_t            alive_ns; /* when it was last seen alive before a CMA operation */
     int                 refs;
     int                 cma; /* -1 not tried, 0 no, 1 yes */
-    int                 prefaulted; /* its inbox is mapped in this process */
     _Atomic uint32_t   *armed;     /* the peer's wake word, in its mapped header */
     struct sockaddr_un  wake_addr; /* the peer's wake socket (abstract name) */
     socklen_t           wake_len;
@@ -324,10 +323,11 @@ typedef struct tmx_soft_qp {
 
     /* send queue: entries complete in post order */
     tmx_soft_swr_t *sq;
-    unsigned        sq_size, sq_head, sq_count;
+    unsigned        sq_size, sq_head, sq_count; /* sq_size: the most it may hold */
+    unsigned        sq_cap;    /* entries allocated: grows by doubling up to sq_size */
     uint32_t        head_seq;  /* seq of the entry at sq_head */
     uint32_t        tx_seq;    /* first entry not fully written to the ring */
-    uint32_t        next_seq;  /* entry of seq s lives at sq[s % sq_size] */
+    uint32_t        next_seq;  /* entry of seq s lives at sq[s % sq_cap] */
 
     tmx_soft_resp_t resp[TMX_SOFT_MAX_RESP];
     unsigned        resp_head, resp_count;

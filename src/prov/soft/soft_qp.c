@@ -181,7 +181,26 @@ static void tmx_soft_pend_del(tmx_soft_qp_t *qp)
 
 static tmx_soft_swr_t *tmx_soft_swr(tmx_soft_qp_t *qp, uint32_t seq)
 {
-    return &qp->sq[seq & (qp->sq_size - 1)];
+    return &qp->sq[seq & (qp->sq_cap - 1)];
+}
+
+/* Doubles the send queue's entries (up to sq_size): a QP starts small, so that a process with
+ * thousands of them does not pay for queues only a few fill. 0 when out of memory. */
+static int tmx_soft_sq_grow(tmx_soft_qp_t *qp)
+{
+    unsigned        cap = qp->sq_cap * 2;
+    tmx_soft_swr_t *sq  = calloc(cap, sizeof(*sq));
+
+    if (sq == NULL) {
+        return 0;
+    }
+    for (uint32_t s = qp->head_seq; s != qp->next_seq; s++) {
+        sq[s & (cap - 1)] = *tmx_soft_swr(qp, s);
+    }
+    free(qp->sq);
+    qp->sq     = sq;
+    qp->sq_cap = cap;
+    return 1;
 }
 
 static tmx_wc_opcode_t tmx_soft_wc_opcode(tmx_wr_opcode_t op)
@@ -1623,17 +1642,15 @@ tmx_status_t tmx_soft_qp_create(tmx_pd_t *pd, const tmx_qp_init_attr_t *attr, tm
         goto err;
     }
     qp->sq_size = tmx_soft_pow2u(attr->max_send_wr ? attr->max_send_wr : 256);
-    qp->sq      = calloc(qp->sq_size, sizeof(*qp->sq));
+    qp->sq_cap  = qp->sq_size < 16 ? qp->sq_size : 16;
+    qp->sq      = calloc(qp->sq_cap, sizeof(*qp->sq));
     qp->rq.size = attr->max_recv_wr ? attr->max_recv_wr : 256;
     qp->rq.wr   = attr->srq == NULL ? calloc(qp->rq.size, sizeof(*qp->rq.wr)) : NULL;
     if (qp->sq == NULL || (attr->srq == NULL && qp->rq.wr == NULL)) {
         status = TMX_ERR_NO_MEMORY;
         goto err_free;
     }
-    /* The first page only: the eager path does not use the queue (tmx_soft_send_direct), and
-     * a job of many ranks has many QPs. */
-    tmx_soft_touch(qp->sq, qp->sq_size * sizeof(*qp->sq) < 4096 ? qp->sq_size * sizeof(*qp->sq)
-                                                                : 4096);
+    tmx_soft_touch(qp->sq, qp->sq_cap * sizeof(*qp->sq));
     tmx_soft_touch(qp->rq.wr, attr->srq == NULL ? qp->rq.size * sizeof(*qp->rq.wr) : 0);
     qp->dev        = dev;
     qp->index      = i;
@@ -1782,10 +1799,8 @@ static tmx_status_t tmx_soft_qp_connect(tmx_soft_qp_t *qp, const tmx_qp_attr_t *
     qp->out_fast     = 0;
     /* The sequence only: a ring named already is answered at the first record. */
     qp->out_grant    = atomic_load(&qp->peer_ctrl->grant) & ~(uint64_t)UINT32_MAX;
-    if (!r->prefaulted) {
-        tmx_soft_prefault((uint8_t *)(tmx_soft_rseg_inbox_ctrl(r) + 1), r->hdr->inbox_size);
-        r->prefaulted = 1;
-    }
+    /* The peer's inbox is not prefaulted (its fast ring is, when lent): with every peer's
+     * inbox mapped whole, a rank of a large job would show hundreds of MiB resident. */
     return TMX_OK;
 
 err_put:
@@ -1901,6 +1916,9 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
 
     if (qp->sq_count == qp->sq_size) {
         return TMX_ERR_NO_RESOURCE;
+    }
+    if (qp->sq_count == qp->sq_cap && !tmx_soft_sq_grow(qp)) {
+        return TMX_ERR_NO_MEMORY;
     }
     if ((wr->opcode == TMX_WR_SEND || wr->opcode == TMX_WR_SEND_WITH_IMM) &&
         !(wr->send_flags & TMX_SEND_SIGNALED) && !qp->sig_all) {

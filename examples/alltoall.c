@@ -13,8 +13,11 @@
  * and is checked byte by byte after the round, with its tag and length.
  *
  * The first round starts right after tmx_job_connect, without a barrier: its end at rank 0
- * is the start-up time (-T). Every later round starts after a tmx_job_barrier; rank 0 times
- * it from the end of the barrier until its own receives and sends are complete. Warm-up
+ * is the start-up time (-T). Every later round starts after a barrier made of tmx messages
+ * (a dissemination barrier of empty messages, as MPI_Barrier is made of the MPI library's
+ * own messages in the MPI twin; tmx_job_barrier goes through the launcher, whose scheduling
+ * on an oversubscribed machine would dominate the time); rank 0 times the round from the end
+ * of the barrier until its own receives and sends are complete. Warm-up
  * rounds (the first included) are not reported. After the last round every rank reads its
  * /proc/self/smaps_rollup, rank 0 prints the sums over the job, and with -H every rank waits
  * that many milliseconds before tearing down (for an outside sampler of /dev/shm).
@@ -214,6 +217,28 @@ static int a2a_parse_opts(int argc, char **argv, a2a_opts_t *opts, char *err, si
 /* The byte at offset i of the message from src to dst in round r: depends on all four, so
  * that a message from the wrong rank, to the wrong rank, of another round or shifted is
  * caught. The same function is in bench/alltoall_mpi.c. */
+/* A dissemination barrier of empty tmx messages (tags with the top bit set, which round tags
+ * never have): in step k every rank sends to rank + 2^k and receives from rank - 2^k. */
+static void a2a_barrier(tmx_worker_h worker, tmx_ep_h *eps, int size, long r)
+{
+    for (int k = 1, step = 0; k < size; k <<= 1, step++) {
+        tmx_tag_t     tag  = (tmx_tag_t)1 << 63 | (tmx_tag_t)r << 8 | (tmx_tag_t)step;
+        tmx_request_h rreq = NULL, sreq = NULL;
+        char          b    = 0;
+
+        A2A_CHECK(tmx_tag_recv_nb(worker, &b, 0, tag, ~(tmx_tag_t)0, NULL, &rreq));
+        A2A_CHECK(tmx_tag_send_nb(eps[(a2a_rank + k) % size], &b, 0, tag, NULL, &sreq));
+        if (sreq != NULL) {
+            A2A_CHECK(tmx_request_wait(sreq, NULL));
+            tmx_request_free(sreq);
+        }
+        if (rreq != NULL) {
+            A2A_CHECK(tmx_request_wait(rreq, NULL));
+            tmx_request_free(rreq);
+        }
+    }
+}
+
 static inline unsigned char a2a_pattern(int src, int dst, long r, size_t i)
 {
     uint32_t x = (uint32_t)src * 0x9e3779b1u ^ (uint32_t)dst * 0x85ebca77u ^
@@ -326,7 +351,7 @@ int main(int argc, char **argv)
             memset(rbuf + (size_t)src * opts.size, 0xee, opts.size);
         }
         if (r > 0) {
-            A2A_CHECK(tmx_job_barrier(job));
+            a2a_barrier(worker, eps, size, r);
         }
         t0 = a2a_now_us();
         for (int src = 0; src < size; src++) {

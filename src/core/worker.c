@@ -631,8 +631,16 @@ static void tmx_iface_dispatch(tmx_iface_t *iface, const tmx_wc_t *wc)
     if (wc->wr_id == TMX_WR_ID_ASYNC_ERROR) {
         ep = tmx_ep_by_qpn(w, iface, wc->qp_num);
         if (ep != NULL) {
-            tmx_warn("connection to peer %016llx lost: %s", (unsigned long long)ep->remote_uuid,
-                     tmx_wc_status_string(wc->status));
+            /* A peer that said goodbye (DISC) and then exited, or one that exits while we
+             * close an endpoint with nothing in flight, is the end of an orderly job. */
+            if (ep->disc_acked || (ep->closing && ep->outstanding == 0 &&
+                                   tmx_list_is_empty(&ep->pending))) {
+                tmx_debug("connection to peer %016llx closed: %s",
+                          (unsigned long long)ep->remote_uuid, tmx_wc_status_string(wc->status));
+            } else {
+                tmx_warn("connection to peer %016llx lost: %s",
+                         (unsigned long long)ep->remote_uuid, tmx_wc_status_string(wc->status));
+            }
             tmx_ep_lost(ep, TMX_ERR_PEER_FAILED);
         }
         return;

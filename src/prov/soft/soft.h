@@ -365,6 +365,7 @@ struct tmx_soft_dev {
     /* fast rings */
     tmx_soft_qp_t       **fast_owner; /* the QP each is lent for, NULL when free */
     uint64_t             *fast_pos;   /* where each starts when lent next */
+    uint64_t             *fast_rest;  /* window before which each may not be lent again */
     tmx_soft_qp_t       **fast_on;    /* QPs whose lent ring is being read */
     unsigned              num_fast_on;
     unsigned              fast_next;  /* next fit, as for slots */

@@ -484,8 +484,10 @@ static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t
     dev->fast_owner = calloc(dev->hdr->max_fast + 1, sizeof(*dev->fast_owner));
     dev->fast_on    = calloc(dev->hdr->max_fast + 1, sizeof(*dev->fast_on));
     dev->fast_pos   = calloc(dev->hdr->max_fast + 1, sizeof(*dev->fast_pos));
+    dev->fast_rest  = calloc(dev->hdr->max_fast + 1, sizeof(*dev->fast_rest));
     if (dev->qps == NULL || dev->active == NULL || dev->pend == NULL || dev->mr_objs == NULL ||
-        dev->fast_owner == NULL || dev->fast_on == NULL || dev->fast_pos == NULL) {
+        dev->fast_owner == NULL || dev->fast_on == NULL || dev->fast_pos == NULL ||
+        dev->fast_rest == NULL) {
         status = TMX_ERR_NO_MEMORY;
         goto err_seg;
     }
@@ -527,6 +529,7 @@ err_free:
     free(dev->fast_owner);
     free(dev->fast_on);
     free(dev->fast_pos);
+    free(dev->fast_rest);
     free(dev);
 err:
     return status;
@@ -560,6 +563,7 @@ static void tmx_soft_dev_close(tmx_dev_t *d)
     free(dev->fast_owner);
     free(dev->fast_on);
     free(dev->fast_pos);
+    free(dev->fast_rest);
     free(dev);
 }
 

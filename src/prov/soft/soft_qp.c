@@ -44,6 +44,7 @@ typedef struct tmx_soft_qp_addr {
 #define TMX_SOFT_DRAIN    64                  /* records per ring per poll */
 #define TMX_SOFT_FAST_AFTER 16                /* inbox records in a window that earn a ring */
 #define TMX_SOFT_WIN_NS   (10ull * 1000000)   /* traffic window */
+#define TMX_SOFT_REST_WIN 100                 /* windows a dropped fast ring rests */
 #define TMX_SOFT_CHECK_NS (100ull * 1000000)  /* peer liveness check period */
 #define TMX_SOFT_TX_GONE  (-1)                /* tx: the peer process is gone */
 #define TMX_SOFT_CMA_CHECK_NS (1000000ull)    /* see tmx_soft_cma_target_gone */
@@ -303,7 +304,8 @@ static void tmx_soft_qp_fail(tmx_soft_qp_t *qp, tmx_wc_status_t status, int asyn
  * hardware, the oldest outstanding WR with "retry exceeded", the rest flushed. */
 static void tmx_soft_qp_gone(tmx_soft_qp_t *qp)
 {
-    tmx_warn("qp %u: peer process %d is gone", qp->super.qp_num, (int)qp->rseg->pid);
+    /* The user of the QP hears of it (the async error): a word at debug level is enough. */
+    tmx_debug("qp %u: peer process %d is gone", qp->super.qp_num, (int)qp->rseg->pid);
     tmx_soft_qp_fail(qp, TMX_WC_RETRY_EXC_ERR, 1);
 }
 
@@ -1176,7 +1178,8 @@ static void tmx_soft_fast_grant(tmx_soft_qp_t *qp)
     tmx_soft_dev_t *dev = qp->dev;
     unsigned        n   = dev->hdr->max_fast, k, r;
 
-    for (k = 0, r = dev->fast_next % n; k < n && dev->fast_owner[r] != NULL;
+    for (k = 0, r = dev->fast_next % n;
+         k < n && (dev->fast_owner[r] != NULL || dev->fast_rest[r] > dev->win);
          k++, r = (r + 1) % n) {
     }
     if (k == n) {
@@ -1199,7 +1202,9 @@ static void tmx_soft_fast_grant(tmx_soft_qp_t *qp)
 
 /* The QP leaves (error, reset, destroy) holding a ring: the ring is free again, but its
  * positions jump far ahead, so that a peer still writing where it was cannot make records the
- * next borrower's reader takes for its own. */
+ * next borrower's reader takes for its own, and it rests for a second first: a peer that goes
+ * on writing finds our QP gone at its next liveness check (every 100 ms while it has traffic),
+ * long before the ring is lent again. */
 static void tmx_soft_fast_drop(tmx_soft_qp_t *qp)
 {
     tmx_soft_dev_t *dev = qp->dev;
@@ -1213,6 +1218,7 @@ static void tmx_soft_fast_drop(tmx_soft_qp_t *qp)
         dev->fast_pos[r] = qp->in_head;
     }
     dev->fast_pos[r] += 1ull << 32;
+    dev->fast_rest[r] = dev->win + TMX_SOFT_REST_WIN;
     tmx_soft_fast_on_del(qp);
     dev->fast_owner[r] = NULL;
     qp->rfast          = 0;

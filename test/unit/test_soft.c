@@ -608,6 +608,109 @@ static int node_sync(node_t *n, int s)
     return 0;
 }
 
+/* ---------------------------------------------------------------- records kept aside */
+
+/*
+ * Every sender shares the inbox, so a QP that cannot take its records yet must not hold up
+ * the others: records for a QP still in INIT (its peer connected first) and for a QP with no
+ * receive posted wait aside, in order, while another QP's records go through.
+ */
+#define PARK_N 5
+
+static int park_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    static uint64_t buf[MAXQ][2 * PARK_N];
+    tmx_qp_attr_t   mod;
+    tmx_mr_t       *mr;
+    tmx_wc_t        wc;
+
+    TRY(node_open(n, sh, me, cfg, 2, 0));
+    mr = reg(n, buf, sizeof(buf), TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL);
+    for (int i = 0; i < 2 * PARK_N; i++) {
+        CHECK(post_recv(n, 1, &buf[1][i], 8, mr->lkey, 100 + (uint64_t)i) == TMX_OK);
+    }
+    CHECK(node_barrier(n, 1) == 0);
+    /* QP 1 connected, QP 0 left in INIT while the peer sends to both */
+    memset(&mod, 0, sizeof(mod));
+    mod.state           = TMX_QPS_RTR;
+    mod.remote_addr     = sh->qp[1][1];
+    mod.remote_addr_len = sh->qp_len[1][1];
+    CHECK(n->ops->qp_modify(n->qp[1], &mod, TMX_QP_ATTR_STATE | TMX_QP_ATTR_REMOTE) == TMX_OK);
+    mod.state = TMX_QPS_RTS;
+    CHECK(n->ops->qp_modify(n->qp[1], &mod, TMX_QP_ATTR_STATE) == TMX_OK);
+    CHECK(node_barrier(n, 2) == 0); /* the peer sent its first PARK_N on each */
+    for (int i = 0; i < PARK_N; i++) {
+        CHECK(node_wc(n, &wc) == 0);
+        CHECK(wc.status == TMX_WC_SUCCESS && wc.qp_num == n->qp[1]->qp_num);
+        CHECK(wc.wr_id == 100 + (uint64_t)i && buf[1][i] == 1000 + (uint64_t)i);
+    }
+    memset(&mod, 0, sizeof(mod));
+    mod.state           = TMX_QPS_RTR;
+    mod.remote_addr     = sh->qp[1][0];
+    mod.remote_addr_len = sh->qp_len[1][0];
+    CHECK(n->ops->qp_modify(n->qp[0], &mod, TMX_QP_ATTR_STATE | TMX_QP_ATTR_REMOTE) == TMX_OK);
+    mod.state = TMX_QPS_RTS;
+    CHECK(n->ops->qp_modify(n->qp[0], &mod, TMX_QP_ATTR_STATE) == TMX_OK);
+    for (int i = 0; i < PARK_N; i++) {
+        CHECK(post_recv(n, 0, &buf[0][i], 8, mr->lkey, (uint64_t)i) == TMX_OK);
+    }
+    for (int i = 0; i < PARK_N; i++) {
+        CHECK(node_wc(n, &wc) == 0);
+        CHECK(wc.status == TMX_WC_SUCCESS && wc.qp_num == n->qp[0]->qp_num);
+        CHECK(wc.wr_id == (uint64_t)i && buf[0][i] == (uint64_t)i);
+    }
+    /* QP 0 has no receive now: its next records wait while QP 1's come through */
+    CHECK(node_barrier(n, 3) == 0);
+    CHECK(node_barrier(n, 4) == 0); /* the peer sent PARK_N more on each */
+    for (int i = PARK_N; i < 2 * PARK_N; i++) {
+        CHECK(node_wc(n, &wc) == 0);
+        CHECK(wc.status == TMX_WC_SUCCESS && wc.qp_num == n->qp[1]->qp_num);
+        CHECK(wc.wr_id == 100 + (uint64_t)i && buf[1][i] == 1000 + (uint64_t)i);
+    }
+    for (int i = PARK_N; i < 2 * PARK_N; i++) {
+        CHECK(post_recv(n, 0, &buf[0][i], 8, mr->lkey, (uint64_t)i) == TMX_OK);
+    }
+    for (int i = PARK_N; i < 2 * PARK_N; i++) {
+        CHECK(node_wc(n, &wc) == 0);
+        CHECK(wc.status == TMX_WC_SUCCESS && wc.qp_num == n->qp[0]->qp_num);
+        CHECK(wc.wr_id == (uint64_t)i && buf[0][i] == (uint64_t)i);
+    }
+    CHECK(node_barrier(n, 5) == 0);
+    n->ops->mr_dereg(mr);
+    node_close(n);
+    return 0;
+}
+
+static int park_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    TRY(node_open(n, sh, me, cfg, 2, 0));
+    TRY(node_connect(n)); /* both QPs, at once: the peer's QP 0 is still in INIT */
+    for (int round = 0; round < 2; round++) {
+        if (round == 1) {
+            CHECK(node_barrier(n, 3) == 0);
+        }
+        for (int i = round * PARK_N; i < (round + 1) * PARK_N; i++) {
+            uint64_t v0 = (uint64_t)i, v1 = 1000 + (uint64_t)i;
+
+            CHECK(post_send_retry(n, 0, TMX_WR_SEND, &v0, 8, 0, TMX_SEND_INLINE, 0, 0) == TMX_OK);
+            CHECK(post_send_retry(n, 1, TMX_WR_SEND, &v1, 8, 0, TMX_SEND_INLINE, 0, 0) == TMX_OK);
+        }
+        CHECK(node_barrier(n, round == 0 ? 2 : 4) == 0);
+    }
+    CHECK(node_barrier(n, 5) == 0);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, records_wait_aside_for_their_qp, .timeout = 30)
+{
+    tmx_config_t cfg;
+
+    cfg_init(&cfg, -1, 65536);
+    run_pair(park_rx, park_tx, &cfg);
+}
+
 /* ---------------------------------------------------------------- direct sends keep order */
 
 /* An unsignaled inline SEND goes straight to the ring only while the send queue is empty;

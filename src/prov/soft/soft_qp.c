@@ -441,9 +441,10 @@ static tmx_soft_rec_t *tmx_soft_inbox_reserve(tmx_soft_dev_t *dev, tmx_soft_rseg
     consumed = atomic_load_explicit(&ctrl->consumed, memory_order_acquire);
     rec      = tmx_soft_tx_reserve((uint8_t *)(ctrl + 1), r->hdr->inbox_size, ctrl, tail_p,
                                    &consumed, bytes);
+    /* Past a PAD, if one went in: a holder that dies before its commit leaves the tail
+     * where the reader will look next (the lock's next holder writes there). */
+    atomic_store_explicit(&ctrl->tail, *tail_p, memory_order_relaxed);
     if (rec == NULL) {
-        /* the tail moved if a PAD went in */
-        atomic_store_explicit(&ctrl->tail, *tail_p, memory_order_relaxed);
         atomic_store_explicit(&ctrl->lock, 0, memory_order_release);
     }
     return rec;
@@ -1514,19 +1515,24 @@ static void tmx_soft_inbox_drain(tmx_soft_dev_t *dev)
             bytes = bytes > room ? room : bytes;
             rc    = TMX_SOFT_RX_DONE;
         } else {
-            rc = TMX_SOFT_RX_BLOCKED;
             if (qp->park == NULL && qp->super.state != TMX_QPS_INIT) {
                 rc = tmx_soft_rx_one(qp, rec, room, &bytes, 1);
             } else {
+                /* behind records kept aside, or not connected yet: kept aside too */
                 bytes = tmx_soft_rec_bytes(op, rec->len);
+                rc    = bytes > room ? TMX_SOFT_RX_BAD : TMX_SOFT_RX_BLOCKED;
             }
             if (rc == TMX_SOFT_RX_BAD) {
                 tmx_soft_rx_bad(qp, op, rec->len);
                 bytes = bytes > room ? room : bytes;
                 rc    = TMX_SOFT_RX_DONE;
-            } else if (rc == TMX_SOFT_RX_BLOCKED && bytes <= room &&
-                       tmx_soft_cq_has_room(qp->super.recv_cq) && tmx_soft_park(qp, rec, bytes)) {
-                rc = TMX_SOFT_RX_DONE; /* kept aside: the others go on */
+            } else if (rc == TMX_SOFT_RX_BLOCKED &&
+                       (qp->super.state == TMX_QPS_INIT ||
+                        tmx_soft_cq_has_room(qp->super.recv_cq)) &&
+                       tmx_soft_park(qp, rec, bytes)) {
+                /* Kept aside: the others go on. (With its CQ full, a QP is not the only
+                 * one held up: the inbox waits for the poller instead.) */
+                rc = TMX_SOFT_RX_DONE;
             } else if (rc == TMX_SOFT_RX_DONE) {
                 tmx_soft_rx_count(qp);
             }

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <linux/membarrier.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -51,6 +52,9 @@ static _Atomic int      tmx_soft_cma_logged;
 static _Atomic int      tmx_soft_pidfd_logged;
 static _Atomic int      tmx_soft_memfd_works = -1; /* the trial's answer, once per process */
 static _Atomic int      tmx_soft_wake_logged;
+static _Atomic int      tmx_soft_membarrier_reg = -1; /* this process registered: 1, not: 0 */
+
+static int tmx_soft_membarrier_register(void);
 
 /* Reads /proc/<pid>/stat into buf: the text after the command name (from the space before
  * field 3, the state), or NULL when the process is unknown. The command name may hold spaces
@@ -472,6 +476,7 @@ static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t
     }
     dev->cfg     = cfg;
     dev->wake_fd = -1;
+    dev->asym    = tmx_soft_membarrier_register();
     tmx_list_init(&dev->rsegs);
     status = tmx_soft_seg_create(dev, cfg);
     if (status != TMX_OK) {
@@ -1108,6 +1113,37 @@ static tmx_status_t tmx_soft_srq_post_recv(tmx_srq_t *s, tmx_recv_wr_t *wr,
 }
 
 /* ---------------------------------------------------------------- completion channel */
+
+/* Registers this process for MEMBARRIER_CMD_GLOBAL_EXPEDITED (once): its producers may then
+ * publish without a fence (tmx_soft_wake_peer). 1 when registered. */
+static int tmx_soft_membarrier_register(void)
+{
+    int reg = atomic_load(&tmx_soft_membarrier_reg);
+
+    if (reg < 0) {
+#if defined(__NR_membarrier) && !defined(__SANITIZE_THREAD__)
+        long q = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+
+        reg = q > 0 && (q & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
+              syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+#else
+        reg = 0;
+#endif
+        atomic_store(&tmx_soft_membarrier_reg, reg);
+        tmx_debug("membarrier: %s", reg ? "registered, producers publish without a fence"
+                                        : "unavailable, producers fence");
+    }
+    return reg;
+}
+
+int tmx_soft_membarrier(void)
+{
+#if defined(__NR_membarrier)
+    return syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0;
+#else
+    return 0;
+#endif
+}
 
 void tmx_soft_wake_name(uint32_t uid, int32_t pid, uint64_t probe, struct sockaddr_un *sa,
                         socklen_t *len_p)

@@ -2172,8 +2172,8 @@ int tmx_soft_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
 }
 
 /*
- * Arms the device's wake word (ibv_req_notify_cq). The store, a fence, then a look at every
- * inbound ring: a producer stores its record, fences, then loads the word (tmx_soft_wake_peer),
+ * Arms the device's wake word (ibv_req_notify_cq). The store, a barrier, then a look at every
+ * inbound ring: a producer stores its record, then loads the word (tmx_soft_wake_peer),
  * so either it sees us armed and wakes us, or we see its record here and do not sleep. BUSY
  * too while a send of ours waits for room in a peer's ring (or we owe a peer fallback READ
  * data): room appears without a word to us, so only polling moves it.
@@ -2200,7 +2200,13 @@ tmx_status_t tmx_soft_cq_req_notify(tmx_cq_t *c, tmx_comp_channel_t *ch)
         }
     }
     atomic_store_explicit(&dev->hdr->armed, 1, memory_order_seq_cst);
-    TMX_SOFT_FENCE();
+    if (dev->asym) {
+        if (!tmx_soft_membarrier()) {
+            goto busy; /* cannot order the producers: do not sleep */
+        }
+    } else {
+        TMX_SOFT_FENCE();
+    }
     if (tmx_soft_inbox_has_rx(dev)) {
         goto busy;
     }

@@ -365,7 +365,7 @@ static inline void tmx_soft_tx_publish(uint8_t *ring, uint64_t size, tmx_soft_re
 /* Room for a record of bytes (a multiple of the line) at the tail, after a PAD record if it
  * would cross the end of the ring, and for the line behind it whose stamp its publication
  * clears; NULL when the ring is full. */
-static tmx_soft_rec_t *tmx_soft_tx_reserve(uint8_t *ring, uint64_t size,
+static inline tmx_soft_rec_t *tmx_soft_tx_reserve(uint8_t *ring, uint64_t size,
                                            tmx_soft_ring_ctrl_t *ctrl, uint64_t *tail_p,
                                            uint64_t *consumed_p, size_t bytes)
 {
@@ -513,7 +513,7 @@ static int tmx_soft_tx_switch(tmx_soft_qp_t *qp)
 
 /* Room for a record of bytes on the QP's path; with the inbox, its lock is held until
  * tmx_soft_qp_commit. The record's destination fields are filled in. */
-static tmx_soft_rec_t *tmx_soft_qp_reserve(tmx_soft_qp_t *qp, size_t bytes)
+static inline tmx_soft_rec_t *tmx_soft_qp_reserve(tmx_soft_qp_t *qp, size_t bytes)
 {
     tmx_soft_rec_t *rec;
 
@@ -537,7 +537,7 @@ static tmx_soft_rec_t *tmx_soft_qp_reserve(tmx_soft_qp_t *qp, size_t bytes)
 }
 
 /* The stamp goes last, with release: the reader that sees it sees the whole record. */
-static void tmx_soft_qp_commit(tmx_soft_qp_t *qp, tmx_soft_rec_t *rec, size_t bytes)
+static inline void tmx_soft_qp_commit(tmx_soft_qp_t *qp, tmx_soft_rec_t *rec, size_t bytes)
 {
     bytes = tmx_soft_lines(bytes);
     if (qp->out_fast != 0) {
@@ -1318,13 +1318,24 @@ static void tmx_soft_fast_drain(tmx_soft_qp_t *qp, unsigned limit)
         uint64_t        pos  = head & mask;
         tmx_soft_rec_t *rec  = (tmx_soft_rec_t *)(qp->in_ring + pos);
         uint64_t        bytes;
+        uint32_t        len;
         int             rc;
 
         if (head == qp->in_stop ||
             atomic_load_explicit(&rec->stamp, memory_order_acquire) != head + 1) {
             break;
         }
-        rc = tmx_soft_rx_one(qp, rec, qp->in_size - pos, &bytes, 0);
+        len = rec->len;
+        if (rec->op == TMX_SOFT_OP_SEND && !qp->rx_busy && len <= qp->in_size - pos &&
+            (rec->flags & (TMX_SOFT_REC_FIRST | TMX_SOFT_REC_LAST)) ==
+                (TMX_SOFT_REC_FIRST | TMX_SOFT_REC_LAST)) {
+            /* the eager message, the common case: straight to its receive */
+            bytes = tmx_soft_rec_bytes(TMX_SOFT_OP_SEND, len);
+            rc    = bytes <= qp->in_size - pos ? tmx_soft_rx_send_whole(qp, rec, len, rec->flags)
+                                                : TMX_SOFT_RX_BAD;
+        } else {
+            rc = tmx_soft_rx_one(qp, rec, qp->in_size - pos, &bytes, 0);
+        }
         if (rc == TMX_SOFT_RX_BLOCKED) {
             break;
         }

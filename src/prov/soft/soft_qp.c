@@ -132,53 +132,52 @@ static int tmx_soft_sge_check(tmx_soft_dev_t *dev, const tmx_sge_t *sge, int n, 
 
 /* ---------------------------------------------------------------- QP bookkeeping */
 
-static void tmx_soft_active_add(tmx_soft_qp_t *qp)
+/*
+ * The device keeps QPs in three unordered arrays: active (RTR/RTS: checked for their peer's
+ * life), pend (with work for cq_poll besides reading rings, so that a poll costs what is
+ * pending, not what is connected) and fast_on (a lent ring being read). A QP's place in one is
+ * an int member (index + 1, 0 when absent), named by its offset; a removal moves the last QP
+ * into the hole.
+ */
+static inline int *tmx_soft_set_pos(tmx_soft_qp_t *qp, size_t off)
 {
-    tmx_soft_dev_t *dev = qp->dev;
+    return (int *)((uint8_t *)qp + off);
+}
 
-    if (qp->active == 0) {
-        dev->active[dev->num_active++] = qp;
-        qp->active                     = (int)dev->num_active;
+static void tmx_soft_set_add(tmx_soft_qp_t **set, unsigned *n, tmx_soft_qp_t *qp, size_t off)
+{
+    if (*tmx_soft_set_pos(qp, off) == 0) {
+        set[(*n)++]                 = qp;
+        *tmx_soft_set_pos(qp, off) = (int)*n;
     }
 }
 
-static void tmx_soft_active_del(tmx_soft_qp_t *qp)
+static void tmx_soft_set_del(tmx_soft_qp_t **set, unsigned *n, tmx_soft_qp_t *qp, size_t off)
 {
-    tmx_soft_dev_t *dev = qp->dev;
+    int pos = *tmx_soft_set_pos(qp, off);
 
-    if (qp->active != 0) {
-        tmx_soft_qp_t *last = dev->active[--dev->num_active];
+    if (pos != 0) {
+        tmx_soft_qp_t *last = set[--(*n)];
 
-        dev->active[qp->active - 1] = last;
-        last->active                = qp->active;
-        qp->active                  = 0;
+        set[pos - 1]                 = last;
+        *tmx_soft_set_pos(last, off) = pos;
+        *tmx_soft_set_pos(qp, off)   = 0;
     }
 }
 
-/* QPs with work for cq_poll besides reading rings: a poll then costs what is pending, not
- * what is connected. */
-static void tmx_soft_pend_add(tmx_soft_qp_t *qp)
-{
-    tmx_soft_dev_t *dev = qp->dev;
-
-    if (qp->pending == 0) {
-        dev->pend[dev->num_pend++] = qp;
-        qp->pending                = (int)dev->num_pend;
+#define TMX_SOFT_SET(_set, _num, _member)                                                          \
+    static void tmx_soft_##_member##_add(tmx_soft_qp_t *qp)                                        \
+    {                                                                                              \
+        tmx_soft_set_add(qp->dev->_set, &qp->dev->_num, qp, offsetof(tmx_soft_qp_t, _member));     \
+    }                                                                                              \
+    static void tmx_soft_##_member##_del(tmx_soft_qp_t *qp)                                        \
+    {                                                                                              \
+        tmx_soft_set_del(qp->dev->_set, &qp->dev->_num, qp, offsetof(tmx_soft_qp_t, _member));     \
     }
-}
 
-static void tmx_soft_pend_del(tmx_soft_qp_t *qp)
-{
-    tmx_soft_dev_t *dev = qp->dev;
-
-    if (qp->pending != 0) {
-        tmx_soft_qp_t *last = dev->pend[--dev->num_pend];
-
-        dev->pend[qp->pending - 1] = last;
-        last->pending              = qp->pending;
-        qp->pending                = 0;
-    }
-}
+TMX_SOFT_SET(active, num_active, active)
+TMX_SOFT_SET(pend, num_pend, pending)
+TMX_SOFT_SET(fast_on, num_fast_on, fast_on)
 
 static tmx_soft_swr_t *tmx_soft_swr(tmx_soft_qp_t *qp, uint32_t seq)
 {
@@ -261,7 +260,7 @@ static void tmx_soft_qp_fail(tmx_soft_qp_t *qp, tmx_wc_status_t status, int asyn
     }
     qp->super.state = TMX_QPS_ERR;
     tmx_soft_active_del(qp);
-    tmx_soft_pend_del(qp);
+    tmx_soft_pending_del(qp);
     tmx_soft_fast_drop(qp);
     tmx_soft_park_free(qp);
     for (uint32_t s = qp->head_seq; s != qp->next_seq; s++) {
@@ -611,7 +610,7 @@ static tmx_soft_resp_t *tmx_soft_resp_add(tmx_soft_qp_t *qp)
     r = &qp->resp[(qp->resp_head + qp->resp_count) % TMX_SOFT_MAX_RESP];
     memset(r, 0, sizeof(*r));
     qp->resp_count++;
-    tmx_soft_pend_add(qp);
+    tmx_soft_pending_add(qp);
     return r;
 }
 
@@ -1110,29 +1109,6 @@ static int tmx_soft_rx_ud(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
 
 /* ---------------------------------------------------------------- fast rings (the owner's side) */
 
-static void tmx_soft_fast_on_add(tmx_soft_qp_t *qp)
-{
-    tmx_soft_dev_t *dev = qp->dev;
-
-    if (qp->fast_on == 0) {
-        dev->fast_on[dev->num_fast_on++] = qp;
-        qp->fast_on                      = (int)dev->num_fast_on;
-    }
-}
-
-static void tmx_soft_fast_on_del(tmx_soft_qp_t *qp)
-{
-    tmx_soft_dev_t *dev = qp->dev;
-
-    if (qp->fast_on != 0) {
-        tmx_soft_qp_t *last = dev->fast_on[--dev->num_fast_on];
-
-        dev->fast_on[qp->fast_on - 1] = last;
-        last->fast_on                 = qp->fast_on;
-        qp->fast_on                   = 0;
-    }
-}
-
 static void tmx_soft_grant_write(tmx_soft_qp_t *qp, unsigned ring)
 {
     qp->grant_seq++;
@@ -1429,7 +1405,7 @@ static int tmx_soft_park(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec, uint64_t 
     }
     qp->park_tail   = p;
     qp->park_bytes += bytes;
-    tmx_soft_pend_add(qp);
+    tmx_soft_pending_add(qp);
     return 1;
 }
 
@@ -1718,7 +1694,7 @@ void tmx_soft_qp_destroy(tmx_qp_t *q)
     for (uint32_t s = qp->head_seq; s != qp->next_seq; s++) {
         free(tmx_soft_swr(qp, s)->copy);
     }
-    tmx_soft_pend_del(qp);
+    tmx_soft_pending_del(qp);
     tmx_soft_fast_drop(qp);
     tmx_soft_park_free(qp);
     if (qp->super.type == TMX_QPT_UD) {
@@ -1983,7 +1959,7 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
     }
     qp->next_seq++;
     qp->sq_count++;
-    tmx_soft_pend_add(qp);
+    tmx_soft_pending_add(qp);
     if (idle) {
         int rc = 1;
 
@@ -2169,7 +2145,7 @@ int tmx_soft_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
             continue; /* it failed and left the array: slot i holds another */
         }
         if (qp->park == NULL && qp->resp_count == 0 && qp->sq_count == 0) {
-            tmx_soft_pend_del(qp);
+            tmx_soft_pending_del(qp);
             continue;
         }
         i++;

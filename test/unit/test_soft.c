@@ -2608,3 +2608,41 @@ Test(soft, arming_finds_a_dead_peer, .timeout = 30)
     cfg_init(&cfg, -1, 64 * 1024);
     run_pair(chan_dead_rx, chan_dead_tx, &cfg);
 }
+
+/* An armed sleeper wakes when a peer dies, with no message and no timeout: the channel's fd
+ * turns readable (the peer's pidfd is in its set), and the next arm finds the dead peer at
+ * once (its QP fails: an event). The pidfd then leaves the set: the fd is quiet again. */
+static int chan_death_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    tmx_comp_channel_t *ch;
+    struct pollfd       p;
+    tmx_wc_t            wc;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    CHECK(n->ops->channel_create(n->dev, &ch) == TMX_OK);
+    TRY(node_connect(n));
+    CHECK(n->ops->channel_get_events(ch) >= 0);
+    CHECK(n->ops->cq_req_notify(n->cq, ch) == TMX_OK);
+    p.fd     = ch->fd;
+    p.events = POLLIN;
+    CHECK(poll(&p, 1, 0) == 0); /* quiet while the peer lives */
+    CHECK(node_sync(n, 2) == 0);
+    CHECK(poll(&p, 1, 10000) == 1); /* the peer exits: we wake */
+    CHECK(n->ops->channel_get_events(ch) >= 1);
+    CHECK(n->ops->cq_req_notify(n->cq, ch) == TMX_ERR_BUSY); /* within the check period */
+    CHECK(node_wc(n, &wc) == 0);
+    CHECK(wc.wr_id == TMX_WR_ID_ASYNC_ERROR && wc.status == TMX_WC_RETRY_EXC_ERR);
+    CHECK(n->ops->channel_get_events(ch) >= 0);
+    CHECK(n->ops->cq_req_notify(n->cq, ch) == TMX_OK);
+    CHECK(poll(&p, 1, 0) == 0); /* the dead peer no longer wakes us */
+    n->ops->channel_destroy(ch);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, a_dying_peer_wakes_a_sleeper, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, -1, 64 * 1024);
+    run_pair(chan_death_rx, chan_dead_tx, &cfg);
+}

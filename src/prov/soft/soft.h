@@ -184,6 +184,7 @@ typedef struct tmx_soft_rseg {
     uint64_t            alive_ns; /* when it was last seen alive before a CMA operation */
     int                 refs;
     int                 cma; /* -1 not tried, 0 no, 1 yes */
+    int                 watched;   /* its pidfd is in our channel's epoll set */
     _Atomic uint32_t   *armed;     /* the peer's wake word, in its mapped header */
     struct sockaddr_un  wake_addr; /* the peer's wake socket (abstract name) */
     socklen_t           wake_len;
@@ -385,6 +386,8 @@ struct tmx_soft_dev {
     int                 channel_open;
     int                 asym;     /* registered for membarrier: tmx_soft_wake_peer */
     int                 wake_fd;
+    int                 wake_sock; /* the bound socket; channel.fd is an epoll set of it
+                                    * and of the mapped peers' pidfds */
 };
 
 /* Writes one zero byte per page of zeroed memory (from calloc) so that its pages exist now and
@@ -405,6 +408,7 @@ extern const tmx_prov_ops_t tmx_soft_ops;
 void tmx_soft_wake_name(uint32_t uid, int32_t pid, uint64_t probe, struct sockaddr_un *sa,
                         socklen_t *len_p);
 void tmx_soft_wake_send(tmx_soft_dev_t *dev, tmx_soft_rseg_t *rseg);
+void tmx_soft_rseg_watch(tmx_soft_dev_t *dev, tmx_soft_rseg_t *r);
 
 /* A full fence where it is checked; ThreadSanitizer neither models it (it checks races, not
  * store-load order: the words involved are atomics) nor, under gcc, accepts it. */

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <linux/membarrier.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -556,6 +557,7 @@ static void tmx_soft_dev_close(tmx_dev_t *d)
     }
     if (dev->channel_open) {
         close(dev->channel.fd);
+        close(dev->wake_sock);
     }
     if (dev->wake_fd >= 0) {
         close(dev->wake_fd);
@@ -798,6 +800,7 @@ tmx_soft_rseg_t *tmx_soft_rseg_get(tmx_soft_dev_t *dev, const void *addr, size_t
     r->refs  = 1;
     r->cma   = -1;
     tmx_list_add_tail(&dev->rsegs, &r->list);
+    tmx_soft_rseg_watch(dev, r);
     goto out;
 
 err_unmap:
@@ -1194,15 +1197,43 @@ void tmx_soft_wake_send(tmx_soft_dev_t *dev, tmx_soft_rseg_t *r)
     }
 }
 
+/* A peer's pidfd goes into the channel's epoll set: a sleeper wakes when a peer dies, as on
+ * hardware a QP's error completion wakes a completion channel (tmx_soft_channel_get_events
+ * takes it out again once seen). */
+void tmx_soft_rseg_watch(tmx_soft_dev_t *dev, tmx_soft_rseg_t *r)
+{
+    struct epoll_event ev = {.events = EPOLLIN};
+
+    if (!dev->channel_open || r->watched || r->pidfd < 0 || r->dead) {
+        return;
+    }
+    ev.data.ptr = r;
+    if (epoll_ctl(dev->channel.fd, EPOLL_CTL_ADD, r->pidfd, &ev) == 0) {
+        r->watched = 1;
+    } else {
+        tmx_debug("watching peer process %d: %s", (int)r->pid, strerror(errno));
+    }
+}
+
+static void tmx_soft_rseg_unwatch(tmx_soft_dev_t *dev, tmx_soft_rseg_t *r)
+{
+    if (r->watched) {
+        (void)epoll_ctl(dev->channel.fd, EPOLL_CTL_DEL, r->pidfd, NULL);
+        r->watched = 0;
+    }
+}
+
 /* The device's one channel: a datagram socket bound to our segment's wake name. Anyone of
  * this network namespace can send to an abstract name: a stranger's datagram only wakes us
  * for nothing (we poll, find nothing and sleep again). */
 static tmx_status_t tmx_soft_channel_create(tmx_dev_t *d, tmx_comp_channel_t **ch_p)
 {
     tmx_soft_dev_t    *dev = (tmx_soft_dev_t *)d;
+    struct epoll_event ev  = {.events = EPOLLIN};
     struct sockaddr_un sa;
     socklen_t          len;
-    int                fd;
+    tmx_list_t        *pos;
+    int                fd, ep;
     tmx_status_t       status;
 
     if (dev->channel_open) {
@@ -1222,11 +1253,24 @@ static tmx_status_t tmx_soft_channel_create(tmx_dev_t *d, tmx_comp_channel_t **c
         status = TMX_ERR_IO;
         goto err_close;
     }
+    ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        tmx_warn("epoll set of the soft device's channel: %s", strerror(errno));
+        status = TMX_ERR_IO;
+        if (ep >= 0) {
+            close(ep);
+        }
+        goto err_close;
+    }
     atomic_store_explicit(&dev->hdr->armed, 0, memory_order_relaxed);
-    dev->channel.dev = d;
-    dev->channel.fd  = fd;
+    dev->wake_sock    = fd;
+    dev->channel.dev  = d;
+    dev->channel.fd   = ep;
     dev->channel_open = 1;
-    *ch_p            = &dev->channel;
+    tmx_list_for_each(pos, &dev->rsegs) {
+        tmx_soft_rseg_watch(dev, tmx_container_of(pos, tmx_soft_rseg_t, list));
+    }
+    *ch_p = &dev->channel;
     return TMX_OK;
 
 err_close:
@@ -1238,13 +1282,19 @@ err:
 static void tmx_soft_channel_destroy(tmx_comp_channel_t *ch)
 {
     tmx_soft_dev_t *dev;
+    tmx_list_t     *pos;
 
     if (ch == NULL) {
         return;
     }
     dev = (tmx_soft_dev_t *)ch->dev;
     atomic_store_explicit(&dev->hdr->armed, 0, memory_order_relaxed);
+    tmx_list_for_each(pos, &dev->rsegs) {
+        tmx_soft_rseg_t *r = tmx_container_of(pos, tmx_soft_rseg_t, list);
+        r->watched = 0;
+    }
     close(ch->fd);
+    close(dev->wake_sock);
     dev->channel_open = 0;
 }
 
@@ -1254,17 +1304,30 @@ static int tmx_soft_channel_get_events(tmx_comp_channel_t *ch)
 {
     tmx_soft_dev_t *dev = (tmx_soft_dev_t *)ch->dev;
     char            buf[64];
+    tmx_list_t     *pos;
     int             n = 0;
 
     if (atomic_load_explicit(&dev->hdr->armed, memory_order_relaxed) != 0) {
         atomic_store_explicit(&dev->hdr->armed, 0, memory_order_relaxed);
     }
-    while (recv(ch->fd, buf, sizeof(buf), MSG_DONTWAIT) >= 0) {
+    while (recv(dev->wake_sock, buf, sizeof(buf), MSG_DONTWAIT) >= 0) {
         n++;
     }
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
         tmx_error("reading the soft device's wake socket: %s", strerror(errno));
         return TMX_ERR_IO;
+    }
+    /* A peer that died: its pidfd stays readable, so it leaves the set, and the next arm
+     * checks every peer now rather than at the next period (its QPs fail, which is the
+     * event the sleeper needed). */
+    tmx_list_for_each(pos, &dev->rsegs) {
+        tmx_soft_rseg_t *r = tmx_container_of(pos, tmx_soft_rseg_t, list);
+
+        if (r->watched && tmx_soft_rseg_dead(r)) {
+            tmx_soft_rseg_unwatch(dev, r);
+            dev->last_check_ns = 0;
+            n++;
+        }
     }
     return n;
 }

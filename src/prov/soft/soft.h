@@ -420,7 +420,7 @@ void tmx_soft_rseg_watch(tmx_soft_dev_t *dev, tmx_soft_rseg_t *r);
 
 /*
  * After publishing a record into a peer's ring: wakes the peer if it is about to sleep. The
- * peer arms (stores its armed word, a barrier, then looks at every inbound ring); we stored the
+ * peer arms (stores its armed word, a barrier, then looks at every ring it reads); we stored the
  * record's stamp, a barrier, then load the armed word: one of the two sees the other's store
  * (Dekker), so a record is never left behind a sleeping peer.
  *

@@ -2,15 +2,15 @@
  * Soft device, shared-memory fabric: queue pairs, the rings (the wire), RDMA by cross-memory
  * attach or through the rings, progress and completion polling.
  *
- * RC rings have one producer (the connected peer QP) and one consumer (the owner): the only
+ * A fast ring has one producer (the QP it is lent to) and one consumer (the owner): the only
  * synchronization is the release store of a record's stamp and the acquire load that sees
- * it, plus the consumer's position published every quarter ring. The UD mailbox has many
+ * it, plus the consumer's position published every quarter ring. The inbox has many
  * producers, serialized by a lock word naming the producer by pid and start time (so a
  * producer that dies holding it can be detected, even once its pid is reused, and the lock
- * taken over).
+ * taken over). soft.h tells how a ring is lent and taken back.
  *
  * UD: one UD QP per device; its qp_num is its slot + 1 like any QP, and datagrams for it go
- * to the device's mailbox ring (a datagram naming another qp number is dropped).
+ * to the device's inbox (a datagram naming another qp number is dropped).
  */
 #define _GNU_SOURCE
 #define TMX_LOG_SUBSYS "soft"
@@ -1621,7 +1621,7 @@ tmx_status_t tmx_soft_qp_create(tmx_pd_t *pd, const tmx_qp_init_attr_t *attr, tm
         goto err;
     }
     if (attr->type == TMX_QPT_UD && dev->ud_qp != NULL) {
-        status = TMX_ERR_NO_RESOURCE; /* one mailbox, one UD QP per device */
+        status = TMX_ERR_NO_RESOURCE; /* one UD QP per device */
         goto err;
     }
     /* Next fit, not first fit: a ring freed by a QP whose peer was never told (a failure, a
@@ -1758,7 +1758,7 @@ static void tmx_soft_prefault(uint8_t *ring, size_t size)
     }
 }
 
-/* INIT -> RTR of an RC QP: map the peer's segment and aim at its QP's inbound ring. */
+/* INIT -> RTR of an RC QP: map the peer's segment and aim at its inbox, naming its QP. */
 static tmx_status_t tmx_soft_qp_connect(tmx_soft_qp_t *qp, const tmx_qp_attr_t *attr)
 {
     tmx_soft_dev_t    *dev = qp->dev;
@@ -2160,8 +2160,9 @@ int tmx_soft_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
 
 /*
  * Arms the device's wake word (ibv_req_notify_cq). The store, a barrier, then a look at every
- * inbound ring: a producer stores its record, then loads the word (tmx_soft_wake_peer),
- * so either it sees us armed and wakes us, or we see its record here and do not sleep. BUSY
+ * ring we read (the inbox, the lent rings): a producer stores its record, then loads the word
+ * (tmx_soft_wake_peer), so either it sees us armed and wakes us, or we see its record here
+ * and do not sleep. BUSY
  * too while a send of ours waits for room in a peer's ring (or we owe a peer fallback READ
  * data): room appears without a word to us, so only polling moves it.
  */

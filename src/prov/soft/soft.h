@@ -185,6 +185,7 @@ typedef struct tmx_soft_rseg {
     int                 refs;
     int                 cma; /* -1 not tried, 0 no, 1 yes */
     int                 watched;   /* its pidfd is in our channel's epoll set */
+    struct tmx_soft_qp *fast_holder; /* our QP that holds a fast ring for this peer, if any */
     _Atomic uint32_t   *armed;     /* the peer's wake word, in its mapped header */
     struct sockaddr_un  wake_addr; /* the peer's wake socket (abstract name) */
     socklen_t           wake_len;

@@ -1149,12 +1149,32 @@ static void tmx_soft_fast_reclaim(tmx_soft_dev_t *dev)
     }
 }
 
+/* qp no longer holds its peer's ring. */
+static void tmx_soft_fast_unhold(tmx_soft_qp_t *qp)
+{
+    if (qp->rseg != NULL && qp->rseg->fast_holder == qp) {
+        qp->rseg->fast_holder = NULL;
+    }
+}
+
 /* Lends a free fast ring to the peer of qp (which has carried traffic through the inbox). */
 static void tmx_soft_fast_grant(tmx_soft_qp_t *qp)
 {
-    tmx_soft_dev_t *dev = qp->dev;
-    unsigned        n   = dev->hdr->max_fast, k, r;
+    tmx_soft_dev_t  *dev    = qp->dev;
+    tmx_soft_qp_t   *holder = qp->rseg != NULL ? qp->rseg->fast_holder : NULL;
+    unsigned         n      = dev->hdr->max_fast, k, r;
 
+    /* One ring per peer process, as vader keeps one fast box per peer: its other QPs (the
+     * protocol replies, acknowledgements and credits going the other way) share the inbox.
+     * Measured with tmx_pingpong -t bw, 8 bytes: a ring for each of a peer's QPs cost a
+     * third of the bandwidth. The one a peer holds moves to a busier QP once it idles. */
+    if (holder != NULL && holder != qp) {
+        if (!holder->revoking && holder->rx_win + 1 < dev->win && dev->reclaim_ns != dev->win) {
+            dev->reclaim_ns = dev->win;
+            tmx_soft_fast_revoke(holder);
+        }
+        return;
+    }
     for (k = 0, r = dev->fast_next % n;
          k < n && (dev->fast_owner[r] != NULL || dev->fast_rest[r] > dev->win);
          k++, r = (r + 1) % n) {
@@ -1168,6 +1188,9 @@ static void tmx_soft_fast_grant(tmx_soft_qp_t *qp)
     qp->fast_base  = dev->fast_pos[r];
     qp->revoking   = 0;
     dev->fast_owner[r] = qp;
+    if (qp->rseg != NULL) {
+        qp->rseg->fast_holder = qp;
+    }
     atomic_store_explicit(&tmx_soft_fctrl(dev->base, dev->hdr, r)->consumed, qp->fast_base,
                           memory_order_relaxed);
     atomic_store_explicit(&qp->my_ctrl->grant_base, qp->fast_base, memory_order_relaxed);
@@ -1198,6 +1221,7 @@ static void tmx_soft_fast_drop(tmx_soft_qp_t *qp)
     dev->fast_rest[r] = dev->win + TMX_SOFT_REST_WIN;
     tmx_soft_fast_on_del(qp);
     dev->fast_owner[r] = NULL;
+    tmx_soft_fast_unhold(qp);
     qp->rfast          = 0;
     qp->revoking       = 0;
     tmx_soft_grant_write(qp, 0);
@@ -1379,6 +1403,7 @@ static int tmx_soft_rx_switch(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
             return TMX_SOFT_RX_BAD;
         }
         dev->fast_owner[qp->rfast - 1] = NULL;
+        tmx_soft_fast_unhold(qp);
         qp->rfast                      = 0;
         qp->revoking                   = 0;
     }

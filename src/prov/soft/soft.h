@@ -23,8 +23,8 @@
  *   and generation. Its size does not depend on the number of peers: this is the receive
  *   queue "found by number and shared by every sender" of an XRC SRQ (doc/DESIGN.md).
  * - max_fast fast rings, each lent to one sending QP at a time, which writes it without a
- *   lock: the owner grants them to the QPs that carry traffic and takes them back from idle
- *   ones (tmx_soft_fast_grant). A grant is written in the receiving QP's control line; the
+ *   lock: the owner grants them to the QPs that carry traffic, one per peer process, and
+ *   takes them back from idle ones (tmx_soft_fast_grant). A grant is written in the receiving QP's control line; the
  *   sender sees it at its next record and answers with a SWITCH record in the inbox, after
  *   which it writes the fast ring; on a revocation it answers with a SWITCH naming where its
  *   last record in the fast ring ends. The owner switches paths at those records, so the

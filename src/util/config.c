@@ -99,7 +99,7 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "TMX_WAIT_SPIN (yielding when oversubscribed) then sleeps; spin; yield; "
                       "sleep at once."),
      .words = tmx_config_wait_modes},
-    {TMX_CONFIG_FIELD("WAIT_SPIN", TMX_CONFIG_UINT, "200", wait_spin_us,
+    {TMX_CONFIG_FIELD("WAIT_SPIN", TMX_CONFIG_UINT, "1000", wait_spin_us,
                       "Microseconds a blocking call of TMX_WAIT=auto polls before it sleeps."),
      .flags = TMX_CONFIG_F_MAX, .max = 10000000},
     {TMX_CONFIG_FIELD("LOCAL_SIZE", TMX_CONFIG_INT, "-1", local_size,

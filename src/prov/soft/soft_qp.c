@@ -1308,6 +1308,18 @@ static int tmx_soft_rx_one(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec, uint64_
     }
 }
 
+/* The reader's side of a ring: its position is published to the producers every quarter ring.
+ * Publishing rarely keeps the control line quiet; a quarter ring bounds what a producer may
+ * believe is still in use. */
+static inline void tmx_soft_rx_publish(tmx_soft_ring_ctrl_t *ctrl, uint64_t size, uint64_t head,
+                                       uint64_t *published_p)
+{
+    if (head - *published_p >= size / 4) {
+        *published_p = head;
+        atomic_store_explicit(&ctrl->consumed, head, memory_order_release);
+    }
+}
+
 /* Reads the records of qp's lent ring, up to limit of them or to where the peer left it. */
 static void tmx_soft_fast_drain(tmx_soft_qp_t *qp, unsigned limit)
 {
@@ -1345,12 +1357,7 @@ static void tmx_soft_fast_drain(tmx_soft_qp_t *qp, unsigned limit)
         }
         head       += bytes;
         qp->in_head = head;
-        /* Publishing rarely keeps the control line quiet; a quarter ring bounds what the
-         * producer may believe is still in use. */
-        if (head - qp->in_published >= qp->in_size / 4) {
-            qp->in_published = head;
-            atomic_store_explicit(&qp->in_ctrl->consumed, head, memory_order_release);
-        }
+        tmx_soft_rx_publish(qp->in_ctrl, qp->in_size, head, &qp->in_published);
     }
     qp->rx_win = qp->dev->win;
 }
@@ -1554,28 +1561,27 @@ static void tmx_soft_inbox_drain(tmx_soft_dev_t *dev)
         }
         head           += bytes;
         dev->inbox_head = head;
-        if (head - dev->inbox_published >= dev->inbox_size / 4) {
-            dev->inbox_published = head;
-            atomic_store_explicit(&dev->inbox_ctrl->consumed, head, memory_order_release);
-        }
+        tmx_soft_rx_publish(dev->inbox_ctrl, dev->inbox_size, head, &dev->inbox_published);
     }
+}
+
+/* Whether a record waits at head of a ring: the question every poll asks of every ring it
+ * reads, so it is kept to a few loads (the drain asks again, and reads the record). */
+static inline int tmx_soft_ring_has_rx(const uint8_t *ring, uint64_t size, uint64_t head)
+{
+    const tmx_soft_rec_t *rec = (const tmx_soft_rec_t *)(ring + (head & (size - 1)));
+
+    return atomic_load_explicit(&rec->stamp, memory_order_acquire) == head + 1;
 }
 
 static inline int tmx_soft_inbox_has_rx(const tmx_soft_dev_t *dev)
 {
-    const tmx_soft_rec_t *rec = (const tmx_soft_rec_t *)(dev->inbox +
-                                                         (dev->inbox_head &
-                                                          (dev->inbox_size - 1)));
-
-    return atomic_load_explicit(&rec->stamp, memory_order_acquire) == dev->inbox_head + 1;
+    return tmx_soft_ring_has_rx(dev->inbox, dev->inbox_size, dev->inbox_head);
 }
 
 static inline int tmx_soft_fast_has_rx(const tmx_soft_qp_t *qp)
 {
-    const tmx_soft_rec_t *rec = (const tmx_soft_rec_t *)(qp->in_ring +
-                                                         (qp->in_head & (qp->in_size - 1)));
-
-    return atomic_load_explicit(&rec->stamp, memory_order_acquire) == qp->in_head + 1;
+    return tmx_soft_ring_has_rx(qp->in_ring, qp->in_size, qp->in_head);
 }
 
 /* ---------------------------------------------------------------- UD */

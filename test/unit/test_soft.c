@@ -296,6 +296,20 @@ static void run_pair(role_fn r0, role_fn r1, const tmx_config_t *cfg)
     munmap(sh, sizeof(*sh));
 }
 
+/* Node 0 alone here (its QPs connected to each other or to themselves); must return 0. */
+static void run_alone(role_fn r, const tmx_config_t *cfg)
+{
+    shared_t *sh = shared_new();
+    node_t   *n  = calloc(1, sizeof(*n));
+    int       rc;
+
+    cr_assert(n != NULL);
+    rc = r(n, sh, 0, cfg);
+    cr_assert_eq(rc, 0, "failed at line %d", rc);
+    free(n);
+    munmap(sh, sizeof(*sh));
+}
+
 #define TRY(_x)                                                                                    \
     do {                                                                                           \
         int _r = (_x);                                                                             \
@@ -1396,9 +1410,9 @@ static int transitions_role(node_t *n, shared_t *sh, int me, const tmx_config_t 
     return 0;
 }
 
-/* A freed ring is given out again as late as possible (next fit): a peer QP that was never
- * told its partner went away (a failure, a timeout) then finds the new generation before it
- * could write into a ring that belongs to someone else. */
+/* A freed QP slot (its control line) is given out again as late as possible (next fit): a
+ * peer QP that was never told its partner went away (a failure, a timeout) then finds the new
+ * generation before its records could be taken for the new QP's. */
 static int next_fit_role(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
 {
     tmx_qp_init_attr_t qa;
@@ -1433,27 +1447,17 @@ static int next_fit_role(node_t *n, shared_t *sh, int me, const tmx_config_t *cf
 Test(soft, freed_ring_reused_last, .timeout = 10)
 {
     tmx_config_t cfg;
-    shared_t    *sh = shared_new();
-    node_t      *n  = calloc(1, sizeof(*n));
-    int          rc;
 
     cfg_init(&cfg, -1, 65536);
-    rc = next_fit_role(n, sh, 0, &cfg);
-    cr_assert_eq(rc, 0, "failed at line %d", rc);
-    free(n);
+    run_alone(next_fit_role, &cfg);
 }
 
 Test(soft, qp_transitions_and_caps, .timeout = 10)
 {
     tmx_config_t cfg;
-    shared_t    *sh = shared_new();
-    node_t      *n  = calloc(1, sizeof(*n));
-    int          rc;
 
     cfg_init(&cfg, -1, 65536);
-    rc = transitions_role(n, sh, 0, &cfg);
-    cr_assert_eq(rc, 0, "failed at line %d", rc);
-    free(n);
+    run_alone(transitions_role, &cfg);
 }
 
 Test(soft, no_leftover_segment_after_close, .timeout = 10)
@@ -2267,17 +2271,10 @@ static int stale_role(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
 Test(soft, stale_payload_is_no_stamp, .timeout = 10)
 {
     tmx_config_t cfg;
-    shared_t    *sh = shared_new();
-    node_t      *n  = calloc(1, sizeof(*n));
-    int          rc;
 
     cfg_init(&cfg, -1, 4096);
     cfg.soft_fast_rings = 0;
-    cr_assert(n != NULL);
-    rc = stale_role(n, sh, 0, &cfg);
-    cr_assert_eq(rc, 0, "failed at line %d", rc);
-    free(n);
-    munmap(sh, sizeof(*sh));
+    run_alone(stale_role, &cfg);
 }
 
 /* ---------------------------------------------------------------- peer QP in error */
@@ -2354,16 +2351,9 @@ static int refused_role(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg
 Test(soft, peer_qp_in_error_fails_ours, .timeout = 20)
 {
     tmx_config_t cfg;
-    shared_t    *sh = shared_new();
-    node_t      *n  = calloc(1, sizeof(*n));
-    int          rc;
 
     cfg_init(&cfg, 0, 65536);
-    cr_assert(n != NULL);
-    rc = refused_role(n, sh, 0, &cfg);
-    cr_assert_eq(rc, 0, "failed at line %d", rc);
-    free(n);
-    munmap(sh, sizeof(*sh));
+    run_alone(refused_role, &cfg);
 }
 
 /* ---------------------------------------------------------------- FENCE */

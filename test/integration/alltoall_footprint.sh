@@ -32,6 +32,17 @@ run 30 "$P" -m 1Q
 expect_rc 2 "tmx_alltoall -m 1Q"
 [ "$rc" -eq 2 ] || hard=1
 
+# Too few queue pairs for the job: it fails, within the peer timeout, and says which variable
+# to raise (4 ranks need 2 x 4 + 1 each).
+run 60 env TMX_SOFT_MAX_QPS=3 TMX_PEER_TIMEOUT=1 "$TMXRUN" -n 4 --timeout 50 "$P" -m 1K -n 1 -w 1
+if [ "$rc" -ne 0 ] && [ "$secs" -lt 40 ]; then
+    ok "-n 4 with TMX_SOFT_MAX_QPS=3 fails in $secs s (exit $rc)"
+else
+    fail "-n 4 with TMX_SOFT_MAX_QPS=3: exit $rc after $secs s, expected a failure before 40 s"
+fi
+expect_grep "$T/err" "queue pairs of the device are in use.*TMX_SOFT_MAX_QPS" \
+    "the refused connection names TMX_SOFT_MAX_QPS"
+
 # 64 ranks on two cores would starve the tests that run next to this one: lowest priority.
 run 300 nice -n 19 "$TMXRUN" -n "$N" --timeout 280 "$P" -m 1K -n 3 -w 1
 expect_rc 0 "-n $N all-to-all of 1 KiB, 4 rounds, every payload checked, in $secs s"

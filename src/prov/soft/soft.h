@@ -351,6 +351,7 @@ struct tmx_soft_dev {
 
     tmx_soft_qp_t     **qps;     /* by control line slot */
     unsigned            qp_next; /* where the search for a free slot starts (next fit) */
+    int                 qps_full_logged; /* the warning that every slot is taken was given */
     tmx_soft_qp_t     **active;  /* QPs in RTR/RTS: checked for their peer's life */
     unsigned            num_active;
     tmx_soft_qp_t     **pend;    /* QPs with queued sends, responses or kept records */

@@ -1662,6 +1662,12 @@ tmx_status_t tmx_soft_qp_create(tmx_pd_t *pd, const tmx_qp_init_attr_t *attr, tm
          n < dev->hdr->max_qps && dev->qps[i] != NULL; n++, i = (i + 1) % dev->hdr->max_qps) {
     }
     if (n == dev->hdr->max_qps) {
+        if (!dev->qps_full_logged) {
+            dev->qps_full_logged = 1;
+            tmx_warn("all %u queue pairs of the device are in use: a connection is refused "
+                     "(raise TMX_SOFT_MAX_QPS; a rank of an all-to-all of N ranks uses 2N + 1)",
+                     dev->hdr->max_qps);
+        }
         status = TMX_ERR_NO_RESOURCE;
         goto err;
     }

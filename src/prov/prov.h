@@ -250,6 +250,100 @@ typedef struct tmx_recv_wr {
     int                 num_sge;
 } tmx_recv_wr_t;
 
+/*
+ * ---------------------------------------------------------------- tag matching (TM SRQ)
+ *
+ * rdma-core's tag-matching SRQ (ibv_post_srq_ops(3), infiniband/tm_types.h) as mlx5 behaves.
+ * A device offers it with TMX_DEV_CAP_TM and tmx_dev_attr_t.tm (TMX_DEV_CAP_TM_RNDV: rendezvous
+ * offload too).
+ *
+ * Shape. srq_create(TMX_SRQT_TM) makes a SRQ with a tag list of attr.max_num_tags entries
+ * (1..caps.tm.max_num_tags) that takes at most attr.max_ops list operations outstanding
+ * (1..caps.tm.max_ops); every completion of the SRQ (list operations and receives) goes to
+ * attr.cq. Its plain receive buffers are posted with srq_post_recv as for a basic SRQ. RC QPs
+ * created with .srq = a TM SRQ receive through it, and every SEND arriving on such a QP starts
+ * with a tmx_tmh_t (a SEND shorter than that completes TMX_WC_TM_NO_TAG with nothing parsed;
+ * the consumer drops it). An RC QP attached to a TM SRQ and created with max_send_wr = 0 is a
+ * "TM QP": its send queue belongs to the device, which issues the RDMA reads of rendezvous
+ * offload and the FINs on it (post_send on it fails TMX_ERR_INVALID_PARAM); rendezvous offload
+ * happens only for messages that arrive on a TM QP. So, as with mlx5 (UCX's rc_mlx5 tm_qp), a
+ * peer pair that uses TM holds two connections per direction of data: each side sends on a
+ * plain RC QP ("tx", attached to its own TM SRQ, where the peer device's FINs arrive) connected
+ * to the other side's TM QP.
+ *
+ * Wire. tmx_tmh_t (and tmx_rvh_t) are the wire headers of infiniband/tm_types.h: multi-byte
+ * fields big-endian. TMX_TMH_EAGER: TMH + payload. TMX_TMH_RNDV: TMH + RVH (the sender's
+ * buffer: va, rkey, len) + an opaque user header, max_rndv_hdr_size bytes in all at most.
+ * TMX_TMH_NO_TAG: TMH + payload, never matched, not counted. TMX_TMH_FIN: sent by the device
+ * itself, TMH only, app_ctx copied from the RNDV it finishes.
+ *
+ * Receive. A tagged (EAGER/RNDV) message is matched on arrival against the eligible entries in
+ * list order: (tmh.tag & entry.mask) == entry.tag; the entry is consumed.
+ *  - Matched EAGER: the payload (without the TMH) goes straight into the entry's buffer;
+ *    completion opcode TMX_WC_TM_RECV, wr_id = the entry's recv_wr_id, wc_flags MATCH |
+ *    DATA_VALID, byte_len = payload bytes, tm_info.tag = tmh.tag, tm_info.priv = tmh.app_ctx.
+ *    A payload of more than one MTU (the device's choice; the soft device: 4 KiB) gives two
+ *    completions: MATCH first (byte_len 0), then DATA_VALID alone with byte_len. A payload
+ *    longer than the buffer: the buffer is filled, status TMX_WC_LOC_LEN_ERR, byte_len = the
+ *    payload's length.
+ *  - Matched RNDV with rendezvous offload, on a TM QP, RVH.len <= the buffer: the device reads
+ *    RVH.len bytes from (va, rkey) into the buffer, sends TMX_TMH_FIN back on that TM QP, and
+ *    completes twice: MATCH (byte_len 0), then DATA_VALID with byte_len = RVH.len. A failed read
+ *    completes (DATA_VALID) with the read's error status and sends no FIN.
+ *  - Matched RNDV otherwise (no offload, not a TM QP, buffer too small): status
+ *    TMX_WC_TM_RNDV_INCOMPLETE, MATCH, and the buffer holds the message after the TMH (RVH +
+ *    user header), byte_len its length; software does the read and tells the sender.
+ *  - Unmatched EAGER/RNDV: the whole message, TMH included, lands in a plain SRQ buffer;
+ *    completion TMX_WC_TM_RECV with neither MATCH nor DATA_VALID, wr_id of the plain receive.
+ *    The device counts it (unexpected_cnt, 16 bits). NO_TAG and FIN messages land the same way
+ *    but complete TMX_WC_TM_NO_TAG and are not counted. No plain buffer: the sender is held back
+ *    (RNR) as for a basic SRQ.
+ *  tm_info is valid only with MATCH; software parses the TMH of a plain buffer itself.
+ *
+ * Phase synchronization. Software reports how many unexpected messages it has handled with
+ * TMX_OPS_TM_SYNC and unexpected_cnt on any list op (compared modulo 2^16). An entry added
+ * while the device has delivered unexpected messages that software has not reported is not
+ * eligible: it matches nothing until an op reports a count equal to the device's, which makes
+ * every entry of the list eligible. (Messages m1, m2 both match b1 and b2; b1 is added between
+ * their arrivals, before software saw m1: m2 does not take b1; software matches m1 to b1.)
+ * When the device's count runs more than the sync gap (mlx5: 0x3fff) ahead of the last report,
+ * its completions (unexpected receives, list ops) carry TMX_WC_TM_SYNC_REQ: post a SYNC.
+ *
+ * List operations (srq_post_ops), executed in chain order; ops before *bad_p were posted.
+ *  - ADD (tag, mask, sg_list of at most caps.tm.max_sge, recv_wr_id): returns op->handle
+ *    (non-zero). tag bits outside mask must be 0 (TMX_ERR_INVALID_PARAM).
+ *  - DEL (handle): removes the entry; the receive then belongs to software again, no receive
+ *    completion. If a message consumed the entry first, DEL completes TMX_WC_TM_DEL with status
+ *    TMX_WC_TM_ERR, always (signaled or not), after the entry's receive completion(s).
+ *  - SYNC: only the count.
+ *  - TMX_OPS_SIGNALED: a completion (TMX_WC_TM_ADD/_DEL/_SYNC, wr_id of the op) on the SRQ's CQ.
+ *  - An op is outstanding until its completion, if it has one, is polled (the soft device
+ *    executes ops when they are posted, so an unsignaled op that succeeds retires at once).
+ *    One more than max_ops: TMX_ERR_BUSY, nothing of that op posted (poll, then retry). ADD on
+ *    a full list: TMX_ERR_NO_RESOURCE. A handle that names no entry: TMX_ERR_INVALID_PARAM.
+ *  - A handle is not reused before every completion of its entry (receive, failed DEL) has been
+ *    polled, so a DEL never hits a newer entry.
+ */
+enum {
+    TMX_TMH_NO_TAG = 0,
+    TMX_TMH_RNDV   = 1,
+    TMX_TMH_FIN    = 2,
+    TMX_TMH_EAGER  = 3,
+};
+
+typedef struct tmx_tmh {
+    uint8_t  opcode;
+    uint8_t  reserved[3];
+    uint32_t app_ctx; /* big-endian */
+    uint64_t tag;     /* big-endian */
+} tmx_tmh_t;
+
+typedef struct tmx_rvh {
+    uint64_t va;   /* big-endian */
+    uint32_t rkey; /* big-endian */
+    uint32_t len;  /* big-endian */
+} tmx_rvh_t;
+
 /* TM SRQ list operations (ibv_post_srq_ops). */
 typedef enum {
     TMX_SRQ_OP_TM_ADD  = 0,

@@ -106,6 +106,15 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "Processes of the job that run on this process's CPUs (set by tmxrun); "
                       "more than the CPUs of the affinity mask is oversubscribed. -1: unknown."),
      .flags = TMX_CONFIG_F_MIN, .min = -1},
+    {TMX_CONFIG_FIELD("TM_OFFLOAD", TMX_CONFIG_ENUM, "auto", tm_offload,
+                      "Tag-matching offload: auto and yes give receives to a device's tag list "
+                      "where the device has one (yes warns where none has); no matches in "
+                      "software only."),
+     .words = tmx_config_ternary},
+    {TMX_CONFIG_FIELD("TM_THRESH", TMX_CONFIG_SIZE, "1k", tm_thresh,
+                      "Receives with a smaller buffer are matched in software, never offered to "
+                      "the device's tag list."),
+     .flags = TMX_CONFIG_F_MIN, .min = 64},
     {TMX_CONFIG_FIELD("SOFT_RING_SIZE", TMX_CONFIG_SIZE, "256k", soft_ring_size,
                       "Soft device: bytes of each per-peer fast ring."),
      .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_POW2, .min = 4096},
@@ -129,6 +138,21 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "Soft device: anonymous segments (memfd) that peers open through /proc, "
                       "instead of named ones in /dev/shm."),
      .words = tmx_config_ternary},
+    {TMX_CONFIG_FIELD("SOFT_TM", TMX_CONFIG_BOOL, "no", soft_tm,
+                      "Soft device: offer a tag-matching SRQ (TM SRQ), as mlx5 adapters do.")},
+    {TMX_CONFIG_FIELD("SOFT_TM_TAGS", TMX_CONFIG_UINT, "1023", soft_tm_tags,
+                      "Soft device: entries of a TM SRQ's tag list (max_num_tags)."),
+     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX, .min = 1, .max = 65535},
+    {TMX_CONFIG_FIELD("SOFT_TM_OPS", TMX_CONFIG_UINT, "32768", soft_tm_ops,
+                      "Soft device: tag list operations a TM SRQ takes outstanding (max_ops)."),
+     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX, .min = 1, .max = 1048576},
+    {TMX_CONFIG_FIELD("SOFT_TM_SYNC_GAP", TMX_CONFIG_UINT, "16383", soft_tm_sync_gap,
+                      "Soft device: unexpected messages software may lag behind before "
+                      "completions ask for a SYNC."),
+     .flags = TMX_CONFIG_F_MAX, .max = 32767},
+    {TMX_CONFIG_FIELD("SOFT_TM_RNDV", TMX_CONFIG_BOOL, "yes", soft_tm_rndv,
+                      "Soft device: the TM SRQ reads matched rendezvous data itself and sends "
+                      "the FIN (rendezvous offload).")},
     {TMX_CONFIG_FIELD("RANK", TMX_CONFIG_INT, "-1", rank,
                       "Rank of this process in the job (set by tmxrun); -1 means not launched."),
      .flags = TMX_CONFIG_F_MIN, .min = -1},

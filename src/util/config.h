@@ -23,6 +23,9 @@ typedef struct tmx_config {
     int      wait_mode;        /* TMX_WAIT: auto|spin|yield|sleep (tmx_wait_mode_t) */
     unsigned wait_spin_us;     /* TMX_WAIT_SPIN: microseconds of polling before sleeping */
     int      local_size;       /* TMX_LOCAL_SIZE: processes sharing our CPUs, -1 unknown */
+    /* tag-matching offload (TM SRQ) */
+    int      tm_offload;       /* TMX_TM_OFFLOAD: -1 auto, 0 no, 1 yes */
+    size_t   tm_thresh;        /* TMX_TM_THRESH: smallest receive offered to the device */
     /* soft device */
     size_t   soft_ring_size;   /* TMX_SOFT_RING_SIZE: bytes of each per-peer fast ring */
     size_t   soft_inbox_size;  /* TMX_SOFT_INBOX_SIZE: bytes of the shared receive ring */
@@ -31,6 +34,11 @@ typedef struct tmx_config {
     unsigned soft_max_mrs;     /* TMX_SOFT_MAX_MRS */
     int      soft_cma;         /* TMX_SOFT_CMA: -1 auto, 0 no, 1 yes */
     int      soft_memfd;       /* TMX_SOFT_MEMFD: -1 auto, 0 no, 1 yes */
+    int      soft_tm;          /* TMX_SOFT_TM: the soft device offers a TM SRQ */
+    unsigned soft_tm_tags;     /* TMX_SOFT_TM_TAGS: tag list entries (max_num_tags) */
+    unsigned soft_tm_ops;      /* TMX_SOFT_TM_OPS: outstanding list operations (max_ops) */
+    unsigned soft_tm_sync_gap; /* TMX_SOFT_TM_SYNC_GAP: unexpected lag that asks for a SYNC */
+    int      soft_tm_rndv;     /* TMX_SOFT_TM_RNDV: rendezvous offload */
     /* job bootstrap (set by tmxrun) */
     int      rank;             /* TMX_RANK: -1 unset */
     int      size;             /* TMX_SIZE: -1 unset */

@@ -153,6 +153,9 @@ static const tmx_config_field_t tmx_config_table[] = {
     {TMX_CONFIG_FIELD("SOFT_TM_RNDV", TMX_CONFIG_BOOL, "yes", soft_tm_rndv,
                       "Soft device: the TM SRQ reads matched rendezvous data itself and sends "
                       "the FIN (rendezvous offload).")},
+    {TMX_CONFIG_FIELD("SOFT_TM_INJECT", TMX_CONFIG_STRING, "", soft_tm_inject,
+                      "Soft device, for tests: make every Nth tag list operation of a kind fail "
+                      "when posted, e.g. add=7,del=3,sync=2; empty: none.")},
     {TMX_CONFIG_FIELD("RANK", TMX_CONFIG_INT, "-1", rank,
                       "Rank of this process in the job (set by tmxrun); -1 means not launched."),
      .flags = TMX_CONFIG_F_MIN, .min = -1},

@@ -39,6 +39,7 @@ typedef struct tmx_config {
     unsigned soft_tm_ops;      /* TMX_SOFT_TM_OPS: outstanding list operations (max_ops) */
     unsigned soft_tm_sync_gap; /* TMX_SOFT_TM_SYNC_GAP: unexpected lag that asks for a SYNC */
     int      soft_tm_rndv;     /* TMX_SOFT_TM_RNDV: rendezvous offload */
+    char     soft_tm_inject[64]; /* TMX_SOFT_TM_INJECT: list op failures for tests */
     /* job bootstrap (set by tmxrun) */
     int      rank;             /* TMX_RANK: -1 unset */
     int      size;             /* TMX_SIZE: -1 unset */

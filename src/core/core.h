@@ -11,6 +11,7 @@
 #include <tmx/tmx.h>
 
 #include "prov/prov.h"
+#include "tag/offload.h"
 #include "tag/tag.h"
 #include "util/config.h"
 #include "util/hash.h"
@@ -51,7 +52,9 @@ typedef struct tmx_iface {
     tmx_pd_t          *pd;
     tmx_cq_t          *cq;       /* all completions of this iface */
     tmx_comp_channel_t *channel; /* wakes a sleeping worker; NULL: the device cannot */
-    tmx_srq_t         *srq;      /* receives of all RC QPs */
+    tmx_srq_t         *srq;      /* receives of all RC QPs (a TM SRQ when tm_on) */
+    int                tm_on;    /* the SRQ matches tags: every message starts with a TMH */
+    tmx_tm_t           tm;       /* its tag list's shadow (tm_on) */
     tmx_qp_t          *ud_qp;    /* connection wire-up */
     uint8_t           *rx_bufs;  /* srq receive buffers, rx_count * rx_size */
     tmx_mr_t          *rx_mr;
@@ -88,6 +91,8 @@ typedef struct tmx_worker {
     tmx_iface_t       ifaces[TMX_MAX_IFACES];
     int               num_ifaces;
     tmx_tag_engine_t  tm;
+    tmx_iface_t      *tm_iface;     /* receives are offered to this device's tag list; NULL:
+                                     * software matching only */
     tmx_hash_t        ep_by_qpn;   /* (iface << 32 | qp_num) -> ep */
     tmx_hash_t        ep_by_id;    /* local ep id -> ep (wire-up replies, credits owed) */
     tmx_hash_t        passive_by_key; /* hash(remote uuid, remote ep id) -> passive ep */
@@ -153,7 +158,9 @@ typedef struct tmx_ep {
     uint64_t       remote_id;      /* the peer's id of its side of the connection */
     uint64_t       remote_uuid;
     uint64_t       passive_key;
-    tmx_qp_t      *qp;
+    tmx_qp_t      *qp;             /* our sends (and, with TM, the peer device's FINs) */
+    tmx_qp_t      *tm_qp;          /* TM: the peer's sends arrive here; its send queue is the
+                                    * device's (rendezvous reads, FINs) */
     tmx_ah_t      *ah;
     uint32_t       remote_ud_qpn;
     tmx_list_t     list;           /* worker->eps */
@@ -210,6 +217,11 @@ typedef struct tmx_request {
     } cb;
     void               *user_data;
     tmx_tag_exp_t       exp;          /* receive: expected queue entry */
+    tmx_tm_entry_t      tme;          /* receive: its entry in the device's tag list */
+    struct tmx_message *tm_held;      /* receive: a software-path message that matched it while
+                                       * the device still held it; delivered once the DEL
+                                       * gives the receive back */
+    int                 tm_cancel;    /* receive: canceled while the device held it */
     tmx_list_t          pending_link; /* send: ep->pending */
     uint64_t            id;           /* send: key in worker->sreq_by_id */
     tmx_mr_t           *mr;           /* rendezvous registration */
@@ -246,6 +258,7 @@ void tmx_core_bury(void *obj);
 void tmx_worker_lock(tmx_worker_t *w);
 void tmx_worker_unlock(tmx_worker_t *w);
 unsigned tmx_worker_progress_locked(tmx_worker_t *w);
+unsigned tmx_worker_poll_iface(tmx_iface_t *iface);
 int tmx_worker_check(tmx_worker_t *w);
 void tmx_worker_peer_failed(tmx_worker_t *w, uint64_t uuid, tmx_status_t status);
 

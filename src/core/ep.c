@@ -25,21 +25,27 @@
 #define TMX_WIREUP_MAGIC   0x57584d54u
 #define TMX_WIREUP_REQ     1
 #define TMX_WIREUP_REP     2
+#define TMX_WIREUP_NAK     3 /* the request cannot be served: the sides disagree on TM */
+
+/* flags of a wire-up message */
+#define TMX_WIREUP_F_TM    1u /* the sender's device matches tags: a second QP blob follows */
 #define TMX_WIREUP_RESEND  0.5 /* seconds */
 
 typedef struct tmx_wireup_msg {
     uint32_t magic;
     uint8_t  type;
-    uint8_t  reserved[3];
+    uint8_t  flags;        /* TMX_WIREUP_F_* */
+    uint8_t  reserved[2];
     uint64_t src_uuid;
     uint64_t src_ep_id;
     uint64_t dst_ep_id;
     uint32_t src_ud_qpn;
     uint32_t eager_max;    /* the sender's eager limit: both sides use the smaller */
-    uint32_t reserved2;
+    uint16_t tm_addr_len;  /* TMX_WIREUP_F_TM: bytes of the TM QP's blob */
+    uint16_t reserved2;
     uint16_t dev_addr_len;
     uint16_t qp_addr_len;
-    /* dev_addr_len + qp_addr_len bytes follow */
+    /* dev_addr_len + qp_addr_len (+ tm_addr_len) bytes follow */
 } tmx_wireup_msg_t;
 
 tmx_status_t tmx_worker_addr_resolve(tmx_worker_t *w, const void *addr, size_t len,
@@ -75,7 +81,7 @@ tmx_ep_t *tmx_ep_by_qpn(tmx_worker_t *w, tmx_iface_t *iface, uint32_t qpn)
     return ep;
 }
 
-static tmx_status_t tmx_ep_qp_create(tmx_ep_t *ep)
+static tmx_status_t tmx_ep_qp_new(tmx_ep_t *ep, uint32_t max_send_wr, tmx_qp_t **qp_p)
 {
     tmx_iface_t       *iface = ep->iface;
     tmx_qp_init_attr_t attr;
@@ -87,32 +93,47 @@ static tmx_status_t tmx_ep_qp_create(tmx_ep_t *ep)
     attr.send_cq     = iface->cq;
     attr.recv_cq     = iface->cq;
     attr.srq         = iface->srq;
-    attr.max_send_wr = 256;
-    attr.max_inline  = (uint32_t)iface->max_inline;
-    status = iface->ops->qp_create(iface->pd, &attr, &ep->qp);
+    attr.max_send_wr = max_send_wr;
+    attr.max_inline  = max_send_wr > 0 ? (uint32_t)iface->max_inline : 0;
+    status = iface->ops->qp_create(iface->pd, &attr, qp_p);
     if (status != TMX_OK) {
         return status;
     }
     memset(&mod, 0, sizeof(mod));
     mod.state = TMX_QPS_INIT;
-    status    = iface->ops->qp_modify(ep->qp, &mod, TMX_QP_ATTR_STATE);
-    if (status != TMX_OK) {
-        goto err_destroy;
+    status    = iface->ops->qp_modify(*qp_p, &mod, TMX_QP_ATTR_STATE);
+    if (status == TMX_OK) {
+        status = tmx_hash_put(&ep->worker->ep_by_qpn,
+                              tmx_ep_qpn_key(ep->worker, iface, (*qp_p)->qp_num), ep);
     }
-    status = tmx_hash_put(&ep->worker->ep_by_qpn,
-                          tmx_ep_qpn_key(ep->worker, iface, ep->qp->qp_num), ep);
     if (status != TMX_OK) {
-        goto err_destroy;
+        iface->ops->qp_destroy(*qp_p);
+        *qp_p = NULL;
     }
-    return TMX_OK;
-
-err_destroy:
-    iface->ops->qp_destroy(ep->qp);
-    ep->qp = NULL;
     return status;
 }
 
-static tmx_status_t tmx_ep_qp_connect(tmx_ep_t *ep, const void *blob, size_t len)
+/* Our QP; with tag-matching offload also the TM QP the peer's sends arrive on, whose send
+ * queue is the device's (created with none of ours, as mlx5 requires). */
+static tmx_status_t tmx_ep_qp_create(tmx_ep_t *ep)
+{
+    tmx_status_t status = tmx_ep_qp_new(ep, 256, &ep->qp);
+
+    if (status != TMX_OK || !ep->iface->tm_on) {
+        return status;
+    }
+    status = tmx_ep_qp_new(ep, 0, &ep->tm_qp);
+    if (status != TMX_OK) {
+        tmx_hash_del(&ep->worker->ep_by_qpn,
+                     tmx_ep_qpn_key(ep->worker, ep->iface, ep->qp->qp_num));
+        ep->iface->ops->qp_destroy(ep->qp);
+        ep->qp = NULL;
+    }
+    return status;
+}
+
+static tmx_status_t tmx_ep_qp_connect_one(tmx_ep_t *ep, tmx_qp_t *qp, const void *blob,
+                                          size_t len)
 {
     const tmx_prov_ops_t *ops = ep->iface->ops;
     tmx_qp_attr_t         mod;
@@ -122,12 +143,30 @@ static tmx_status_t tmx_ep_qp_connect(tmx_ep_t *ep, const void *blob, size_t len
     mod.state           = TMX_QPS_RTR;
     mod.remote_addr     = blob;
     mod.remote_addr_len = len;
-    status = ops->qp_modify(ep->qp, &mod, TMX_QP_ATTR_STATE | TMX_QP_ATTR_REMOTE);
+    status = ops->qp_modify(qp, &mod, TMX_QP_ATTR_STATE | TMX_QP_ATTR_REMOTE);
     if (status != TMX_OK) {
         return status;
     }
     mod.state = TMX_QPS_RTS;
-    return ops->qp_modify(ep->qp, &mod, TMX_QP_ATTR_STATE);
+    return ops->qp_modify(qp, &mod, TMX_QP_ATTR_STATE);
+}
+
+/* Without TM our QP connects to the peer's; with TM ours to the peer's TM QP and our TM QP to
+ * the peer's QP. */
+static tmx_status_t tmx_ep_qp_connect(tmx_ep_t *ep, const tmx_wireup_msg_t *msg,
+                                      const uint8_t *qp_addr)
+{
+    const uint8_t *tm_addr = qp_addr + msg->qp_addr_len;
+    tmx_status_t   status;
+
+    if (!ep->iface->tm_on) {
+        return tmx_ep_qp_connect_one(ep, ep->qp, qp_addr, msg->qp_addr_len);
+    }
+    status = tmx_ep_qp_connect_one(ep, ep->qp, tm_addr, msg->tm_addr_len);
+    if (status == TMX_OK) {
+        status = tmx_ep_qp_connect_one(ep, ep->tm_qp, qp_addr, msg->qp_addr_len);
+    }
+    return status;
 }
 
 static tmx_ep_t *tmx_ep_alloc(tmx_worker_t *w, tmx_iface_t *iface)
@@ -153,18 +192,28 @@ static tmx_ep_t *tmx_ep_alloc(tmx_worker_t *w, tmx_iface_t *iface)
 static tmx_status_t tmx_ep_send_wireup(tmx_ep_t *ep, uint8_t type, uint64_t dst_ep_id)
 {
     tmx_iface_t      *iface = ep->iface;
-    uint8_t           buf[sizeof(tmx_wireup_msg_t) + TMX_DEV_ADDR_MAX + TMX_QP_ADDR_MAX];
+    uint8_t           buf[sizeof(tmx_wireup_msg_t) + TMX_DEV_ADDR_MAX + 2 * TMX_QP_ADDR_MAX];
     tmx_wireup_msg_t  msg;
-    size_t            qp_len = TMX_QP_ADDR_MAX;
+    size_t            qp_len = TMX_QP_ADDR_MAX, tm_len = 0;
     tmx_status_t      status;
     tmx_sge_t         sge;
     tmx_send_wr_t     wr, *bad;
 
+    memset(&msg, 0, sizeof(msg));
     status = iface->ops->qp_get_addr(ep->qp, buf + sizeof(msg) + iface->dev_addr_len, &qp_len);
     if (status != TMX_OK) {
         return status;
     }
-    memset(&msg, 0, sizeof(msg));
+    if (iface->tm_on) {
+        tm_len = TMX_QP_ADDR_MAX;
+        status = iface->ops->qp_get_addr(ep->tm_qp,
+                                         buf + sizeof(msg) + iface->dev_addr_len + qp_len,
+                                         &tm_len);
+        if (status != TMX_OK) {
+            return status;
+        }
+        msg.flags |= TMX_WIREUP_F_TM;
+    }
     msg.magic        = TMX_WIREUP_MAGIC;
     msg.type         = type;
     msg.src_uuid     = ep->worker->uuid;
@@ -174,11 +223,12 @@ static tmx_status_t tmx_ep_send_wireup(tmx_ep_t *ep, uint8_t type, uint64_t dst_
     msg.eager_max    = (uint32_t)ep->worker->eager_max;
     msg.dev_addr_len = (uint16_t)iface->dev_addr_len;
     msg.qp_addr_len  = (uint16_t)qp_len;
+    msg.tm_addr_len  = (uint16_t)tm_len;
     memcpy(buf, &msg, sizeof(msg));
     memcpy(buf + sizeof(msg), iface->dev_addr, iface->dev_addr_len);
 
     sge.addr   = (uintptr_t)buf;
-    sge.length = (uint32_t)(sizeof(msg) + iface->dev_addr_len + qp_len);
+    sge.length = (uint32_t)(sizeof(msg) + iface->dev_addr_len + qp_len + tm_len);
     sge.lkey   = 0;
     memset(&wr, 0, sizeof(wr));
     wr.wr_id         = TMX_WRID(TMX_WRID_CTRL, 0);
@@ -212,6 +262,11 @@ void tmx_ep_destroy(tmx_ep_t *ep)
         }
         ep->iface->ops->qp_destroy(ep->qp);
         ep->qp = NULL;
+    }
+    if (ep->tm_qp != NULL) {
+        tmx_hash_del(&w->ep_by_qpn, tmx_ep_qpn_key(w, ep->iface, ep->tm_qp->qp_num));
+        ep->iface->ops->qp_destroy(ep->tm_qp);
+        ep->tm_qp = NULL;
     }
     if (ep->ah != NULL) {
         ep->iface->ops->ah_destroy(ep->ah);
@@ -351,6 +406,56 @@ void tmx_ep_wireup_progress(tmx_ep_t *ep)
     }
 }
 
+/* Every process of a job must match tags the same way: a device with a TM SRQ parses a
+ * header that the other kind of peer does not send. */
+static const char *const tmx_ep_tm_mismatch =
+    "set TMX_TM_OFFLOAD (and TMX_SOFT_TM) alike in every process of the job";
+
+/* Tells a requester that its connection cannot be made (we and it disagree on TM). */
+static void tmx_ep_wireup_nak(tmx_iface_t *iface, const tmx_wireup_msg_t *req,
+                              const uint8_t *dev_addr)
+{
+    tmx_wireup_msg_t msg;
+    tmx_ah_t        *ah;
+    tmx_sge_t        sge;
+    tmx_send_wr_t    wr, *bad;
+
+    tmx_warn("connection from %016llx refused: it %s tag-matching offload and this process "
+             "%s; %s", (unsigned long long)req->src_uuid,
+             (req->flags & TMX_WIREUP_F_TM) ? "uses" : "does not use",
+             iface->tm_on ? "does" : "does not", tmx_ep_tm_mismatch);
+    if (iface->ops->ah_create(iface->pd, dev_addr, req->dev_addr_len, &ah) != TMX_OK) {
+        return;
+    }
+    memset(&msg, 0, sizeof(msg));
+    msg.magic        = TMX_WIREUP_MAGIC;
+    msg.type         = TMX_WIREUP_NAK;
+    msg.src_uuid     = iface->worker->uuid;
+    msg.dst_ep_id    = req->src_ep_id;
+    msg.src_ud_qpn   = iface->ud_qpn;
+    msg.dev_addr_len = (uint16_t)iface->dev_addr_len;
+    msg.qp_addr_len  = 1; /* no blob; keeps the receiver's length checks */
+    {
+        uint8_t buf[sizeof(msg) + TMX_DEV_ADDR_MAX + 1];
+        memcpy(buf, &msg, sizeof(msg));
+        memcpy(buf + sizeof(msg), iface->dev_addr, iface->dev_addr_len);
+        buf[sizeof(msg) + iface->dev_addr_len] = 0;
+        sge.addr   = (uintptr_t)buf;
+        sge.length = (uint32_t)(sizeof(msg) + iface->dev_addr_len + 1);
+        sge.lkey   = 0;
+        memset(&wr, 0, sizeof(wr));
+        wr.wr_id         = TMX_WRID(TMX_WRID_CTRL, 0);
+        wr.sg_list       = &sge;
+        wr.num_sge       = 1;
+        wr.opcode        = TMX_WR_SEND;
+        wr.send_flags    = TMX_SEND_INLINE;
+        wr.ud.ah         = ah;
+        wr.ud.remote_qpn = req->src_ud_qpn;
+        iface->ops->post_send(iface->ud_qp, &wr, &bad);
+    }
+    iface->ops->ah_destroy(ah);
+}
+
 static void tmx_ep_wireup_req(tmx_iface_t *iface, const tmx_wireup_msg_t *msg,
                               const uint8_t *dev_addr, const uint8_t *qp_addr)
 {
@@ -362,6 +467,10 @@ static void tmx_ep_wireup_req(tmx_iface_t *iface, const tmx_wireup_msg_t *msg,
     if (ep != NULL) {
         /* a resent request: our reply was lost or slow */
         tmx_ep_send_wireup(ep, TMX_WIREUP_REP, msg->src_ep_id);
+        return;
+    }
+    if (!(msg->flags & TMX_WIREUP_F_TM) != !iface->tm_on) {
+        tmx_ep_wireup_nak(iface, msg, dev_addr);
         return;
     }
     ep = tmx_ep_alloc(w, iface);
@@ -392,7 +501,7 @@ static void tmx_ep_wireup_req(tmx_iface_t *iface, const tmx_wireup_msg_t *msg,
     ep->magic = TMX_MAGIC_EP;
     tmx_ep_register(ep);
     tmx_hash_put(&w->passive_by_key, key, ep);
-    status = tmx_ep_qp_connect(ep, qp_addr, msg->qp_addr_len);
+    status = tmx_ep_qp_connect(ep, msg, qp_addr);
     if (status != TMX_OK) {
         tmx_warn("wire-up request from %016llx: connect failed: %s",
                  (unsigned long long)msg->src_uuid, tmx_status_string(status));
@@ -413,7 +522,13 @@ static void tmx_ep_wireup_rep(tmx_iface_t *iface, const tmx_wireup_msg_t *msg,
         ep->state != TMX_EP_CONNECTING) {
         return; /* a duplicate reply, or not for us */
     }
-    status = tmx_ep_qp_connect(ep, qp_addr, msg->qp_addr_len);
+    if (!(msg->flags & TMX_WIREUP_F_TM) != !iface->tm_on) {
+        tmx_warn("connect to peer %016llx failed: %s", (unsigned long long)ep->remote_uuid,
+                 tmx_ep_tm_mismatch);
+        tmx_ep_fail(ep, TMX_ERR_UNREACHABLE);
+        return;
+    }
+    status = tmx_ep_qp_connect(ep, msg, qp_addr);
     if (status != TMX_OK) {
         tmx_warn("connect to peer %016llx failed: %s", (unsigned long long)ep->remote_uuid,
                  tmx_status_string(status));
@@ -444,8 +559,25 @@ tmx_status_t tmx_ep_wireup_rx(tmx_iface_t *iface, const void *buf, size_t len)
         tmx_warn("malformed wire-up message (%zu bytes) dropped", len);
         return TMX_ERR_INVALID_PARAM;
     }
+    if ((msg.flags & TMX_WIREUP_F_TM) &&
+        (msg.tm_addr_len == 0 || msg.tm_addr_len > TMX_QP_ADDR_MAX ||
+         len < sizeof(msg) + msg.dev_addr_len + msg.qp_addr_len + msg.tm_addr_len)) {
+        tmx_warn("malformed wire-up message (%zu bytes) dropped", len);
+        return TMX_ERR_INVALID_PARAM;
+    }
     dev_addr = (const uint8_t *)buf + sizeof(msg);
     qp_addr  = dev_addr + msg.dev_addr_len;
+    if (msg.type == TMX_WIREUP_NAK) {
+        tmx_ep_t *ep = tmx_hash_get(&iface->worker->ep_by_id, msg.dst_ep_id);
+        if (ep != NULL && !ep->passive && ep->iface == iface &&
+            ep->remote_uuid == msg.src_uuid && ep->state == TMX_EP_CONNECTING) {
+            tmx_warn("connection to peer %016llx refused: one of us uses tag-matching offload "
+                     "and the other does not; %s", (unsigned long long)ep->remote_uuid,
+                     tmx_ep_tm_mismatch);
+            tmx_ep_fail(ep, TMX_ERR_UNREACHABLE);
+        }
+        return TMX_OK;
+    }
     if (msg.type == TMX_WIREUP_REQ) {
         tmx_ep_wireup_req(iface, &msg, dev_addr, qp_addr);
     } else if (msg.type == TMX_WIREUP_REP) {

@@ -61,6 +61,9 @@ tmx_request_t *tmx_request_alloc(tmx_worker_t *w, tmx_req_type_t type,
     req->rndv_ep_id        = 0;
     req->reads_left        = 0;
     req->rndv_status       = TMX_OK;
+    req->tme.state         = TMX_TM_NONE;
+    req->tm_held           = NULL;
+    req->tm_cancel         = 0;
     atomic_store_explicit(&req->fail_epoch,
                           atomic_load_explicit(&w->fail_epoch, memory_order_relaxed),
                           memory_order_relaxed);
@@ -212,9 +215,14 @@ TMX_API tmx_status_t tmx_request_cancel(tmx_request_h req)
     }
     w = req->worker;
     tmx_worker_lock(w);
-    if (req->flags & TMX_REQ_FLAG_EXPECTED) {
+    if ((req->flags & TMX_REQ_FLAG_EXPECTED) && req->tme.state != TMX_TM_NONE) {
+        status = tmx_proto_tm_cancel(req); /* the device holds it */
+    } else if (req->flags & TMX_REQ_FLAG_EXPECTED) {
         tmx_tag_exp_remove(&w->tm, &req->exp);
         req->flags &= (uint16_t)~TMX_REQ_FLAG_EXPECTED;
+        if (w->tm_iface != NULL) {
+            tmx_tm_sw_left(&w->tm_iface->tm, &req->tme);
+        }
         tmx_request_complete(req, TMX_ERR_CANCELED);
         status = TMX_OK;
     } else {

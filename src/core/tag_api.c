@@ -137,6 +137,9 @@ TMX_API tmx_status_t tmx_tag_recv_nb(tmx_worker_h w, void *buf, size_t len, tmx_
         req->exp.mask = mask;
         tmx_tag_exp_post(&w->tm, &req->exp);
         req->flags |= TMX_REQ_FLAG_EXPECTED;
+        if (w->tm_iface != NULL) {
+            tmx_proto_tm_offer(w, req);
+        }
     }
     tmx_worker_unlock(w);
     return TMX_INPROGRESS;

@@ -139,6 +139,9 @@ static void tmx_iface_cleanup(tmx_iface_t *iface)
     if (iface->ud_qp != NULL) {
         ops->qp_destroy(iface->ud_qp);
     }
+    if (iface->tm_on) {
+        tmx_tm_cleanup(&iface->tm);
+    }
     if (iface->srq != NULL) {
         ops->srq_destroy(iface->srq);
     }
@@ -215,16 +218,44 @@ static tmx_status_t tmx_iface_init(tmx_worker_t *w, tmx_iface_t *iface, tmx_dev_
     if (dev->attr.max_srq_wr != 0 && dev->attr.max_srq_wr < iface->rx_count) {
         iface->rx_count = dev->attr.max_srq_wr;
     }
-    iface->rx_size = (sizeof(tmx_proto_rts_hdr_t) + w->eager_max + 63) & ~(size_t)63;
     memset(&srq_attr, 0, sizeof(srq_attr));
     srq_attr.type    = TMX_SRQT_BASIC;
     srq_attr.max_wr  = iface->rx_count;
     srq_attr.max_sge = 1;
     srq_attr.cq      = iface->cq;
-    status = ops->srq_create(iface->pd, &srq_attr, &iface->srq);
-    if (status != TMX_OK) {
-        goto err;
+    if ((dev->attr.caps & TMX_DEV_CAP_TM) && w->ctx->cfg.tm_offload != 0) {
+        srq_attr.type         = TMX_SRQT_TM;
+        srq_attr.max_num_tags = dev->attr.tm.max_num_tags;
+        srq_attr.max_ops      = dev->attr.tm.max_ops;
+        status = ops->srq_create(iface->pd, &srq_attr, &iface->srq);
+        if (status == TMX_OK) {
+            status = tmx_tm_init(&iface->tm, ops, iface->pd, iface->srq, srq_attr.max_num_tags,
+                                 srq_attr.max_ops, w->ctx->cfg.tm_thresh,
+                                 TMX_WRID(TMX_WRID_TM_RECV, 0), TMX_WRID(TMX_WRID_TM_OP, 0));
+            if (status != TMX_OK) {
+                goto err;
+            }
+            iface->tm_on = 1;
+            tmx_info("device %s: tag-matching offload on (%u tags, %u ops outstanding)",
+                     dev->name, srq_attr.max_num_tags, srq_attr.max_ops);
+        } else {
+            tmx_warn("device %s: creating its tag-matching SRQ failed (%s): matching in "
+                     "software", dev->name, tmx_status_string(status));
+            srq_attr.type = TMX_SRQT_BASIC;
+        }
+    } else if (w->ctx->cfg.tm_offload == 1) {
+        tmx_warn("TMX_TM_OFFLOAD=yes: device %s has no tag-matching SRQ: matching in software",
+                 dev->name);
     }
+    if (!iface->tm_on) {
+        status = ops->srq_create(iface->pd, &srq_attr, &iface->srq);
+        if (status != TMX_OK) {
+            goto err;
+        }
+    }
+    /* a message with TM starts with the device's header (tmx_tmh_t) */
+    iface->rx_size = (sizeof(tmx_tmh_t) + sizeof(tmx_proto_rts_hdr_t) + w->eager_max + 63) &
+                     ~(size_t)63;
     status = tmx_iface_reg(iface, iface->rx_count * iface->rx_size, &iface->rx_bufs,
                            &iface->rx_mr);
     if (status != TMX_OK) {
@@ -435,6 +466,18 @@ TMX_API tmx_status_t tmx_worker_create(tmx_context_h ctx, const tmx_worker_param
         tmx_error("no usable device: every provider failed or found none");
         status = TMX_ERR_NO_DEVICE;
         goto err_mpool;
+    }
+    /* A receive can sit in one device's list only: with several devices, a message through
+     * another could belong to a receive that device holds, so they all match in software. */
+    if (w->num_ifaces == 1 && w->ifaces[0].tm_on) {
+        w->tm_iface = &w->ifaces[0];
+    } else {
+        for (int i = 0; i < w->num_ifaces; i++) {
+            if (w->ifaces[i].tm_on) {
+                tmx_info("device %s: tag list unused: the worker has %d devices",
+                         w->ifaces[i].dev->name, w->num_ifaces);
+            }
+        }
     }
     tmx_worker_sleep_init(w);
     w->magic = TMX_MAGIC_WORKER;
@@ -652,7 +695,11 @@ static void tmx_iface_dispatch(tmx_iface_t *iface, const tmx_wc_t *wc)
             break;
         }
         if (wc->status == TMX_WC_SUCCESS) {
-            tmx_proto_rx(iface, wc);
+            if (iface->tm_on) {
+                tmx_proto_tm_rx(iface, wc);
+            } else {
+                tmx_proto_rx(iface, wc);
+            }
         } else if (wc->status != TMX_WC_WR_FLUSH_ERR) {
             tmx_warn("receive failed: %s", tmx_wc_status_string(wc->status));
         }
@@ -678,6 +725,16 @@ static void tmx_iface_dispatch(tmx_iface_t *iface, const tmx_wc_t *wc)
         break;
     case TMX_WRID_RNDV_RD:
         tmx_proto_rndv_read_done(iface, wc);
+        break;
+    case TMX_WRID_TM_RECV:
+        if (iface->tm_on) {
+            tmx_proto_tm_matched(iface, wc);
+        }
+        break;
+    case TMX_WRID_TM_OP:
+        if (iface->tm_on) {
+            tmx_proto_tm_op_done(iface, wc);
+        }
         break;
     default:
         tmx_error("completion with unknown wr_id %llx", (unsigned long long)wc->wr_id);
@@ -741,9 +798,31 @@ static void tmx_worker_report_failures(tmx_worker_t *w)
     }
 }
 
-unsigned tmx_worker_progress_locked(tmx_worker_t *w)
+/* One poll of a device's completions, dispatched; returns how many. */
+unsigned tmx_worker_poll_iface(tmx_iface_t *iface)
 {
     tmx_wc_t wc[TMX_POLL_MAX];
+    int      n = iface->ops->cq_poll(iface->cq, TMX_POLL_MAX, wc);
+
+    if (n < 0) {
+        tmx_error("polling device %s failed: %s", iface->dev->name,
+                  tmx_status_string((tmx_status_t)n));
+        return 0;
+    }
+    for (int k = 0; k < n; k++) {
+        tmx_iface_dispatch(iface, &wc[k]);
+    }
+    if (iface->rx_repost_count > 0 && (n == 0 || iface->rx_repost_count >= iface->rx_count / 4)) {
+        tmx_iface_repost_rx(iface);
+    }
+    if (iface->tm_on && (iface->tm.sync_wanted || !tmx_list_is_empty(&iface->tm.op_queue))) {
+        tmx_tm_progress(&iface->tm);
+    }
+    return (unsigned)n;
+}
+
+unsigned tmx_worker_progress_locked(tmx_worker_t *w)
+{
     unsigned count = 0;
 
     if (w->in_progress) {
@@ -751,21 +830,7 @@ unsigned tmx_worker_progress_locked(tmx_worker_t *w)
     }
     w->in_progress = 1;
     for (int i = 0; i < w->num_ifaces; i++) {
-        tmx_iface_t *iface = &w->ifaces[i];
-        int          n     = iface->ops->cq_poll(iface->cq, TMX_POLL_MAX, wc);
-        if (n < 0) {
-            tmx_error("polling device %s failed: %s", iface->dev->name,
-                      tmx_status_string((tmx_status_t)n));
-            continue;
-        }
-        for (int k = 0; k < n; k++) {
-            tmx_iface_dispatch(iface, &wc[k]);
-        }
-        if (iface->rx_repost_count > 0 &&
-            (n == 0 || iface->rx_repost_count >= iface->rx_count / 4)) {
-            tmx_iface_repost_rx(iface);
-        }
-        count += (unsigned)n;
+        count += tmx_worker_poll_iface(&w->ifaces[i]);
     }
     if (!tmx_list_is_empty(&w->pending_eps)) {
         tmx_proto_progress_pending(w);

@@ -4,6 +4,7 @@
 #define TMX_LOG_SUBSYS "proto"
 #include "config.h"
 
+#include <endian.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,7 +27,7 @@ static int tmx_list_linked(const tmx_list_t *l)
     return l->next != l;
 }
 
-static void tmx_proto_ep_schedule(tmx_ep_t *ep)
+void tmx_proto_ep_schedule(tmx_ep_t *ep)
 {
     if (!tmx_list_linked(&ep->pending_link)) {
         tmx_list_add_tail(&ep->worker->pending_eps, &ep->pending_link);
@@ -34,59 +35,110 @@ static void tmx_proto_ep_schedule(tmx_ep_t *ep)
 }
 
 /*
- * Posts hdr (whose first bytes are a tmx_proto_hdr_t) followed by len bytes of buf as one SEND.
- * Credits owed to the peer ride along in the header. TMX_ERR_NO_RESOURCE: nothing was posted.
+ * Posts up to two headers and len bytes of buf as one SEND: inline when it fits, through a
+ * bounce buffer otherwise. TMX_ERR_NO_RESOURCE: nothing was posted.
  */
-static tmx_status_t tmx_proto_post(tmx_ep_t *ep, void *hdr, size_t hdr_len, const void *buf,
-                                   size_t len)
+static tmx_status_t tmx_proto_post_wire(tmx_ep_t *ep, const void *h1, size_t l1, const void *h2,
+                                        size_t l2, const void *buf, size_t len)
 {
-    tmx_iface_t     *iface = ep->iface;
-    tmx_proto_hdr_t *h     = hdr;
-    unsigned         give  = ep->credits_owed > 0xffff ? 0xffff : ep->credits_owed;
-    tmx_sge_t        sge[2];
-    tmx_send_wr_t    wr, *bad;
-    tmx_status_t     status;
-    unsigned         idx = 0;
+    tmx_iface_t  *iface = ep->iface;
+    tmx_sge_t     sge[3];
+    tmx_send_wr_t wr, *bad;
+    tmx_status_t  status;
+    unsigned      idx = 0;
+    size_t        total = l1 + l2 + len;
 
-    h->credits = (uint16_t)give;
-    wr         = (tmx_send_wr_t){.opcode = TMX_WR_SEND, .sg_list = sge};
-    if (hdr_len + len <= iface->max_inline) {
-        sge[0].addr   = (uintptr_t)hdr;
-        sge[0].length = (uint32_t)hdr_len;
-        sge[0].lkey   = 0;
-        sge[1].addr   = (uintptr_t)buf;
-        sge[1].length = (uint32_t)len;
-        sge[1].lkey   = 0;
-        wr.num_sge    = len > 0 ? 2 : 1;
+    wr = (tmx_send_wr_t){.opcode = TMX_WR_SEND, .sg_list = sge};
+    if (total <= iface->max_inline) {
+        sge[0] = (tmx_sge_t){.addr = (uintptr_t)h1, .length = (uint32_t)l1};
+        wr.num_sge = 1;
+        if (l2 > 0) {
+            sge[wr.num_sge++] = (tmx_sge_t){.addr = (uintptr_t)h2, .length = (uint32_t)l2};
+        }
+        if (len > 0) {
+            sge[wr.num_sge++] = (tmx_sge_t){.addr = (uintptr_t)buf, .length = (uint32_t)len};
+        }
         wr.send_flags = TMX_SEND_INLINE;
         wr.wr_id      = TMX_WRID(TMX_WRID_CTRL, 0);
     } else {
         uint8_t *tx;
-        if (iface->tx_free_top == 0 || hdr_len + len > iface->tx_size) {
+        if (iface->tx_free_top == 0 || total > iface->tx_size) {
             return TMX_ERR_NO_RESOURCE;
         }
         idx = iface->tx_free[--iface->tx_free_top];
         tx  = iface->tx_bufs + (size_t)idx * iface->tx_size;
-        memcpy(tx, hdr, hdr_len);
+        memcpy(tx, h1, l1);
+        if (l2 > 0) {
+            memcpy(tx + l1, h2, l2);
+        }
         if (len > 0) {
-            memcpy(tx + hdr_len, buf, len);
+            memcpy(tx + l1 + l2, buf, len);
         }
         sge[0].addr   = (uintptr_t)tx;
-        sge[0].length = (uint32_t)(hdr_len + len);
+        sge[0].length = (uint32_t)total;
         sge[0].lkey   = iface->tx_mr->lkey;
         wr.num_sge    = 1;
         wr.send_flags = TMX_SEND_SIGNALED;
         wr.wr_id      = TMX_WRID(TMX_WRID_TX_BUF, idx);
     }
     status = iface->ops->post_send(ep->qp, &wr, &bad);
-    if (status != TMX_OK) {
-        if (wr.send_flags & TMX_SEND_SIGNALED) {
-            iface->tx_free[iface->tx_free_top++] = idx;
-        }
-        return status;
+    if (status != TMX_OK && (wr.send_flags & TMX_SEND_SIGNALED)) {
+        iface->tx_free[iface->tx_free_top++] = idx;
     }
-    ep->credits_owed -= give;
-    return TMX_OK;
+    return status;
+}
+
+/*
+ * Posts hdr (whose first bytes are a tmx_proto_hdr_t) followed by len bytes of buf as one SEND.
+ * Credits owed to the peer ride along in the header. With tag-matching offload the message is
+ * one the device does not match (TMX_TMH_NO_TAG). TMX_ERR_NO_RESOURCE: nothing was posted.
+ */
+static tmx_status_t tmx_proto_post(tmx_ep_t *ep, void *hdr, size_t hdr_len, const void *buf,
+                                   size_t len)
+{
+    tmx_proto_hdr_t *h    = hdr;
+    unsigned         give = ep->credits_owed > 0xffff ? 0xffff : ep->credits_owed;
+    tmx_status_t     status;
+
+    h->credits = (uint16_t)give;
+    if (ep->iface->tm_on) {
+        tmx_tmh_t tmh = {.opcode = TMX_TMH_NO_TAG};
+        status = tmx_proto_post_wire(ep, &tmh, sizeof(tmh), hdr, hdr_len, buf, len);
+    } else {
+        status = tmx_proto_post_wire(ep, hdr, hdr_len, NULL, 0, buf, len);
+    }
+    if (status == TMX_OK) {
+        ep->credits_owed -= give;
+    }
+    return status;
+}
+
+/*
+ * With tag-matching offload: a message the peer's device matches. EAGER: TMH + payload, the
+ * credits we owe (or, for a synchronous send, its id) in app_ctx. RNDV: TMH + ext (RVH and our
+ * header) and no payload.
+ */
+tmx_status_t tmx_proto_post_tagged(tmx_ep_t *ep, uint8_t opcode, uint32_t app_ctx, uint64_t tag,
+                                   const void *ext, size_t ext_len, const void *buf, size_t len)
+{
+    unsigned     give = 0;
+    tmx_tmh_t    tmh;
+    tmx_status_t status;
+
+    if (opcode == TMX_TMH_EAGER && !(app_ctx & TMX_PROTO_TM_SYNC)) {
+        give    = ep->credits_owed > TMX_PROTO_TM_CREDITS_MAX ? TMX_PROTO_TM_CREDITS_MAX
+                                                               : ep->credits_owed;
+        app_ctx = give;
+    }
+    memset(&tmh, 0, sizeof(tmh));
+    tmh.opcode  = opcode;
+    tmh.app_ctx = htobe32(app_ctx);
+    tmh.tag     = htobe64(tag);
+    status = tmx_proto_post_wire(ep, &tmh, sizeof(tmh), ext, ext_len, buf, len);
+    if (status == TMX_OK) {
+        ep->credits_owed -= give;
+    }
+    return status;
 }
 
 tmx_status_t tmx_proto_post_hdr(tmx_ep_t *ep, void *hdr, size_t hdr_len)
@@ -170,7 +222,7 @@ void tmx_proto_ctrl_drop(tmx_ep_t *ep)
 
 /* One credit back to the peer; sent on its own once half the window is owed (otherwise it
  * rides on the next header going that way). */
-static void tmx_proto_credit_return(tmx_ep_t *ep)
+void tmx_proto_credit_return(tmx_ep_t *ep)
 {
     unsigned threshold = ep->worker->eager_credits / 2;
 
@@ -199,15 +251,34 @@ tmx_status_t tmx_proto_eager_try(tmx_ep_t *ep, const void *buf, size_t len, uint
         ep->worker->num_credit_stalls++;
         return TMX_ERR_NO_RESOURCE;
     }
-    h.op       = TMX_PROTO_EAGER;
-    h.reserved = 0;
-    h.status   = 0;
-    h.tag      = tag;
-    status     = tmx_proto_post(ep, &h, sizeof(h), buf, len);
+    if (ep->iface->tm_on) {
+        status = tmx_proto_post_tagged(ep, TMX_TMH_EAGER, 0, tag, NULL, 0, buf, len);
+    } else {
+        h.op       = TMX_PROTO_EAGER;
+        h.reserved = 0;
+        h.status   = 0;
+        h.tag      = tag;
+        status     = tmx_proto_post(ep, &h, sizeof(h), buf, len);
+    }
     if (status == TMX_OK) {
         ep->credits--;
     }
     return status;
+}
+
+/* The id the next request waiting for an ACK, FIN or read gets: in 1..2^31-1 (with
+ * tag-matching offload it travels in 31 bits of the device header), never one in use. */
+uint64_t tmx_proto_sreq_id_peek(tmx_worker_t *w)
+{
+    for (;;) {
+        if (w->next_sreq_id == 0 || w->next_sreq_id > TMX_PROTO_SREQ_ID_MAX) {
+            w->next_sreq_id = 1;
+        }
+        if (tmx_hash_get(&w->sreq_by_id, w->next_sreq_id) == NULL) {
+            return w->next_sreq_id;
+        }
+        w->next_sreq_id++;
+    }
 }
 
 /* A posted send that waits for its ACK or FIN: leaves ep->pending (if it was queued there)
@@ -216,7 +287,8 @@ void tmx_proto_outstanding_add(tmx_ep_t *ep, tmx_request_t *req)
 {
     tmx_worker_t *w = ep->worker;
 
-    req->id = w->next_sreq_id++;
+    req->id = tmx_proto_sreq_id_peek(w);
+    w->next_sreq_id++;
     tmx_hash_put(&w->sreq_by_id, req->id, req);
     tmx_list_del(&req->pending_link);
     tmx_list_add_tail(&ep->outstanding_list, &req->pending_link);
@@ -264,11 +336,17 @@ tmx_status_t tmx_proto_send(tmx_ep_t *ep, tmx_request_t *req)
     if (!(req->flags & TMX_REQ_FLAG_SYNC)) {
         return tmx_proto_eager_try(ep, req->buf, req->len, req->tag);
     }
-    memset(&h, 0, sizeof(h));
-    h.base.op  = TMX_PROTO_EAGER_SYNC;
-    h.base.tag = req->tag;
-    h.sreq_id  = ep->worker->next_sreq_id; /* becomes req->id below if posted */
-    status     = tmx_proto_post(ep, &h, sizeof(h), req->buf, req->len);
+    if (ep->iface->tm_on) {
+        status = tmx_proto_post_tagged(ep, TMX_TMH_EAGER,
+                                       TMX_PROTO_TM_SYNC | (uint32_t)tmx_proto_sreq_id_peek(ep->worker),
+                                       req->tag, NULL, 0, req->buf, req->len);
+    } else {
+        memset(&h, 0, sizeof(h));
+        h.base.op  = TMX_PROTO_EAGER_SYNC;
+        h.base.tag = req->tag;
+        h.sreq_id  = tmx_proto_sreq_id_peek(ep->worker); /* becomes req->id below if posted */
+        status     = tmx_proto_post(ep, &h, sizeof(h), req->buf, req->len);
+    }
     if (status != TMX_OK) {
         return status;
     }
@@ -400,9 +478,11 @@ void tmx_proto_message_drop(tmx_worker_t *w, tmx_message_t *msg)
     tmx_proto_message_release(w, msg);
 }
 
-static void tmx_proto_unexpected(tmx_ep_t *ep, uint8_t op, int sync, uint64_t sreq_id,
-                                 uint64_t tag, const void *data, size_t len,
-                                 const tmx_proto_rts_hdr_t *rts)
+/* Buffers an arrived message the receives do not take now: queued as unexpected, or held by a
+ * receive the device must give back first (tmx_proto_tm_hold). NULL: out of memory. */
+static tmx_message_t *tmx_proto_message_new(tmx_ep_t *ep, uint8_t op, int sync, uint64_t sreq_id,
+                                            uint64_t tag, const void *data, size_t len,
+                                            const tmx_proto_rts_hdr_t *rts)
 {
     tmx_worker_t  *w    = ep->worker;
     size_t         dlen = op == TMX_PROTO_RTS ? 0 : len;
@@ -413,7 +493,7 @@ static void tmx_proto_unexpected(tmx_ep_t *ep, uint8_t op, int sync, uint64_t sr
          * keeps this memory bounded, so this means the host is out of memory. */
         tmx_error("out of memory buffering an unexpected message of %zu bytes from %016llx",
                   len, (unsigned long long)ep->remote_uuid);
-        return;
+        return NULL;
     }
     memset(msg, 0, sizeof(*msg));
     msg->magic     = TMX_MAGIC_MSG;
@@ -433,7 +513,6 @@ static void tmx_proto_unexpected(tmx_ep_t *ep, uint8_t op, int sync, uint64_t sr
         memcpy(msg->data, data, dlen);
     }
     w->unexp_bytes += msg->mem_size;
-    w->num_unexp++;
     /* Within the budget the credit goes back at once; past it, only when a receive takes the
      * message, which stops a sender that floods a receiver that does not receive. */
     if (w->unexp_bytes <= w->unexp_budget) {
@@ -441,45 +520,78 @@ static void tmx_proto_unexpected(tmx_ep_t *ep, uint8_t op, int sync, uint64_t sr
     } else {
         msg->credit_owed = 1;
     }
+    return msg;
+}
+
+/* A message that found no receive: to the unexpected queue. Also the way back for a message
+ * a receive held until the device lost the race for it (tm.c). */
+void tmx_proto_unexpected_add(tmx_worker_t *w, tmx_message_t *msg)
+{
+    w->num_unexp++;
     tmx_tag_unexp_add(&w->tm, &msg->unexp);
 }
 
-static void tmx_proto_rx_eager(tmx_ep_t *ep, uint64_t tag, const void *data, size_t len,
-                               int sync, uint64_t sreq_id)
+/* The receive rreq (out of the expected queue) takes an arrived message: now, or once the
+ * device gave it back. */
+static void tmx_proto_rx_matched(tmx_request_t *rreq, tmx_ep_t *ep, uint8_t op, int sync,
+                                 uint64_t sreq_id, uint64_t tag, const void *data, size_t len,
+                                 const tmx_proto_rts_hdr_t *rts)
+{
+    rreq->flags &= (uint16_t)~TMX_REQ_FLAG_EXPECTED;
+    if (tmx_proto_tm_claim(rreq)) {
+        tmx_message_t *msg = tmx_proto_message_new(ep, op, sync, sreq_id, tag, data, len, rts);
+        if (msg != NULL) {
+            tmx_proto_tm_hold(rreq, msg);
+        }
+        return;
+    }
+    rreq->flags |= TMX_REQ_FLAG_MATCHED;
+    tmx_proto_credit_return(ep);
+    if (op == TMX_PROTO_RTS) {
+        rreq->info.tag = tag;
+        tmx_proto_rndv_recv(rreq, ep, rts->sreq_id, rts->addr, rts->length, rts->rkey);
+    } else {
+        tmx_proto_deliver(rreq, tag, data, len, sync ? ep : NULL, sreq_id);
+    }
+}
+
+void tmx_proto_rx_eager(tmx_ep_t *ep, uint64_t tag, const void *data, size_t len, int sync,
+                        uint64_t sreq_id)
 {
     tmx_worker_t  *w   = ep->worker;
     tmx_tag_exp_t *exp = tmx_tag_exp_match(&w->tm, tag);
+    tmx_message_t *msg;
 
     if (exp != NULL) {
-        tmx_request_t *rreq = tmx_container_of(exp, tmx_request_t, exp);
-        rreq->flags &= (uint16_t)~TMX_REQ_FLAG_EXPECTED;
-        rreq->flags |= TMX_REQ_FLAG_MATCHED;
-        tmx_proto_credit_return(ep);
-        tmx_proto_deliver(rreq, tag, data, len, sync ? ep : NULL, sreq_id);
+        tmx_proto_rx_matched(tmx_container_of(exp, tmx_request_t, exp), ep, TMX_PROTO_EAGER, sync,
+                             sreq_id, tag, data, len, NULL);
         return;
     }
-    tmx_proto_unexpected(ep, TMX_PROTO_EAGER, sync, sreq_id, tag, data, len, NULL);
+    msg = tmx_proto_message_new(ep, TMX_PROTO_EAGER, sync, sreq_id, tag, data, len, NULL);
+    if (msg != NULL) {
+        tmx_proto_unexpected_add(w, msg);
+    }
 }
 
-static void tmx_proto_rx_rts(tmx_ep_t *ep, const tmx_proto_rts_hdr_t *rts)
+void tmx_proto_rx_rts(tmx_ep_t *ep, const tmx_proto_rts_hdr_t *rts)
 {
     tmx_worker_t  *w   = ep->worker;
     tmx_tag_exp_t *exp = tmx_tag_exp_match(&w->tm, rts->base.tag);
+    tmx_message_t *msg;
 
     if (exp != NULL) {
-        tmx_request_t *rreq = tmx_container_of(exp, tmx_request_t, exp);
-        rreq->flags &= (uint16_t)~TMX_REQ_FLAG_EXPECTED;
-        rreq->flags |= TMX_REQ_FLAG_MATCHED;
-        rreq->info.tag = rts->base.tag;
-        tmx_proto_credit_return(ep);
-        tmx_proto_rndv_recv(rreq, ep, rts->sreq_id, rts->addr, rts->length, rts->rkey);
+        tmx_proto_rx_matched(tmx_container_of(exp, tmx_request_t, exp), ep, TMX_PROTO_RTS, 0, 0,
+                             rts->base.tag, NULL, rts->length, rts);
         return;
     }
-    tmx_proto_unexpected(ep, TMX_PROTO_RTS, 0, 0, rts->base.tag, NULL, rts->length, rts);
+    msg = tmx_proto_message_new(ep, TMX_PROTO_RTS, 0, 0, rts->base.tag, NULL, rts->length, rts);
+    if (msg != NULL) {
+        tmx_proto_unexpected_add(w, msg);
+    }
 }
 
 /* A sender's request named by a peer's ACK/FIN: only one of ours, on this endpoint. */
-static tmx_request_t *tmx_proto_sreq_lookup(tmx_ep_t *ep, uint64_t id, unsigned need_flag)
+tmx_request_t *tmx_proto_sreq_lookup(tmx_ep_t *ep, uint64_t id, unsigned need_flag)
 {
     tmx_request_t *req = tmx_hash_get(&ep->worker->sreq_by_id, id);
 
@@ -505,32 +617,54 @@ static tmx_status_t tmx_proto_fin_status(int32_t s)
     }
 }
 
+/* Credits the peer gave back. */
+void tmx_proto_credits_add(tmx_ep_t *ep, unsigned credits)
+{
+    int max = (int)ep->worker->eager_credits;
+
+    if (credits > 0) {
+        ep->credits += (int)(credits < (unsigned)max ? credits : (unsigned)max);
+        if (ep->credits > max) {
+            ep->credits = max; /* a peer cannot grant more than the window */
+        }
+    }
+}
+
 void tmx_proto_rx(tmx_iface_t *iface, const tmx_wc_t *wc)
 {
-    tmx_worker_t    *w   = iface->worker;
-    const uint8_t   *buf = iface->rx_bufs + TMX_WRID_VAL(wc->wr_id) * iface->rx_size;
-    size_t           len = wc->byte_len;
-    tmx_ep_t        *ep  = tmx_ep_by_qpn(w, iface, wc->qp_num);
-    tmx_proto_hdr_t  h;
-    tmx_request_t   *sreq;
+    tmx_ep_t *ep = tmx_ep_by_qpn(iface->worker, iface, wc->qp_num);
 
     if (ep == NULL) {
         tmx_debug("message on unknown qp %u dropped", wc->qp_num);
         return;
     }
-    if (len < sizeof(h) || len > iface->rx_size) {
+    if (wc->byte_len > iface->rx_size) {
+        tmx_warn("malformed message (%u bytes) from %016llx dropped", wc->byte_len,
+                 (unsigned long long)ep->remote_uuid);
+        return;
+    }
+    tmx_proto_rx_msg(iface, ep, iface->rx_bufs + TMX_WRID_VAL(wc->wr_id) * iface->rx_size,
+                     wc->byte_len);
+}
+
+/* A message of ours (tmx_proto_hdr_t first) in a receive buffer. */
+void tmx_proto_rx_msg(tmx_iface_t *iface, tmx_ep_t *ep, const uint8_t *buf, size_t len)
+{
+    tmx_worker_t    *w = iface->worker;
+    tmx_proto_hdr_t  h;
+    tmx_request_t   *sreq;
+
+    if (len < sizeof(h)) {
         tmx_warn("malformed message (%zu bytes) from %016llx dropped", len,
                  (unsigned long long)ep->remote_uuid);
         return;
     }
     memcpy(&h, buf, sizeof(h));
-    if (h.credits > 0) {
-        int max = (int)w->eager_credits;
-        ep->credits += h.credits;
-        if (ep->credits > max) {
-            ep->credits = max; /* a peer cannot grant more than the window */
-        }
+    if (iface->tm_on &&
+        (h.op == TMX_PROTO_EAGER || h.op == TMX_PROTO_EAGER_SYNC || h.op == TMX_PROTO_RTS)) {
+        goto malformed; /* tagged data must come tagged, or it would bypass the device's order */
     }
+    tmx_proto_credits_add(ep, h.credits);
     switch (h.op) {
     case TMX_PROTO_EAGER:
         tmx_proto_rx_eager(ep, h.tag, buf + sizeof(h), len - sizeof(h), 0, 0);

@@ -56,6 +56,25 @@ typedef struct tmx_proto_rts_hdr {
     uint32_t        reserved;
 } tmx_proto_rts_hdr_t;
 
+/*
+ * With tag-matching offload (iface->tm_on) every message starts with the device's header,
+ * tmx_tmh_t (prov.h). Tagged messages are the device's to match, so nothing of ours may sit
+ * between the TMH and the payload: EAGER carries in app_ctx either the credits it returns or,
+ * for a synchronous send, TMX_PROTO_TM_SYNC | the send's id (the ACK names it); RNDV carries
+ * TMX_PROTO_TM_RNDV | the send's id in app_ctx (the device's FIN echoes it) and after the RVH
+ * the whole length. A receive the device matched learns which it was from app_ctx alone.
+ * Everything else (ACK, software FIN, CREDIT, DISC) goes TMX_TMH_NO_TAG + the header above.
+ */
+#define TMX_PROTO_TM_SYNC        0x80000000u /* EAGER: a synchronous send; its id below */
+#define TMX_PROTO_TM_RNDV        0x40000000u /* RNDV (and the FIN): the send's id below */
+#define TMX_PROTO_TM_CREDITS_MAX 0xffffu
+#define TMX_PROTO_SREQ_ID_MAX    0x3fffffffu
+
+typedef struct tmx_proto_tm_rndv {
+    tmx_rvh_t rvh;
+    uint64_t  length; /* the sender's length (RVH.len saturates at 2^32 - 1) */
+} tmx_proto_tm_rndv_t;
+
 /* wr_id encoding of the core's work requests: kind in the top byte. */
 #define TMX_WRID_KIND_SHIFT 56
 enum {
@@ -64,6 +83,8 @@ enum {
     TMX_WRID_TX_BUF   = 3, /* bounce buffer index to free */
     TMX_WRID_RNDV_RD  = 4, /* receive request id being read */
     TMX_WRID_CTRL     = 5, /* nothing to do */
+    TMX_WRID_TM_RECV  = 6, /* a receive the device's tag list matched: its slot */
+    TMX_WRID_TM_OP    = 7, /* a tag list operation: its slot */
 };
 #define TMX_WRID(_kind, _val) (((uint64_t)(_kind) << TMX_WRID_KIND_SHIFT) | (uint64_t)(_val))
 #define TMX_WRID_KIND(_wrid)  ((unsigned)((_wrid) >> TMX_WRID_KIND_SHIFT))
@@ -84,6 +105,30 @@ void tmx_proto_ep_queue(tmx_ep_t *ep, tmx_request_t *req);
 tmx_status_t tmx_proto_eager_try(tmx_ep_t *ep, const void *buf, size_t len, uint64_t tag);
 void tmx_proto_ctrl_drop(tmx_ep_t *ep);
 tmx_status_t tmx_proto_post_hdr(tmx_ep_t *ep, void *hdr, size_t hdr_len);
+tmx_status_t tmx_proto_post_tagged(tmx_ep_t *ep, uint8_t opcode, uint32_t app_ctx, uint64_t tag,
+                                   const void *ext, size_t ext_len, const void *buf, size_t len);
+uint64_t tmx_proto_sreq_id_peek(tmx_worker_t *w);
+
+void tmx_proto_unexpected_add(tmx_worker_t *w, tmx_message_t *msg);
+void tmx_proto_rx_msg(tmx_iface_t *iface, tmx_ep_t *ep, const uint8_t *buf, size_t len);
+void tmx_proto_rx_eager(tmx_ep_t *ep, uint64_t tag, const void *data, size_t len, int sync,
+                        uint64_t sreq_id);
+void tmx_proto_rx_rts(tmx_ep_t *ep, const tmx_proto_rts_hdr_t *rts);
+void tmx_proto_credit_return(tmx_ep_t *ep);
+void tmx_proto_credits_add(tmx_ep_t *ep, unsigned credits);
+tmx_request_t *tmx_proto_sreq_lookup(tmx_ep_t *ep, uint64_t id, unsigned need_flag);
+void tmx_proto_ep_schedule(tmx_ep_t *ep);
+
+/* tm.c: tag-matching offload */
+void tmx_proto_tm_rx(tmx_iface_t *iface, const tmx_wc_t *wc);
+void tmx_proto_tm_matched(tmx_iface_t *iface, const tmx_wc_t *wc);
+void tmx_proto_tm_op_done(tmx_iface_t *iface, const tmx_wc_t *wc);
+void tmx_proto_tm_offer(tmx_worker_t *w, tmx_request_t *rreq);
+/* A software-path message matched rreq: 1 when rreq's device entry must be taken back first
+ * (the message is held, delivered when the DEL completes); 0: deliver now. */
+int tmx_proto_tm_claim(tmx_request_t *rreq);
+void tmx_proto_tm_hold(tmx_request_t *rreq, tmx_message_t *msg);
+tmx_status_t tmx_proto_tm_cancel(tmx_request_t *rreq);
 
 /* rndv.c */
 tmx_status_t tmx_proto_rndv_send(tmx_ep_t *ep, tmx_request_t *req);

@@ -7,6 +7,7 @@
 #define TMX_LOG_SUBSYS "proto"
 #include "config.h"
 
+#include <endian.h>
 #include <string.h>
 
 #include "core/core.h"
@@ -65,15 +66,28 @@ tmx_status_t tmx_proto_rndv_send(tmx_ep_t *ep, tmx_request_t *req)
             return status;
         }
     }
-    memset(&h, 0, sizeof(h));
-    h.base.op  = TMX_PROTO_RTS;
-    h.base.tag = req->tag;
-    h.sreq_id  = w->next_sreq_id; /* becomes req->id when posted */
-    h.addr     = (uintptr_t)req->buf;
-    h.length   = req->len;
-    h.rkey     = req->mr->rkey;
-    /* The header goes through tmx_proto_post via the control path of eager.c. */
-    status = tmx_proto_post_hdr(ep, &h, sizeof(h));
+    if (iface->tm_on) {
+        /* the device's rendezvous header, then ours: the whole length (RVH has 32 bits) */
+        tmx_proto_tm_rndv_t r;
+        uint64_t            id = tmx_proto_sreq_id_peek(w); /* becomes req->id when posted */
+
+        r.rvh.va   = htobe64((uintptr_t)req->buf);
+        r.rvh.rkey = htobe32(req->mr->rkey);
+        r.rvh.len  = htobe32(req->len < UINT32_MAX ? (uint32_t)req->len : UINT32_MAX);
+        r.length   = req->len;
+        status = tmx_proto_post_tagged(ep, TMX_TMH_RNDV, (uint32_t)id, req->tag, &r, sizeof(r),
+                                       NULL, 0);
+    } else {
+        memset(&h, 0, sizeof(h));
+        h.base.op  = TMX_PROTO_RTS;
+        h.base.tag = req->tag;
+        h.sreq_id  = tmx_proto_sreq_id_peek(w); /* becomes req->id when posted */
+        h.addr     = (uintptr_t)req->buf;
+        h.length   = req->len;
+        h.rkey     = req->mr->rkey;
+        /* The header goes through tmx_proto_post via the control path of eager.c. */
+        status = tmx_proto_post_hdr(ep, &h, sizeof(h));
+    }
     if (status != TMX_OK) {
         return status; /* keeps the registration for the retry */
     }
@@ -127,7 +141,8 @@ void tmx_proto_rndv_recv(tmx_request_t *rreq, tmx_ep_t *ep, uint64_t sreq_id, ui
         tmx_proto_rndv_finish(rreq);
         return;
     }
-    rreq->id = w->next_sreq_id++;
+    rreq->id = tmx_proto_sreq_id_peek(w);
+    w->next_sreq_id++;
     tmx_hash_put(&w->sreq_by_id, rreq->id, rreq);
     rreq->reads_left = 0;
     for (size_t off = 0; off < n; off += chunk) {

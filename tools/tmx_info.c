@@ -55,7 +55,7 @@ static int tmx_info_worker(tmx_context_h context)
     tmx_worker_params_t params = {.field_mask = 0};
     tmx_worker_attr_t   attr   = {.field_mask = TMX_WORKER_ATTR_THREAD_MODE |
                                                 TMX_WORKER_ATTR_PEERS | TMX_WORKER_ATTR_LIMITS |
-                                                TMX_WORKER_ATTR_WAIT};
+                                                TMX_WORKER_ATTR_WAIT | TMX_WORKER_ATTR_TM};
     static const char *const wait_modes[] = {"auto", "spin", "yield", "sleep"};
     tmx_worker_h        worker;
     tmx_status_t        status;
@@ -87,6 +87,14 @@ static int tmx_info_worker(tmx_context_h context)
         printf("#   oversubscribed   %s (%d processes on %d cpus)\n",
                attr.oversubscribed ? "yes, idle polls yield" : "no", attr.local_procs,
                attr.cpus);
+    }
+    if (attr.tm.enabled) {
+        printf("#   tag matching     offloaded to %.*s: %u tags, %u ops, rendezvous %s, "
+               "receives from %zu bytes\n", (int)sizeof(attr.tm.device), attr.tm.device,
+               attr.tm.max_num_tags, attr.tm.max_ops, attr.tm.rndv_offload ? "offloaded" : "in software",
+               attr.tm.thresh);
+    } else {
+        printf("#   tag matching     software\n");
     }
     for (int c = 0; c < TMX_PEER_CLASS_LAST; c++) {
         const tmx_peer_class_attr_t *p = &attr.peer[c];

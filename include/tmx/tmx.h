@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 #define TMX_API_MAJOR   1
-#define TMX_API_MINOR   2
+#define TMX_API_MINOR   3
 #define TMX_API_VERSION ((TMX_API_MAJOR << 16) | TMX_API_MINOR)
 
 /** Status codes: TMX_OK, TMX_INPROGRESS, or a negative error. */
@@ -180,7 +180,27 @@ enum tmx_worker_attr_field {
     TMX_WORKER_ATTR_LIMITS      = 1u << 2,
     TMX_WORKER_ATTR_ID          = 1u << 3,
     TMX_WORKER_ATTR_WAIT        = 1u << 4, /**< wait_mode .. can_sleep (API 1.2) */
+    TMX_WORKER_ATTR_TM          = 1u << 5, /**< tm (API 1.3) */
 };
+
+/** Tag-matching offload of a worker (TMX_WORKER_ATTR_TM, API 1.3): the device whose tag list
+ *  gets receives, and what happened to them since the worker was created. */
+typedef struct tmx_tm_attr {
+    int      enabled;      /**< receives are offered to a device's tag list */
+    char     device[32];   /**< that device ("" when not enabled) */
+    unsigned max_num_tags; /**< entries of the device's tag list */
+    unsigned max_ops;      /**< list operations it takes outstanding */
+    int      rndv_offload; /**< the device reads matched rendezvous data itself */
+    size_t   thresh;       /**< smallest receive offered (TMX_TM_THRESH) */
+    uint64_t offered;      /**< receives given to the tag list */
+    uint64_t matched;      /**< receives the device matched */
+    uint64_t unexpected;   /**< tagged messages the device delivered unexpected */
+    uint64_t syncs;        /**< SYNC operations posted */
+    uint64_t sync_reqs;    /**< times the device asked for a SYNC */
+    uint64_t fallbacks;    /**< receives kept in software: list full, registration, refused op */
+    uint64_t forced;       /**< offered receives taken back for a message software matched */
+    uint64_t rndv;         /**< rendezvous messages whose data the device read */
+} tmx_tm_attr_t;
 
 typedef struct tmx_worker_attr {
     uint64_t              field_mask; /**< which fields the caller asks for */
@@ -195,6 +215,7 @@ typedef struct tmx_worker_attr {
     int                   local_procs;   /**< processes sharing our CPUs (TMX_LOCAL_SIZE), -1 */
     int                   cpus;          /**< CPUs of the process's affinity mask */
     int                   can_sleep;     /**< every device can wake a sleeping worker */
+    tmx_tm_attr_t         tm;            /**< tag-matching offload (API 1.3) */
 } tmx_worker_attr_t;
 
 TMX_API tmx_status_t tmx_worker_query(tmx_worker_h worker, tmx_worker_attr_t *attr);

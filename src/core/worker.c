@@ -872,8 +872,30 @@ TMX_API tmx_status_t tmx_worker_query(tmx_worker_h w, tmx_worker_attr_t *attr)
     }
     if (attr->field_mask & ~(uint64_t)(TMX_WORKER_ATTR_THREAD_MODE | TMX_WORKER_ATTR_PEERS |
                                        TMX_WORKER_ATTR_LIMITS | TMX_WORKER_ATTR_ID |
-                                       TMX_WORKER_ATTR_WAIT)) {
+                                       TMX_WORKER_ATTR_WAIT | TMX_WORKER_ATTR_TM)) {
         return TMX_ERR_INVALID_PARAM;
+    }
+    if (attr->field_mask & TMX_WORKER_ATTR_TM) {
+        memset(&attr->tm, 0, sizeof(attr->tm));
+        if (w->tm_iface != NULL) {
+            const tmx_tm_t       *tm = &w->tm_iface->tm;
+            const tmx_tm_stats_t *st = &tm->stats;
+
+            attr->tm.enabled = 1;
+            snprintf(attr->tm.device, sizeof(attr->tm.device), "%s", w->tm_iface->dev->name);
+            attr->tm.max_num_tags = tm->max_tags;
+            attr->tm.max_ops      = tm->max_ops;
+            attr->tm.rndv_offload = (w->tm_iface->dev->attr.caps & TMX_DEV_CAP_TM_RNDV) != 0;
+            attr->tm.thresh       = tm->thresh;
+            attr->tm.offered      = st->offered;
+            attr->tm.matched      = st->matched;
+            attr->tm.unexpected   = st->unexpected;
+            attr->tm.syncs        = st->syncs;
+            attr->tm.sync_reqs    = st->sync_reqs;
+            attr->tm.fallbacks    = st->fallbacks;
+            attr->tm.forced       = st->forced;
+            attr->tm.rndv         = st->rndv;
+        }
     }
     if (attr->field_mask & TMX_WORKER_ATTR_WAIT) {
         attr->wait_mode      = (tmx_wait_mode_t)w->ctx->cfg.wait_mode;

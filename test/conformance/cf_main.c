@@ -373,6 +373,8 @@ static void cf_usage(FILE *stream)
             "  -n COUNT    number of random schedules per rank pair (default 10000)\n"
             "  -T SECONDS  deadline of each wait (default 60)\n"
             "  -v          print every random schedule (to stderr)\n"
+            "  -O          check that tag-matching offload was used: every rank's worker has it\n"
+            "              and its device matched receives (counted as the case 'offload')\n"
             "  -h          this help\n");
 }
 
@@ -453,6 +455,61 @@ static void cf_teardown(cf_t *cf)
     free(cf->bufs);
 }
 
+/* -O: the tag-matching offload counters of every rank, summed by rank 0, which prints them;
+ * the check fails when a rank's worker has no offload or no device matched anything. */
+static int cf_check_offload(cf_t *cf)
+{
+    enum { N = 9 };
+    static const char *const names[N] = {"enabled", "offered", "matched", "unexpected", "syncs",
+                                         "sync_reqs", "fallbacks", "forced", "rndv"};
+    tmx_worker_attr_t attr = {.field_mask = TMX_WORKER_ATTR_TM};
+    uint64_t          mine[N], *all, sum[N];
+    int               ok = 1;
+
+    if (tmx_worker_query(cf->worker, &attr) != TMX_OK) {
+        memset(&attr.tm, 0, sizeof(attr.tm));
+    }
+    mine[0] = (uint64_t)attr.tm.enabled;
+    mine[1] = attr.tm.offered;
+    mine[2] = attr.tm.matched;
+    mine[3] = attr.tm.unexpected;
+    mine[4] = attr.tm.syncs;
+    mine[5] = attr.tm.sync_reqs;
+    mine[6] = attr.tm.fallbacks;
+    mine[7] = attr.tm.forced;
+    mine[8] = attr.tm.rndv;
+    all     = calloc((size_t)cf->size, sizeof(mine));
+    if (all == NULL || tmx_job_allgather(cf->job, mine, sizeof(mine), all) != 0) {
+        free(all);
+        fprintf(stderr, "tmx_conformance: offload counters allgather failed\n");
+        return CF_FAIL;
+    }
+    memset(sum, 0, sizeof(sum));
+    for (int r = 0; r < cf->size; r++) {
+        ok &= all[(size_t)r * N] == 1;
+        for (int k = 0; k < N; k++) {
+            sum[k] += all[(size_t)r * N + k];
+        }
+    }
+    free(all);
+    ok &= sum[2] > 0;
+    if (cf->rank == 0) {
+        printf("# tag list, all ranks:");
+        for (int k = 1; k < N; k++) {
+            printf(" %s %" PRIu64, names[k], sum[k]);
+        }
+        printf("\n");
+        if (ok) {
+            printf("PASS offload\n");
+        } else {
+            printf("FAIL offload: %" PRIu64 " of %d ranks offload, the devices matched %" PRIu64
+                   " receives\n", sum[0], cf->size, sum[2]);
+        }
+        fflush(stdout);
+    }
+    return ok ? CF_PASS : CF_FAIL;
+}
+
 int main(int argc, char **argv)
 {
     cf_t        cf;
@@ -462,13 +519,14 @@ int main(int argc, char **argv)
     int         have_seed = 0;
     int         npass = 0, nfail = 0, nskip = 0;
     int         opt;
+    int         expect_offload = 0;
     uint64_t    seeds[2];
     uint64_t   *all_seeds = NULL;
 
     memset(&cf, 0, sizeof(cf));
     cf.schedules = 10000;
     cf.timeout_s = 60.0;
-    while ((opt = getopt(argc, argv, "t:ls:n:T:vh")) != -1) {
+    while ((opt = getopt(argc, argv, "t:ls:n:T:vOh")) != -1) {
         switch (opt) {
         case 't':
             if (nonly == (int)(sizeof(only) / sizeof(only[0]))) {
@@ -479,6 +537,7 @@ int main(int argc, char **argv)
             break;
         case 'l': list = 1; break;
         case 'v': cf.verbose = 1; break;
+        case 'O': expect_offload = 1; break;
         case 's':
             cf.seed   = strtoull(optarg, NULL, 0);
             have_seed = 1;
@@ -543,6 +602,11 @@ int main(int argc, char **argv)
         npass += (result == CF_PASS);
         nfail += (result == CF_FAIL);
         nskip += (result == CF_SKIP);
+    }
+    if (expect_offload) {
+        int result = cf_check_offload(&cf);
+        npass += (result == CF_PASS);
+        nfail += (result == CF_FAIL);
     }
     if (cf.rank == 0) {
         if (nskip > 0) {

@@ -75,7 +75,8 @@ tmx_status_t tmx_proto_rndv_send(tmx_ep_t *ep, tmx_request_t *req)
         r.rvh.rkey = htobe32(req->mr->rkey);
         r.rvh.len  = htobe32(req->len < UINT32_MAX ? (uint32_t)req->len : UINT32_MAX);
         r.length   = req->len;
-        status = tmx_proto_post_tagged(ep, TMX_TMH_RNDV, (uint32_t)id, req->tag, &r, sizeof(r),
+        status = tmx_proto_post_tagged(ep, TMX_TMH_RNDV, TMX_PROTO_TM_RNDV | (uint32_t)id, req->tag,
+                                       &r, sizeof(r),
                                        NULL, 0);
     } else {
         memset(&h, 0, sizeof(h));

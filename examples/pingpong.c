@@ -578,7 +578,7 @@ static void pp_print_header(const pp_ctx_t *pp)
     const char            *csv  = (o->format == PP_FMT_CSV) ? "csv" : "table";
 
     memset(&attr, 0, sizeof(attr));
-    attr.field_mask = TMX_WORKER_ATTR_PEERS;
+    attr.field_mask = TMX_WORKER_ATTR_PEERS | TMX_WORKER_ATTR_TM;
     printf("# tmx_pingpong (libtmx %s), 2 ranks, format %s\n", tmx_version_string(), csv);
     if (tmx_worker_query(pp->worker, &attr) != TMX_OK) {
         printf("# device: unknown (tmx_worker_query failed)\n");
@@ -589,6 +589,13 @@ static void pp_print_header(const pp_ctx_t *pp)
                peer->protocol);
         printf("# eager threshold %zu B (eager up to %zu B, rendezvous from %zu B)\n",
                peer->eager_max, peer->eager_max, peer->rndv_threshold);
+        if (attr.tm.enabled) {
+            printf("# tag matching offloaded to %s (receives from %zu B, rendezvous %s)\n",
+                   attr.tm.device, attr.tm.thresh,
+                   attr.tm.rndv_offload ? "offloaded" : "in software");
+        } else {
+            printf("# tag matching in software\n");
+        }
     }
     if (o->tests & PP_TEST_LAT) {
         printf("# latency: half round trip of blocking send/recv, us\n");
@@ -648,6 +655,37 @@ static void pp_print_row(const pp_ctx_t *pp, size_t size, double lat, double win
     fflush(stdout);
 }
 
+/* With tag-matching offload: what the devices of both ranks did, so that a table is not read
+ * as offloaded when the receives stayed in software. */
+static int pp_print_tm(pp_ctx_t *pp)
+{
+    tmx_worker_attr_t attr;
+    uint64_t          mine[4], all[8];
+
+    memset(&attr, 0, sizeof(attr));
+    attr.field_mask = TMX_WORKER_ATTR_TM;
+    if (tmx_worker_query(pp->worker, &attr) != TMX_OK || !attr.tm.enabled) {
+        return 0;
+    }
+    mine[0] = attr.tm.offered;
+    mine[1] = attr.tm.matched;
+    mine[2] = attr.tm.unexpected;
+    mine[3] = attr.tm.fallbacks;
+    if (tmx_job_allgather(pp->job, mine, sizeof(mine), all) != TMX_OK) {
+        return pp_fail(pp, "allgather", TMX_ERR_IO);
+    }
+    if (pp->rank == 0) {
+        for (int r = 0; r < 2; r++) {
+            printf("# tag list of rank %d: %" PRIu64 " receives offered, %" PRIu64
+                   " matched by the device, %" PRIu64 " messages unexpected, %" PRIu64
+                   " kept in software\n", r, all[4 * r], all[4 * r + 1], all[4 * r + 2],
+                   all[4 * r + 3]);
+        }
+        fflush(stdout);
+    }
+    return 0;
+}
+
 static int pp_run(pp_ctx_t *pp)
 {
     const pp_opts_t *o = pp->opts;
@@ -675,6 +713,9 @@ static int pp_run(pp_ctx_t *pp)
         /* doubling; 0 is followed by 1, and the test avoids overflowing size */
         more = (size < o->max_size) && ((size == 0) || (size <= o->max_size / 2));
         size = (size == 0) ? 1 : size * 2;
+    }
+    if (ret == 0) {
+        ret = pp_print_tm(pp);
     }
     return ret;
 }

@@ -1,0 +1,779 @@
+/*
+ * Unit tests of the soft device's tag-matching SRQ (prov.h, "tag matching"), through the
+ * provider contract only. Most run in one process: a device with one TM SRQ, a sender's "tx"
+ * QP (a plain RC QP attached to the TM SRQ, where FINs arrive) connected to a TM QP "rx"
+ * (attached to the same TM SRQ, max_send_wr 0), both of the same device (loopback), as one
+ * side of the real two-device shape; the rendezvous tests run it between two processes too.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <endian.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "prov/prov.h"
+#include "util/config.h"
+#include "util/time.h"
+
+extern const tmx_prov_t tmx_soft_prov;
+
+#define MEM        (8u << 20)
+#define STAGE      0u           /* send staging: 1 MiB */
+#define PLAIN      (1u << 20)   /* plain SRQ buffers */
+#define PLAIN_SZ   (8u << 10)
+#define NPLAIN     64
+#define BUFS       (2u << 20)   /* entry buffers, rendezvous sources: 6 MiB */
+#define PLAIN_ID   1000u
+#define STASH      1024
+
+typedef struct tmt {
+    tmx_config_t          cfg;
+    const tmx_prov_ops_t *ops;
+    tmx_dev_t            *dev;
+    tmx_pd_t             *pd;
+    tmx_cq_t             *cq;
+    tmx_srq_t            *srq;
+    tmx_qp_t             *tx, *rx;   /* tx -> rx, rx a TM QP */
+    tmx_qp_t             *tx2, *rx2; /* tx2 -> rx2, rx2 on the TM SRQ but not a TM QP */
+    uint8_t              *mem;
+    tmx_mr_t             *mr;
+    tmx_wc_t              stash[STASH];
+    int                   nstash;
+    uint64_t              send_id;
+} tm_t;
+
+static void cfg_tm(tmx_config_t *cfg)
+{
+    cr_assert_eq(tmx_config_load(cfg), TMX_OK);
+    cfg->soft_memfd      = -1;
+    cfg->soft_cma        = -1;
+    cfg->soft_ring_size  = 65536;
+    cfg->soft_inbox_size = 65536;
+    cfg->soft_max_qps    = 8;
+    cfg->soft_max_mrs    = 64;
+    cfg->soft_tm         = 1;
+    cfg->soft_tm_tags    = 64;
+    cfg->soft_tm_ops     = 64;
+    cfg->soft_tm_rndv    = 1;
+}
+
+static void qp_rts(tm_t *t, tmx_qp_t *qp, tmx_qp_t *peer)
+{
+    uint8_t       blob[TMX_QP_ADDR_MAX];
+    size_t        len = sizeof(blob);
+    tmx_qp_attr_t mod;
+
+    cr_assert_eq(t->ops->qp_get_addr(peer, blob, &len), TMX_OK);
+    memset(&mod, 0, sizeof(mod));
+    mod.state           = TMX_QPS_RTR;
+    mod.remote_addr     = blob;
+    mod.remote_addr_len = len;
+    cr_assert_eq(t->ops->qp_modify(qp, &mod, TMX_QP_ATTR_STATE | TMX_QP_ATTR_REMOTE), TMX_OK);
+    mod.state = TMX_QPS_RTS;
+    cr_assert_eq(t->ops->qp_modify(qp, &mod, TMX_QP_ATTR_STATE), TMX_OK);
+}
+
+static tmx_qp_t *qp_new(tm_t *t, uint32_t max_send_wr)
+{
+    tmx_qp_init_attr_t qa;
+    tmx_qp_attr_t      mod;
+    tmx_qp_t          *qp = NULL;
+
+    memset(&qa, 0, sizeof(qa));
+    qa.type        = TMX_QPT_RC;
+    qa.send_cq     = t->cq;
+    qa.recv_cq     = t->cq;
+    qa.srq         = t->srq;
+    qa.max_send_wr = max_send_wr;
+    cr_assert_eq(t->ops->qp_create(t->pd, &qa, &qp), TMX_OK);
+    memset(&mod, 0, sizeof(mod));
+    mod.state = TMX_QPS_INIT;
+    cr_assert_eq(t->ops->qp_modify(qp, &mod, TMX_QP_ATTR_STATE), TMX_OK);
+    return qp;
+}
+
+static void plain_post(tm_t *t, unsigned i)
+{
+    tmx_sge_t      sge = {.addr   = (uintptr_t)(t->mem + PLAIN + i * PLAIN_SZ),
+                          .length = PLAIN_SZ,
+                          .lkey   = t->mr->lkey};
+    tmx_recv_wr_t  wr  = {.wr_id = PLAIN_ID + i, .sg_list = &sge, .num_sge = 1};
+    tmx_recv_wr_t *bad;
+
+    cr_assert_eq(t->ops->srq_post_recv(t->srq, &wr, &bad), TMX_OK);
+}
+
+static uint8_t *plain_buf(tm_t *t, uint64_t wr_id)
+{
+    cr_assert(wr_id >= PLAIN_ID && wr_id < PLAIN_ID + NPLAIN, "not a plain buffer: %lu",
+              (unsigned long)wr_id);
+    return t->mem + PLAIN + (wr_id - PLAIN_ID) * PLAIN_SZ;
+}
+
+/* A device with a TM SRQ of max_tags entries and max_ops ops; nplain plain buffers posted. */
+static void tm_open(tm_t *t, const tmx_config_t *cfg, uint32_t max_tags, uint32_t max_ops,
+                    unsigned nplain)
+{
+    tmx_dev_t          *devs[1];
+    int                 num = 0;
+    tmx_srq_init_attr_t sa;
+
+    memset(t, 0, sizeof(*t));
+    t->cfg = *cfg;
+    t->ops = tmx_soft_prov.ops;
+    cr_assert_eq(t->ops->dev_open(&tmx_soft_prov, &t->cfg, devs, 1, &num), TMX_OK);
+    cr_assert_eq(num, 1);
+    t->dev = devs[0];
+    cr_assert_eq(t->ops->pd_alloc(t->dev, &t->pd), TMX_OK);
+    cr_assert_eq(t->ops->cq_create(t->dev, 4096, &t->cq), TMX_OK);
+    memset(&sa, 0, sizeof(sa));
+    sa.type         = TMX_SRQT_TM;
+    sa.max_wr       = 256;
+    sa.max_sge      = 1;
+    sa.cq           = t->cq;
+    sa.max_num_tags = max_tags;
+    sa.max_ops      = max_ops;
+    cr_assert_eq(t->ops->srq_create(t->pd, &sa, &t->srq), TMX_OK);
+    t->mem = mmap(NULL, MEM, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert(t->mem != MAP_FAILED);
+    cr_assert_eq(t->ops->mr_reg(t->pd, t->mem, MEM,
+                                TMX_ACCESS_LOCAL_WRITE | TMX_ACCESS_REMOTE_READ, &t->mr),
+                 TMX_OK);
+    t->tx  = qp_new(t, 64);
+    t->rx  = qp_new(t, 0);
+    t->tx2 = qp_new(t, 64);
+    t->rx2 = qp_new(t, 64);
+    qp_rts(t, t->tx, t->rx);
+    qp_rts(t, t->rx, t->tx);
+    qp_rts(t, t->tx2, t->rx2);
+    qp_rts(t, t->rx2, t->tx2);
+    for (unsigned i = 0; i < nplain; i++) {
+        plain_post(t, i);
+    }
+    t->send_id = 1;
+}
+
+static void tm_close(tm_t *t)
+{
+    t->ops->qp_destroy(t->tx);
+    t->ops->qp_destroy(t->rx);
+    t->ops->qp_destroy(t->tx2);
+    t->ops->qp_destroy(t->rx2);
+    t->ops->srq_destroy(t->srq);
+    t->ops->mr_dereg(t->mr);
+    t->ops->cq_destroy(t->cq);
+    t->ops->pd_free(t->pd);
+    t->ops->dev_close(t->dev);
+    munmap(t->mem, MEM);
+}
+
+/* Polls once; completions other than successful SENDs go to the stash. */
+static int tm_poll(tm_t *t)
+{
+    tmx_wc_t wc[1];
+    int      got = t->ops->cq_poll(t->cq, 1, wc); /* one at a time: tests count them */
+
+    cr_assert(got >= 0);
+    for (int i = 0; i < got; i++) {
+        if (wc[i].opcode == TMX_WC_SEND && wc[i].status == TMX_WC_SUCCESS) {
+            continue;
+        }
+        cr_assert(t->nstash < STASH);
+        t->stash[t->nstash++] = wc[i];
+    }
+    return got;
+}
+
+/* The next completion that is not a successful SEND, within a few seconds. */
+static tmx_wc_t tm_next(tm_t *t)
+{
+    double   end = tmx_time_sec() + 5;
+    tmx_wc_t wc;
+
+    while (t->nstash == 0) {
+        tm_poll(t);
+        cr_assert(tmx_time_sec() < end, "no completion came");
+    }
+    wc = t->stash[0];
+    memmove(t->stash, t->stash + 1, (size_t)(t->nstash - 1) * sizeof(wc));
+    t->nstash--;
+    return wc;
+}
+
+/* Nothing comes in a few hundred polls. */
+static void tm_none(tm_t *t)
+{
+    for (int i = 0; i < 300; i++) {
+        tm_poll(t);
+    }
+    cr_assert_eq(t->nstash, 0, "unexpected completion: opcode %d status %d wr_id %lu",
+                 t->stash[0].opcode, t->stash[0].status, (unsigned long)t->stash[0].wr_id);
+}
+
+static void tmh_put(uint8_t *p, uint8_t op, uint64_t tag, uint32_t ctx)
+{
+    tmx_tmh_t tmh;
+
+    memset(&tmh, 0, sizeof(tmh));
+    tmh.opcode  = op;
+    tmh.app_ctx = htobe32(ctx);
+    tmh.tag     = htobe64(tag);
+    memcpy(p, &tmh, sizeof(tmh));
+}
+
+/* Progress without taking completions from the CQ (cq_poll of none): what arrives is
+ * handled, and its completions wait in the CQ, not polled. */
+static void tm_progress(tm_t *t)
+{
+    for (int i = 0; i < 20; i++) {
+        cr_assert_eq(t->ops->cq_poll(t->cq, 0, NULL), 0);
+    }
+}
+
+/* Sends len bytes (at most a ring record) in the staging area on qp, inline, and handles its
+ * arrival without polling the CQ. */
+static void tm_send_nopoll(tm_t *t, tmx_qp_t *qp, uint32_t len)
+{
+    tmx_sge_t      sge = {.addr = (uintptr_t)(t->mem + STAGE), .length = len,
+                          .lkey = t->mr->lkey};
+    tmx_send_wr_t  wr;
+    tmx_send_wr_t *bad;
+
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id      = t->send_id++;
+    wr.sg_list    = &sge;
+    wr.num_sge    = 1;
+    wr.opcode     = TMX_WR_SEND;
+    wr.send_flags = TMX_SEND_INLINE;
+    cr_assert_eq(t->ops->post_send(qp, &wr, &bad), TMX_OK);
+    tm_progress(t);
+}
+
+/* Sends len bytes already in the staging area on qp (signaled), and waits until it left. */
+static void tm_send_raw(tm_t *t, tmx_qp_t *qp, uint32_t len)
+{
+    tmx_sge_t      sge = {.addr = (uintptr_t)(t->mem + STAGE), .length = len,
+                          .lkey = t->mr->lkey};
+    tmx_send_wr_t  wr;
+    tmx_send_wr_t *bad;
+    double         end = tmx_time_sec() + 5;
+    int            st;
+
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id      = t->send_id++;
+    wr.sg_list    = &sge;
+    wr.num_sge    = 1;
+    wr.opcode     = TMX_WR_SEND;
+    wr.send_flags = TMX_SEND_SIGNALED;
+    while ((st = t->ops->post_send(qp, &wr, &bad)) == TMX_ERR_NO_RESOURCE) {
+        tm_poll(t);
+        cr_assert(tmx_time_sec() < end);
+    }
+    cr_assert_eq(st, TMX_OK);
+    /* the SEND completes once all of it is in the ring: the staging area is free again */
+    for (;;) {
+        tmx_wc_t wc[16];
+        int      got = t->ops->cq_poll(t->cq, 16, wc), done = 0;
+
+        cr_assert(got >= 0);
+        for (int i = 0; i < got; i++) {
+            if (wc[i].opcode == TMX_WC_SEND && wc[i].wr_id == wr.wr_id) {
+                cr_assert_eq(wc[i].status, TMX_WC_SUCCESS);
+                done = 1;
+            } else {
+                cr_assert(t->nstash < STASH);
+                t->stash[t->nstash++] = wc[i];
+            }
+        }
+        if (done) {
+            break;
+        }
+        cr_assert(tmx_time_sec() < end, "send did not leave");
+    }
+}
+
+static uint8_t pat(size_t i, unsigned seed)
+{
+    return (uint8_t)(i * 13 + seed);
+}
+
+static void fill(uint8_t *p, size_t len, unsigned seed)
+{
+    for (size_t i = 0; i < len; i++) {
+        p[i] = pat(i, seed);
+    }
+}
+
+static int same(const uint8_t *p, size_t len, unsigned seed)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] != pat(i, seed)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* An EAGER (or NO_TAG, FIN...) message: TMH + len bytes of pattern seed. */
+static void tm_send(tm_t *t, tmx_qp_t *qp, uint8_t op, uint64_t tag, uint32_t ctx, uint32_t len,
+                    unsigned seed)
+{
+    tmh_put(t->mem + STAGE, op, tag, ctx);
+    fill(t->mem + STAGE + sizeof(tmx_tmh_t), len, seed);
+    tm_send_raw(t, qp, (uint32_t)sizeof(tmx_tmh_t) + len);
+}
+
+/* A RNDV message: TMH + RVH (va, rkey, len) + 16 bytes of user header. */
+static __attribute__((unused)) void tm_send_rndv(tm_t *t, tmx_qp_t *qp, uint64_t tag, uint32_t ctx, uint64_t va,
+                         uint32_t rkey, uint32_t len)
+{
+    tmx_rvh_t rvh = {.va = htobe64(va), .rkey = htobe32(rkey), .len = htobe32(len)};
+
+    tmh_put(t->mem + STAGE, TMX_TMH_RNDV, tag, ctx);
+    memcpy(t->mem + STAGE + sizeof(tmx_tmh_t), &rvh, sizeof(rvh));
+    memset(t->mem + STAGE + sizeof(tmx_tmh_t) + sizeof(rvh), 0xab, 16);
+    tm_send_raw(t, qp, (uint32_t)(sizeof(tmx_tmh_t) + sizeof(rvh) + 16));
+}
+
+static tmx_status_t op_post(tm_t *t, tmx_srq_op_t *op, tmx_srq_op_t **bad)
+{
+    tmx_srq_op_t *dummy;
+
+    return t->ops->srq_post_ops(t->srq, op, bad != NULL ? bad : &dummy);
+}
+
+/* ADD of a buffer at BUFS + off; returns the status, the handle in *h. */
+static tmx_status_t tm_add(tm_t *t, uint64_t tag, uint64_t mask, size_t off, uint32_t len,
+                           uint64_t recv_id, unsigned flags, uint32_t cnt, uint32_t *h)
+{
+    tmx_sge_t    sge = {.addr = (uintptr_t)(t->mem + BUFS + off), .length = len,
+                        .lkey = t->mr->lkey};
+    tmx_srq_op_t op;
+    tmx_status_t st;
+
+    memset(&op, 0, sizeof(op));
+    op.wr_id          = 500 + recv_id;
+    op.op             = TMX_SRQ_OP_TM_ADD;
+    op.flags          = flags;
+    op.unexpected_cnt = cnt;
+    op.tag            = tag;
+    op.mask           = mask;
+    op.sg_list        = &sge;
+    op.num_sge        = 1;
+    op.recv_wr_id     = recv_id;
+    st                = op_post(t, &op, NULL);
+    if (h != NULL) {
+        *h = op.handle;
+    }
+    return st;
+}
+
+static tmx_status_t tm_del(tm_t *t, uint32_t h, uint64_t wr_id, unsigned flags)
+{
+    tmx_srq_op_t op;
+
+    memset(&op, 0, sizeof(op));
+    op.wr_id  = wr_id;
+    op.op     = TMX_SRQ_OP_TM_DEL;
+    op.flags  = flags;
+    op.handle = h;
+    return op_post(t, &op, NULL);
+}
+
+static tmx_status_t tm_sync(tm_t *t, uint32_t cnt, uint64_t wr_id, unsigned flags)
+{
+    tmx_srq_op_t op;
+
+    memset(&op, 0, sizeof(op));
+    op.wr_id          = wr_id;
+    op.op             = TMX_SRQ_OP_TM_SYNC;
+    op.flags          = flags | TMX_OPS_TM_SYNC;
+    op.unexpected_cnt = cnt;
+    return op_post(t, &op, NULL);
+}
+
+/* The next completion is an unexpected message (counted) of tag in plain buffer; reposted. */
+static tmx_wc_t expect_unexp(tm_t *t, uint64_t tag, uint32_t len)
+{
+    tmx_wc_t  wc = tm_next(t);
+    tmx_tmh_t tmh;
+
+    cr_assert_eq(wc.opcode, TMX_WC_TM_RECV);
+    cr_assert_eq(wc.status, TMX_WC_SUCCESS);
+    cr_assert_eq(wc.wc_flags & (TMX_WC_TM_MATCH | TMX_WC_TM_DATA_VALID), 0u,
+                 "matched, flags 0x%x", wc.wc_flags);
+    cr_assert_eq(wc.byte_len, sizeof(tmh) + len);
+    memcpy(&tmh, plain_buf(t, wc.wr_id), sizeof(tmh));
+    cr_assert_eq(be64toh(tmh.tag), tag);
+    plain_post(t, (unsigned)(wc.wr_id - PLAIN_ID));
+    return wc;
+}
+
+/* The next completion is the whole of a matched eager message of len bytes for recv_id. */
+static tmx_wc_t expect_match(tm_t *t, uint64_t recv_id, uint64_t tag, uint32_t len)
+{
+    tmx_wc_t wc = tm_next(t);
+
+    cr_assert_eq(wc.opcode, TMX_WC_TM_RECV);
+    cr_assert_eq(wc.status, TMX_WC_SUCCESS, "status %d", wc.status);
+    cr_assert_eq(wc.wr_id, recv_id, "wr_id %lu, not %lu", (unsigned long)wc.wr_id,
+                 (unsigned long)recv_id);
+    cr_assert_eq(wc.wc_flags, TMX_WC_TM_MATCH | TMX_WC_TM_DATA_VALID);
+    cr_assert_eq(wc.byte_len, len);
+    cr_assert_eq(wc.tm_info.tag, tag);
+    return wc;
+}
+
+/* ---------------------------------------------------------------- caps, creation */
+
+Test(soft_tm, caps_and_creation, .timeout = 20)
+{
+    tmx_config_t        cfg;
+    tmx_dev_t          *devs[1];
+    int                 num;
+    const tmx_prov_ops_t *ops = tmx_soft_prov.ops;
+    tmx_pd_t           *pd;
+    tmx_cq_t           *cq;
+    tmx_srq_t          *srq;
+    tmx_srq_init_attr_t sa;
+    tm_t               *t = calloc(1, sizeof(*t));
+
+    /* off: no caps, no TM SRQ */
+    cfg_tm(&cfg);
+    cfg.soft_tm = 0;
+    cr_assert_eq(ops->dev_open(&tmx_soft_prov, &cfg, devs, 1, &num), TMX_OK);
+    cr_assert_eq(devs[0]->attr.caps & (TMX_DEV_CAP_TM | TMX_DEV_CAP_TM_RNDV), 0u);
+    cr_assert_eq(ops->pd_alloc(devs[0], &pd), TMX_OK);
+    cr_assert_eq(ops->cq_create(devs[0], 64, &cq), TMX_OK);
+    memset(&sa, 0, sizeof(sa));
+    sa = (tmx_srq_init_attr_t){.type = TMX_SRQT_TM, .max_wr = 16, .max_sge = 1, .cq = cq,
+                               .max_num_tags = 4, .max_ops = 4};
+    cr_assert_eq(ops->srq_create(pd, &sa, &srq), TMX_ERR_UNSUPPORTED);
+    sa.type = TMX_SRQT_BASIC;
+    cr_assert_eq(ops->srq_create(pd, &sa, &srq), TMX_OK);
+    cr_assert_eq(ops->srq_post_ops(srq, NULL, NULL), TMX_ERR_UNSUPPORTED);
+    ops->srq_destroy(srq);
+    ops->cq_destroy(cq);
+    ops->pd_free(pd);
+    ops->dev_close(devs[0]);
+
+    /* on, rendezvous offload off */
+    cfg_tm(&cfg);
+    cfg.soft_tm_rndv = 0;
+    cfg.soft_tm_tags = 5;
+    cfg.soft_tm_ops  = 7;
+    cr_assert_eq(ops->dev_open(&tmx_soft_prov, &cfg, devs, 1, &num), TMX_OK);
+    cr_assert_eq(devs[0]->attr.caps & (TMX_DEV_CAP_TM | TMX_DEV_CAP_TM_RNDV), TMX_DEV_CAP_TM);
+    cr_assert_eq(devs[0]->attr.tm.max_num_tags, 5);
+    cr_assert_eq(devs[0]->attr.tm.max_ops, 7);
+    cr_assert_eq(devs[0]->attr.tm.max_sge, 1);
+    cr_assert_eq(devs[0]->attr.tm.max_rndv_hdr_size, 64);
+    cr_assert_eq(ops->pd_alloc(devs[0], &pd), TMX_OK);
+    cr_assert_eq(ops->cq_create(devs[0], 64, &cq), TMX_OK);
+    sa = (tmx_srq_init_attr_t){.type = TMX_SRQT_TM, .max_wr = 16, .max_sge = 1, .cq = NULL,
+                               .max_num_tags = 5, .max_ops = 7};
+    cr_assert_eq(ops->srq_create(pd, &sa, &srq), TMX_ERR_INVALID_PARAM); /* no CQ */
+    sa.cq           = cq;
+    sa.max_num_tags = 6;
+    cr_assert_eq(ops->srq_create(pd, &sa, &srq), TMX_ERR_INVALID_PARAM);
+    sa.max_num_tags = 0;
+    cr_assert_eq(ops->srq_create(pd, &sa, &srq), TMX_ERR_INVALID_PARAM);
+    sa.max_num_tags = 5;
+    sa.max_ops      = 8;
+    cr_assert_eq(ops->srq_create(pd, &sa, &srq), TMX_ERR_INVALID_PARAM);
+    sa.max_ops = 0;
+    cr_assert_eq(ops->srq_create(pd, &sa, &srq), TMX_ERR_INVALID_PARAM);
+    sa.max_ops = 7;
+    cr_assert_eq(ops->srq_create(pd, &sa, &srq), TMX_OK);
+    cr_assert_eq(srq->type, TMX_SRQT_TM);
+    ops->srq_destroy(srq);
+    ops->cq_destroy(cq);
+    ops->pd_free(pd);
+    ops->dev_close(devs[0]);
+
+    /* on, with rendezvous offload: a TM QP's send queue is the device's */
+    cfg_tm(&cfg);
+    tm_open(t, &cfg, 4, 4, 0);
+    cr_assert_eq(t->dev->attr.caps & (TMX_DEV_CAP_TM | TMX_DEV_CAP_TM_RNDV),
+                 TMX_DEV_CAP_TM | TMX_DEV_CAP_TM_RNDV);
+    {
+        tmx_sge_t      sge = {.addr = (uintptr_t)t->mem, .length = 8, .lkey = t->mr->lkey};
+        tmx_send_wr_t  wr  = {.wr_id = 1, .sg_list = &sge, .num_sge = 1,
+                              .opcode = TMX_WR_SEND, .send_flags = TMX_SEND_SIGNALED};
+        tmx_send_wr_t *bad = NULL;
+
+        cr_assert_eq(t->ops->post_send(t->rx, &wr, &bad), TMX_ERR_INVALID_PARAM);
+        cr_assert_eq(bad, &wr);
+    }
+    tm_close(t);
+    free(t);
+}
+
+Test(soft_tm, inject_spec_checked, .timeout = 10)
+{
+    static const char *const bad[] = {"add", "add=", "add=0", "add=x", "foo=1", "add=1,",
+                                      "add=1,add=2", "add=1;del=2", ",add=1", "add=-1",
+                                      "sync=99999999999"};
+    static const char *const good[] = {"", "add=1", "del=3,add=7", "add=7,del=3,sync=2"};
+    tmx_config_t cfg;
+    tmx_dev_t   *devs[1];
+    int          num;
+
+    cfg_tm(&cfg);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(cfg.soft_tm_inject, sizeof(cfg.soft_tm_inject), "%s", bad[i]);
+        num = -1;
+        cr_assert_eq(tmx_soft_prov.ops->dev_open(&tmx_soft_prov, &cfg, devs, 1, &num),
+                     TMX_ERR_INVALID_PARAM, "\"%s\" accepted", bad[i]);
+    }
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        snprintf(cfg.soft_tm_inject, sizeof(cfg.soft_tm_inject), "%s", good[i]);
+        cr_assert_eq(tmx_soft_prov.ops->dev_open(&tmx_soft_prov, &cfg, devs, 1, &num), TMX_OK,
+                     "\"%s\" refused", good[i]);
+        tmx_soft_prov.ops->dev_close(devs[0]);
+    }
+}
+
+/* ---------------------------------------------------------------- list operations */
+
+Test(soft_tm, add_del_and_bad_ops, .timeout = 20)
+{
+    tmx_config_t  cfg;
+    tm_t         *t = calloc(1, sizeof(*t));
+    uint32_t      h1, h2, h3;
+    tmx_wc_t      wc;
+    tmx_srq_op_t  ops[3], *bad;
+    tmx_sge_t     sge[2];
+
+    cfg_tm(&cfg);
+    tm_open(t, &cfg, 8, 8, 8);
+    /* signaled ADD: a completion with the op's wr_id; handles are non-zero and distinct */
+    cr_assert_eq(tm_add(t, 0x10, ~0ull, 0, 64, 1, TMX_OPS_SIGNALED, 0, &h1), TMX_OK);
+    cr_assert_neq(h1, 0);
+    wc = tm_next(t);
+    cr_assert(wc.opcode == TMX_WC_TM_ADD && wc.status == TMX_WC_SUCCESS && wc.wr_id == 501);
+    cr_assert_eq(wc.wc_flags & TMX_WC_TM_SYNC_REQ, 0u);
+    cr_assert_eq(tm_add(t, 0x20, ~0ull, 64, 64, 2, 0, 0, &h2), TMX_OK);
+    cr_assert(h2 != 0 && h2 != h1);
+    tm_none(t); /* unsignaled: no completion */
+    /* signaled DEL */
+    cr_assert_eq(tm_del(t, h1, 77, TMX_OPS_SIGNALED), TMX_OK);
+    wc = tm_next(t);
+    cr_assert(wc.opcode == TMX_WC_TM_DEL && wc.status == TMX_WC_SUCCESS && wc.wr_id == 77);
+    /* the entry is gone: its tag arrives unexpected; the other still matches */
+    tm_send(t, t->tx, TMX_TMH_EAGER, 0x10, 0, 8, 1);
+    expect_unexp(t, 0x10, 8);
+    /* entry 2, added in step with the device, stays eligible after an unexpected message */
+    tm_send(t, t->tx, TMX_TMH_EAGER, 0x20, 0, 8, 2);
+    expect_match(t, 2, 0x20, 8);
+    tm_send(t, t->tx, TMX_TMH_EAGER, 0x20, 0, 8, 2);
+    expect_unexp(t, 0x20, 8);
+    /* DEL of a handle that names nothing: gone, never given, zero */
+    cr_assert_eq(tm_del(t, h1, 78, 0), TMX_ERR_INVALID_PARAM);
+    cr_assert_eq(tm_del(t, 0, 78, 0), TMX_ERR_INVALID_PARAM);
+    cr_assert_eq(tm_del(t, 123456, 78, 0), TMX_ERR_INVALID_PARAM);
+    /* ADD with tag bits outside the mask, or too many sges */
+    cr_assert_eq(tm_add(t, 0x1ff, 0xff, 0, 64, 3, 0, 0, &h3), TMX_ERR_INVALID_PARAM);
+    memset(ops, 0, sizeof(ops));
+    sge[0] = sge[1] = (tmx_sge_t){.addr = (uintptr_t)(t->mem + BUFS), .length = 8,
+                                  .lkey = t->mr->lkey};
+    ops[0].op      = TMX_SRQ_OP_TM_ADD;
+    ops[0].tag     = 5;
+    ops[0].mask    = 0xff;
+    ops[0].sg_list = sge;
+    ops[0].num_sge = 1;
+    ops[0].next    = &ops[1];
+    ops[1]         = ops[0];
+    ops[1].num_sge = 2;
+    ops[1].next    = NULL;
+    bad            = NULL;
+    cr_assert_eq(op_post(t, ops, &bad), TMX_ERR_INVALID_PARAM);
+    cr_assert_eq(bad, &ops[1]); /* the first was posted */
+    cr_assert_neq(ops[0].handle, 0);
+    cr_assert_eq(tm_del(t, ops[0].handle, 0, 0), TMX_OK);
+    /* an op that is none */
+    memset(ops, 0, sizeof(ops));
+    ops[0].op = (tmx_srq_op_type_t)9;
+    cr_assert_eq(op_post(t, ops, NULL), TMX_ERR_INVALID_PARAM);
+    tm_none(t);
+    tm_close(t);
+    free(t);
+}
+
+Test(soft_tm, list_full, .timeout = 20)
+{
+    tmx_config_t cfg;
+    tm_t        *t = calloc(1, sizeof(*t));
+    uint32_t     h[3];
+    tmx_srq_op_t ops[2], *bad = NULL;
+    tmx_sge_t    sge = {0};
+
+    cfg_tm(&cfg);
+    cfg.soft_tm_tags = 2;
+    tm_open(t, &cfg, 2, 8, 8);
+    cr_assert_eq(tm_add(t, 1, ~0ull, 0, 64, 1, 0, 0, &h[0]), TMX_OK);
+    cr_assert_eq(tm_add(t, 2, ~0ull, 64, 64, 2, 0, 0, &h[1]), TMX_OK);
+    h[2] = 0;
+    cr_assert_eq(tm_add(t, 3, ~0ull, 128, 64, 3, TMX_OPS_SIGNALED, 0, &h[2]),
+                 TMX_ERR_NO_RESOURCE);
+    cr_assert_eq(h[2], 0);
+    tm_none(t); /* nothing of it posted: no completion */
+    /* in a chain: the ops before it were posted */
+    memset(ops, 0, sizeof(ops));
+    ops[0].op      = TMX_SRQ_OP_TM_DEL;
+    ops[0].handle  = h[0];
+    ops[0].next    = &ops[1];
+    ops[1].op      = TMX_SRQ_OP_TM_ADD;
+    ops[1].tag     = 3;
+    ops[1].mask    = ~0ull;
+    ops[1].sg_list = &sge;
+    ops[1].num_sge = 0;
+    ops[1].next    = NULL;
+    cr_assert_eq(op_post(t, ops, &bad), TMX_OK);
+    cr_assert_neq(ops[1].handle, 0);
+    cr_assert_eq(tm_add(t, 4, ~0ull, 0, 64, 4, 0, 0, NULL), TMX_ERR_NO_RESOURCE);
+    /* a message consumes an entry: room again */
+    tm_send(t, t->tx, TMX_TMH_EAGER, 2, 0, 8, 1);
+    expect_match(t, 2, 2, 8);
+    cr_assert_eq(tm_add(t, 4, ~0ull, 0, 64, 4, 0, 0, NULL), TMX_OK);
+    cr_assert_eq(tm_add(t, 5, ~0ull, 0, 64, 5, 0, 0, NULL), TMX_ERR_NO_RESOURCE);
+    tm_close(t);
+    free(t);
+}
+
+Test(soft_tm, max_ops_busy, .timeout = 20)
+{
+    tmx_config_t cfg;
+    tm_t        *t = calloc(1, sizeof(*t));
+    uint32_t     h;
+    tmx_wc_t     wc;
+
+    cfg_tm(&cfg);
+    cfg.soft_tm_ops = 2;
+    tm_open(t, &cfg, 16, 2, 8);
+    cr_assert_eq(tm_add(t, 1, ~0ull, 0, 64, 1, TMX_OPS_SIGNALED, 0, &h), TMX_OK);
+    cr_assert_eq(tm_sync(t, 0, 9, TMX_OPS_SIGNALED), TMX_OK);
+    /* two outstanding: a third signaled op is refused, nothing of it done */
+    cr_assert_eq(tm_add(t, 2, ~0ull, 64, 64, 2, TMX_OPS_SIGNALED, 0, NULL), TMX_ERR_BUSY);
+    cr_assert_eq(tm_del(t, h, 10, TMX_OPS_SIGNALED), TMX_ERR_BUSY);
+    cr_assert_eq(tm_sync(t, 0, 11, TMX_OPS_SIGNALED), TMX_ERR_BUSY);
+    /* an unsignaled op that succeeds retires at once: not refused */
+    cr_assert_eq(tm_add(t, 3, ~0ull, 128, 64, 3, 0, 0, NULL), TMX_OK);
+    /* the entry the refused DEL named is still there */
+    tmh_put(t->mem + STAGE, TMX_TMH_EAGER, 1, 0);
+    tm_send_nopoll(t, t->tx, 24);
+    /* polling one op completion makes room for one */
+    wc = tm_next(t);
+    cr_assert(wc.opcode == TMX_WC_TM_ADD && wc.wr_id == 501);
+    cr_assert_eq(tm_add(t, 2, ~0ull, 64, 64, 2, TMX_OPS_SIGNALED, 0, NULL), TMX_OK);
+    cr_assert_eq(tm_sync(t, 0, 12, TMX_OPS_SIGNALED), TMX_ERR_BUSY);
+    wc = tm_next(t);
+    cr_assert(wc.opcode == TMX_WC_TM_SYNC && wc.wr_id == 9);
+    expect_match(t, 1, 1, 8);
+    wc = tm_next(t);
+    cr_assert(wc.opcode == TMX_WC_TM_ADD && wc.wr_id == 502);
+    /* a DEL of a consumed entry always completes: it counts too */
+    cr_assert_eq(tm_sync(t, 0, 13, TMX_OPS_SIGNALED), TMX_OK);
+    cr_assert_eq(tm_add(t, 7, ~0ull, 256, 64, 7, 0, 0, &h), TMX_OK);
+    tmh_put(t->mem + STAGE, TMX_TMH_EAGER, 7, 0);
+    tm_send_nopoll(t, t->tx, 24); /* consumed; its completion waits in the CQ */
+    cr_assert_eq(tm_del(t, h, 14, 0), TMX_OK); /* unsignaled, but it will fail: counted */
+    cr_assert_eq(tm_sync(t, 0, 15, TMX_OPS_SIGNALED), TMX_ERR_BUSY);
+    tm_close(t);
+    free(t);
+}
+
+/* A DEL that a message beat: it fails (TM_ERR) after the receive completion, signaled or not;
+ * the handle is no longer valid once every completion was polled. */
+Test(soft_tm, del_after_consumed_fails_after_the_receive, .timeout = 20)
+{
+    tmx_config_t cfg;
+    tm_t        *t = calloc(1, sizeof(*t));
+    uint32_t     h;
+    tmx_wc_t     wc;
+
+    cfg_tm(&cfg);
+    tm_open(t, &cfg, 16, 16, 8);
+    /* the receive completion not yet polled */
+    cr_assert_eq(tm_add(t, 0x42, ~0ull, 0, 64, 1, 0, 0, &h), TMX_OK);
+    tmh_put(t->mem + STAGE, TMX_TMH_EAGER, 0x42, 0);
+    fill(t->mem + STAGE + 16, 16, 3);
+    tm_send_nopoll(t, t->tx, 32);
+    cr_assert_eq(tm_del(t, h, 88, 0), TMX_OK);
+    cr_assert_eq(tm_del(t, h, 89, 0), TMX_ERR_INVALID_PARAM); /* one DEL per entry */
+    wc = expect_match(t, 1, 0x42, 16);
+    cr_assert(same(t->mem + BUFS, 16, 3));
+    wc = tm_next(t);
+    cr_assert(wc.opcode == TMX_WC_TM_DEL && wc.status == TMX_WC_TM_ERR && wc.wr_id == 88);
+    tm_none(t);
+    cr_assert_eq(tm_del(t, h, 90, 0), TMX_ERR_INVALID_PARAM);
+
+    /* a receive that is still arriving (a large message in many records): the DEL fails after
+     * its last completion */
+    cr_assert_eq(tm_add(t, 0x43, ~0ull, 0, 300000, 2, 0, 0, &h), TMX_OK);
+    tmh_put(t->mem + STAGE, TMX_TMH_EAGER, 0x43, 5);
+    fill(t->mem + STAGE + 16, 300000, 4);
+    {
+        tmx_sge_t      sge = {.addr = (uintptr_t)(t->mem + STAGE), .length = 300016,
+                              .lkey = t->mr->lkey};
+        tmx_send_wr_t  wr  = {.wr_id = 5000, .sg_list = &sge, .num_sge = 1,
+                              .opcode = TMX_WR_SEND, .send_flags = TMX_SEND_SIGNALED};
+        tmx_send_wr_t *bad;
+        double         end = tmx_time_sec() + 5;
+
+        cr_assert_eq(t->ops->post_send(t->tx, &wr, &bad), TMX_OK);
+        /* until the MATCH completion shows the entry consumed, data still to come */
+        while (t->nstash == 0) {
+            tm_poll(t);
+            cr_assert(tmx_time_sec() < end);
+        }
+        cr_assert_eq(t->stash[0].wc_flags, TMX_WC_TM_MATCH);
+        cr_assert_eq(tm_del(t, h, 91, TMX_OPS_SIGNALED), TMX_OK);
+    }
+    wc = tm_next(t);
+    cr_assert(wc.wr_id == 2 && wc.wc_flags == TMX_WC_TM_MATCH && wc.byte_len == 0);
+    cr_assert_eq(wc.tm_info.tag, 0x43);
+    cr_assert_eq(wc.tm_info.priv, 5);
+    wc = tm_next(t);
+    cr_assert(wc.wr_id == 2 && wc.wc_flags == TMX_WC_TM_DATA_VALID && wc.byte_len == 300000);
+    cr_assert_eq(wc.status, TMX_WC_SUCCESS);
+    cr_assert(same(t->mem + BUFS, 300000, 4));
+    wc = tm_next(t);
+    cr_assert(wc.opcode == TMX_WC_TM_DEL && wc.status == TMX_WC_TM_ERR && wc.wr_id == 91);
+    tm_close(t);
+    free(t);
+}
+
+/* A handle comes back only once every completion of its entry was polled. */
+Test(soft_tm, handle_reused_only_after_polling, .timeout = 20)
+{
+    tmx_config_t cfg;
+    tm_t        *t = calloc(1, sizeof(*t));
+    uint32_t     h1, h;
+    int          reused = 0;
+
+    cfg_tm(&cfg);
+    tm_open(t, &cfg, 2, 16, 8);
+    cr_assert_eq(tm_add(t, 0x7, ~0ull, 0, 64, 1, 0, 0, &h1), TMX_OK);
+    tmh_put(t->mem + STAGE, TMX_TMH_EAGER, 0x7, 0);
+    tm_send_nopoll(t, t->tx, 24); /* consumed, its completion not polled */
+    for (int i = 0; i < 20; i++) {
+        cr_assert_eq(tm_add(t, 100 + (uint64_t)i, ~0ull, 64, 64, 2, 0, 0, &h), TMX_OK);
+        cr_assert_neq(h, h1, "handle %u given again before its completion was polled", h1);
+        cr_assert_eq(tm_del(t, h, 0, 0), TMX_OK);
+    }
+    expect_match(t, 1, 0x7, 8);
+    for (int i = 0; i < 20; i++) {
+        cr_assert_eq(tm_add(t, 100 + (uint64_t)i, ~0ull, 64, 64, 2, 0, 0, &h), TMX_OK);
+        reused += h == h1;
+        cr_assert_eq(tm_del(t, h, 0, 0), TMX_OK);
+    }
+    cr_assert(reused > 0, "handle %u never came back", h1);
+    tm_close(t);
+    free(t);
+}

@@ -777,3 +777,272 @@ Test(soft_tm, handle_reused_only_after_polling, .timeout = 20)
     tm_close(t);
     free(t);
 }
+
+/* ---------------------------------------------------------------- receiving */
+
+/* Matched eager: straight into the entry's buffer (no plain buffer used), list order, masks;
+ * one completion up to the MTU (4 KiB), two above it; LOC_LEN_ERR fills the buffer. */
+Test(soft_tm, matched_eager, .timeout = 30)
+{
+    static const uint32_t lens[] = {0, 1, 100, 4096, 4097, 65536, 300000};
+    tmx_config_t cfg;
+    tm_t        *t = calloc(1, sizeof(*t));
+    tmx_wc_t     wc;
+
+    cfg_tm(&cfg);
+    tm_open(t, &cfg, 16, 16, 1);
+    memset(t->mem + PLAIN, 0x5a, PLAIN_SZ);
+    /* list order: the first eligible entry that matches takes it; the mask applies */
+    cr_assert_eq(tm_add(t, 0x1200, 0xff00, 0, 64, 1, 0, 0, NULL), TMX_OK);
+    cr_assert_eq(tm_add(t, 0x12ab, ~0ull, 64, 64, 2, 0, 0, NULL), TMX_OK);
+    tm_send(t, t->tx, TMX_TMH_EAGER, 0x12ab, 0xc0ffee, 20, 1);
+    wc = expect_match(t, 1, 0x12ab, 20);
+    cr_assert_eq(wc.tm_info.priv, 0xc0ffee);
+    cr_assert_eq(wc.qp_num, t->rx->qp_num);
+    cr_assert(same(t->mem + BUFS, 20, 1));
+    tm_send(t, t->tx, TMX_TMH_EAGER, 0x12ab, 0, 20, 2);
+    expect_match(t, 2, 0x12ab, 20);
+    cr_assert(same(t->mem + BUFS + 64, 20, 2));
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        memset(t->mem + BUFS, 0, lens[i] + 16);
+        cr_assert_eq(tm_add(t, 0x99, ~0ull, 0, lens[i], 10 + i, 0, 0, NULL), TMX_OK);
+        tm_send(t, t->tx, TMX_TMH_EAGER, 0x99, 7, lens[i], (unsigned)i);
+        wc = tm_next(t);
+        cr_assert_eq(wc.wr_id, 10 + i);
+        cr_assert_eq(wc.status, TMX_WC_SUCCESS);
+        cr_assert_eq(wc.opcode, TMX_WC_TM_RECV);
+        if (lens[i] > 4096) {
+            cr_assert_eq(wc.wc_flags, TMX_WC_TM_MATCH, "len %u: flags 0x%x", lens[i],
+                         wc.wc_flags);
+            cr_assert_eq(wc.byte_len, 0);
+            cr_assert(wc.tm_info.tag == 0x99 && wc.tm_info.priv == 7);
+            wc = tm_next(t);
+            cr_assert_eq(wc.wr_id, 10 + i);
+            cr_assert_eq(wc.status, TMX_WC_SUCCESS);
+            cr_assert_eq(wc.wc_flags, TMX_WC_TM_DATA_VALID);
+        } else {
+            cr_assert_eq(wc.wc_flags, TMX_WC_TM_MATCH | TMX_WC_TM_DATA_VALID);
+            cr_assert(wc.tm_info.tag == 0x99 && wc.tm_info.priv == 7);
+        }
+        cr_assert_eq(wc.byte_len, lens[i]);
+        cr_assert(same(t->mem + BUFS, lens[i], (unsigned)i), "len %u: data", lens[i]);
+        cr_assert_eq(t->mem[BUFS + lens[i]], 0); /* nothing past the payload */
+    }
+    /* too long for the buffer: filled, LOC_LEN_ERR, byte_len the payload's */
+    memset(t->mem + BUFS, 0, 256);
+    cr_assert_eq(tm_add(t, 0x77, ~0ull, 0, 64, 30, 0, 0, NULL), TMX_OK);
+    tm_send(t, t->tx, TMX_TMH_EAGER, 0x77, 0, 100, 9);
+    wc = tm_next(t);
+    cr_assert(wc.wr_id == 30 && wc.status == TMX_WC_LOC_LEN_ERR && wc.byte_len == 100);
+    cr_assert_eq(wc.wc_flags, TMX_WC_TM_MATCH | TMX_WC_TM_DATA_VALID);
+    cr_assert(same(t->mem + BUFS, 64, 9));
+    cr_assert_eq(t->mem[BUFS + 64], 0);
+    /* no bounce copy: the plain buffer was never touched */
+    for (unsigned i = 0; i < PLAIN_SZ; i++) {
+        cr_assert_eq(t->mem[PLAIN + i], 0x5a);
+    }
+    tm_close(t);
+    free(t);
+}
+
+/* NO_TAG, FIN, a message too short for a TMH and an unknown opcode land in plain buffers as
+ * TMX_WC_TM_NO_TAG, whole; they are not counted (an ADD in step with 0 stays eligible). */
+Test(soft_tm, no_tag_fin_short, .timeout = 20)
+{
+    tmx_config_t cfg;
+    tm_t        *t = calloc(1, sizeof(*t));
+    tmx_wc_t     wc;
+    tmx_tmh_t    tmh;
+
+    cfg_tm(&cfg);
+    tm_open(t, &cfg, 16, 16, 8);
+    cr_assert_eq(tm_add(t, 0x5, ~0ull, 0, 64, 1, 0, 0, NULL), TMX_OK);
+    tm_send(t, t->tx, TMX_TMH_NO_TAG, 0x5, 3, 40, 1); /* NO_TAG: never matched */
+    wc = tm_next(t);
+    cr_assert(wc.opcode == TMX_WC_TM_NO_TAG && wc.status == TMX_WC_SUCCESS);
+    cr_assert(wc.byte_len == 56 && wc.wc_flags == 0);
+    memcpy(&tmh, plain_buf(t, wc.wr_id), sizeof(tmh));
+    cr_assert(tmh.opcode == TMX_TMH_NO_TAG && be32toh(tmh.app_ctx) == 3);
+    cr_assert(same(plain_buf(t, wc.wr_id) + 16, 40, 1));
+    tm_send(t, t->tx, TMX_TMH_FIN, 0x5, 4, 0, 1);
+    wc = tm_next(t);
+    cr_assert(wc.opcode == TMX_WC_TM_NO_TAG && wc.byte_len == 16 && wc.wc_flags == 0);
+    memset(t->mem + STAGE, 0xee, 8);
+    tm_send_raw(t, t->tx, 8);
+    wc = tm_next(t);
+    cr_assert(wc.opcode == TMX_WC_TM_NO_TAG && wc.byte_len == 8 && wc.status == 0);
+    cr_assert_eq(plain_buf(t, wc.wr_id)[7], 0xee);
+    tm_send_raw(t, t->tx, 0);
+    wc = tm_next(t);
+    cr_assert(wc.opcode == TMX_WC_TM_NO_TAG && wc.byte_len == 0);
+    tm_send(t, t->tx, 77, 0x5, 4, 0, 1);
+    wc = tm_next(t);
+    cr_assert(wc.opcode == TMX_WC_TM_NO_TAG && wc.byte_len == 16);
+    /* none counted: an ADD reporting 0 is eligible, the entry added first still is */
+    cr_assert_eq(tm_add(t, 0x6, ~0ull, 64, 64, 2, TMX_OPS_TM_SYNC, 0, NULL), TMX_OK);
+    tm_send(t, t->tx, TMX_TMH_EAGER, 0x6, 0, 8, 1);
+    expect_match(t, 2, 0x6, 8);
+    tm_send(t, t->tx, TMX_TMH_EAGER, 0x5, 0, 8, 1);
+    expect_match(t, 1, 0x5, 8);
+    tm_close(t);
+    free(t);
+}
+
+/* The phase-sync case of DESIGN.md: m1 and m2 both match b1 and b2; b1 is added between their
+ * arrivals, before software saw m1: m2 must not take b1 (software gives m1 to b1). */
+Test(soft_tm, phase_sync, .timeout = 20)
+{
+    tmx_config_t cfg;
+    tm_t        *t = calloc(1, sizeof(*t));
+    tmx_wc_t     wc;
+    uint32_t     b1;
+
+    cfg_tm(&cfg);
+    tm_open(t, &cfg, 16, 16, 8);
+    tmh_put(t->mem + STAGE, TMX_TMH_EAGER, 0x33, 1);
+    tm_send_nopoll(t, t->tx, 16); /* m1: unexpected, software has not seen it */
+    cr_assert_eq(tm_add(t, 0x33, ~0ull, 0, 64, 1, TMX_OPS_TM_SYNC, 0, &b1), TMX_OK); /* b1 */
+    tmh_put(t->mem + STAGE, TMX_TMH_EAGER, 0x33, 2);
+    tm_send_nopoll(t, t->tx, 16); /* m2 */
+    wc = expect_unexp(t, 0x33, 0);
+    cr_assert_eq(wc.wc_flags, 0u);
+    wc = expect_unexp(t, 0x33, 0); /* m2 did not take b1 */
+    /* software matches m1 to b1 itself (DEL), reporting it handled 1 of the 2: b2 added now
+     * is not eligible either */
+    cr_assert_eq(tm_del(t, b1, 0, 0), TMX_OK);
+    cr_assert_eq(tm_add(t, 0x33, ~0ull, 64, 64, 2, TMX_OPS_TM_SYNC, 1, NULL), TMX_OK); /* b2 */
+    tm_send(t, t->tx, TMX_TMH_EAGER, 0x33, 0, 0, 0); /* m3 */
+    expect_unexp(t, 0x33, 0);
+    /* software reports all 3 (m2 matched to b2 in software, say, m3 to a later receive): a
+     * count equal to the device's makes every entry eligible, the ones added before too */
+    cr_assert_eq(tm_add(t, 0x34, ~0ull, 128, 64, 3, 0, 0, NULL), TMX_OK); /* not eligible */
+    cr_assert_eq(tm_sync(t, 3, 40, TMX_OPS_SIGNALED), TMX_OK);
+    wc = tm_next(t);
+    cr_assert(wc.opcode == TMX_WC_TM_SYNC && wc.wr_id == 40 && wc.wc_flags == 0);
+    tm_send(t, t->tx, TMX_TMH_EAGER, 0x34, 0, 8, 0);
+    expect_match(t, 3, 0x34, 8);
+    tm_send(t, t->tx, TMX_TMH_EAGER, 0x33, 0, 8, 0);
+    expect_match(t, 2, 0x33, 8);
+    tm_close(t);
+    free(t);
+}
+
+/* SYNC_REQ: on unexpected receives and list op completions once the device runs more than the
+ * sync gap (here 2) ahead of what software reported. */
+Test(soft_tm, sync_req_tiny_gap, .timeout = 20)
+{
+    tmx_config_t cfg;
+    tm_t        *t = calloc(1, sizeof(*t));
+    tmx_wc_t     wc;
+
+    cfg_tm(&cfg);
+    cfg.soft_tm_sync_gap = 2;
+    tm_open(t, &cfg, 16, 16, 8);
+    for (unsigned i = 1; i <= 4; i++) {
+        tm_send(t, t->tx, TMX_TMH_EAGER, 0x1, 0, 0, 0);
+        wc = expect_unexp(t, 0x1, 0);
+        cr_assert_eq(wc.wc_flags & TMX_WC_TM_SYNC_REQ, i > 2 ? TMX_WC_TM_SYNC_REQ : 0u,
+                     "unexpected %u: flags 0x%x", i, wc.wc_flags);
+    }
+    cr_assert_eq(tm_add(t, 0x2, ~0ull, 0, 64, 1, TMX_OPS_SIGNALED | TMX_OPS_TM_SYNC, 1, NULL),
+                 TMX_OK);
+    wc = tm_next(t);
+    cr_assert(wc.opcode == TMX_WC_TM_ADD && (wc.wc_flags & TMX_WC_TM_SYNC_REQ));
+    cr_assert_eq(tm_sync(t, 2, 41, TMX_OPS_SIGNALED), TMX_OK); /* lag 2: not more than 2 */
+    wc = tm_next(t);
+    cr_assert(wc.opcode == TMX_WC_TM_SYNC && wc.wc_flags == 0);
+    tm_send(t, t->tx, TMX_TMH_EAGER, 0x1, 0, 0, 0);
+    wc = expect_unexp(t, 0x1, 0);
+    cr_assert_eq(wc.wc_flags, TMX_WC_TM_SYNC_REQ); /* lag 3 */
+    cr_assert_eq(tm_sync(t, 5, 42, TMX_OPS_SIGNALED), TMX_OK);
+    wc = tm_next(t);
+    cr_assert(wc.opcode == TMX_WC_TM_SYNC && wc.wc_flags == 0);
+    tm_send(t, t->tx, TMX_TMH_EAGER, 0x1, 0, 0, 0);
+    wc = expect_unexp(t, 0x1, 0);
+    cr_assert_eq(wc.wc_flags, 0u);
+    tm_close(t);
+    free(t);
+}
+
+/* The device's count is 16 bits: past 65536 unexpected messages it wraps, and a report is
+ * compared modulo 2^16. SYNC_REQ follows the 16-bit lag. */
+Test(soft_tm, unexpected_counter_wraps, .timeout = 120)
+{
+    tmx_config_t cfg;
+    tm_t        *t = calloc(1, sizeof(*t));
+    tmx_wc_t     wc;
+    const unsigned n = 65536 + 3;
+
+    cfg_tm(&cfg);
+    cfg.soft_tm_sync_gap = 16383;
+    tm_open(t, &cfg, 16, 16, 8);
+    tmh_put(t->mem + STAGE, TMX_TMH_EAGER, 0x9, 0);
+    for (unsigned i = 1; i <= n; i++) {
+        tm_send_raw(t, t->tx, 16);
+        wc = tm_next(t);
+        cr_assert(wc.opcode == TMX_WC_TM_RECV && !(wc.wc_flags & TMX_WC_TM_MATCH));
+        cr_assert_eq(wc.wc_flags & TMX_WC_TM_SYNC_REQ,
+                     (uint16_t)i > 16383 ? TMX_WC_TM_SYNC_REQ : 0u, "unexpected %u", i);
+        plain_post(t, (unsigned)(wc.wr_id - PLAIN_ID));
+    }
+    /* a report one short (mod 2^16) leaves an ADD ineligible */
+    cr_assert_eq(tm_add(t, 0x9, ~0ull, 0, 64, 1, TMX_OPS_TM_SYNC, n - 1, NULL), TMX_OK);
+    tm_send(t, t->tx, TMX_TMH_EAGER, 0x9, 0, 0, 0);
+    expect_unexp(t, 0x9, 0);
+    /* the full count, as software's 32-bit counter has it: eligible */
+    cr_assert_eq(tm_sync(t, n + 1, 0, 0), TMX_OK);
+    tm_send(t, t->tx, TMX_TMH_EAGER, 0x9, 0, 8, 0);
+    expect_match(t, 1, 0x9, 8);
+    /* the same count modulo 2^16 works as well */
+    tm_send(t, t->tx, TMX_TMH_EAGER, 0x9, 0, 0, 0);
+    expect_unexp(t, 0x9, 0);
+    cr_assert_eq(tm_add(t, 0x9, ~0ull, 0, 64, 2, TMX_OPS_TM_SYNC, (n + 2) & 0xffff, NULL),
+                 TMX_OK);
+    tm_send(t, t->tx, TMX_TMH_EAGER, 0x9, 0, 8, 0);
+    expect_match(t, 2, 0x9, 8);
+    tm_close(t);
+    free(t);
+}
+
+/* TMX_SOFT_TM_INJECT: every Nth op of a kind fails (TMX_ERR_IO) with nothing of it done. */
+Test(soft_tm, inject_fails_every_nth, .timeout = 20)
+{
+    tmx_config_t cfg;
+    tm_t        *t = calloc(1, sizeof(*t));
+    uint32_t     h[6];
+    tmx_wc_t     wc;
+
+    cfg_tm(&cfg);
+    snprintf(cfg.soft_tm_inject, sizeof(cfg.soft_tm_inject), "add=3,del=2,sync=1");
+    tm_open(t, &cfg, 16, 16, 8);
+    for (int i = 0; i < 6; i++) {
+        h[i] = 0;
+        cr_assert_eq(tm_add(t, 0x100 + (uint64_t)i, ~0ull, 64 * (size_t)i, 64, 1 + (uint64_t)i,
+                            TMX_OPS_SIGNALED, 0, &h[i]),
+                     i % 3 == 2 ? TMX_ERR_IO : TMX_OK, "add %d", i);
+        cr_assert_eq(h[i] == 0, i % 3 == 2);
+        if (i % 3 != 2) {
+            wc = tm_next(t);
+            cr_assert(wc.opcode == TMX_WC_TM_ADD && wc.wr_id == 501 + (uint64_t)i);
+        }
+    }
+    tm_none(t);
+    /* the failed ADD is not on the list: its tag arrives unexpected */
+    tm_send(t, t->tx, TMX_TMH_EAGER, 0x102, 0, 0, 0);
+    expect_unexp(t, 0x102, 0);
+    /* a SYNC always fails here, and does nothing: the count is not taken (ADD stays behind) */
+    cr_assert_eq(tm_sync(t, 1, 50, TMX_OPS_SIGNALED), TMX_ERR_IO);
+    tm_none(t);
+    /* DEL: the 2nd fails and the entry stays; the 1st and 3rd remove theirs */
+    cr_assert_eq(tm_del(t, h[0], 60, TMX_OPS_SIGNALED), TMX_OK);
+    cr_assert_eq(tm_del(t, h[1], 61, TMX_OPS_SIGNALED), TMX_ERR_IO);
+    cr_assert_eq(tm_del(t, h[1], 62, TMX_OPS_SIGNALED), TMX_OK);
+    wc = tm_next(t);
+    cr_assert(wc.opcode == TMX_WC_TM_DEL && wc.wr_id == 60 && wc.status == TMX_WC_SUCCESS);
+    wc = tm_next(t);
+    cr_assert(wc.opcode == TMX_WC_TM_DEL && wc.wr_id == 62 && wc.status == TMX_WC_SUCCESS);
+    tm_send(t, t->tx, TMX_TMH_EAGER, 0x103, 0, 8, 0);
+    expect_match(t, 4, 0x103, 8); /* added in step, before the unexpected one */
+    tm_close(t);
+    free(t);
+}

@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <endian.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,13 +63,10 @@ static void cfg_tm(tmx_config_t *cfg)
     cfg->soft_tm_rndv    = 1;
 }
 
-static void qp_rts(tm_t *t, tmx_qp_t *qp, tmx_qp_t *peer)
+static void qp_rts_blob(tm_t *t, tmx_qp_t *qp, const uint8_t *blob, size_t len)
 {
-    uint8_t       blob[TMX_QP_ADDR_MAX];
-    size_t        len = sizeof(blob);
     tmx_qp_attr_t mod;
 
-    cr_assert_eq(t->ops->qp_get_addr(peer, blob, &len), TMX_OK);
     memset(&mod, 0, sizeof(mod));
     mod.state           = TMX_QPS_RTR;
     mod.remote_addr     = blob;
@@ -76,6 +74,15 @@ static void qp_rts(tm_t *t, tmx_qp_t *qp, tmx_qp_t *peer)
     cr_assert_eq(t->ops->qp_modify(qp, &mod, TMX_QP_ATTR_STATE | TMX_QP_ATTR_REMOTE), TMX_OK);
     mod.state = TMX_QPS_RTS;
     cr_assert_eq(t->ops->qp_modify(qp, &mod, TMX_QP_ATTR_STATE), TMX_OK);
+}
+
+static void qp_rts(tm_t *t, tmx_qp_t *qp, tmx_qp_t *peer)
+{
+    uint8_t blob[TMX_QP_ADDR_MAX];
+    size_t  len = sizeof(blob);
+
+    cr_assert_eq(t->ops->qp_get_addr(peer, blob, &len), TMX_OK);
+    qp_rts_blob(t, qp, blob, len);
 }
 
 static tmx_qp_t *qp_new(tm_t *t, uint32_t max_send_wr)
@@ -115,9 +122,8 @@ static uint8_t *plain_buf(tm_t *t, uint64_t wr_id)
     return t->mem + PLAIN + (wr_id - PLAIN_ID) * PLAIN_SZ;
 }
 
-/* A device with a TM SRQ of max_tags entries and max_ops ops; nplain plain buffers posted. */
-static void tm_open(tm_t *t, const tmx_config_t *cfg, uint32_t max_tags, uint32_t max_ops,
-                    unsigned nplain)
+/* A device with a TM SRQ of max_tags entries and max_ops ops, and its memory. */
+static void tm_dev(tm_t *t, const tmx_config_t *cfg, uint32_t max_tags, uint32_t max_ops)
 {
     tmx_dev_t          *devs[1];
     int                 num = 0;
@@ -144,6 +150,14 @@ static void tm_open(tm_t *t, const tmx_config_t *cfg, uint32_t max_tags, uint32_
     cr_assert_eq(t->ops->mr_reg(t->pd, t->mem, MEM,
                                 TMX_ACCESS_LOCAL_WRITE | TMX_ACCESS_REMOTE_READ, &t->mr),
                  TMX_OK);
+    t->send_id = 1;
+}
+
+/* tm_dev with the loopback QPs, nplain plain buffers posted. */
+static void tm_open(tm_t *t, const tmx_config_t *cfg, uint32_t max_tags, uint32_t max_ops,
+                    unsigned nplain)
+{
+    tm_dev(t, cfg, max_tags, max_ops);
     t->tx  = qp_new(t, 64);
     t->rx  = qp_new(t, 0);
     t->tx2 = qp_new(t, 64);
@@ -160,10 +174,13 @@ static void tm_open(tm_t *t, const tmx_config_t *cfg, uint32_t max_tags, uint32_
 
 static void tm_close(tm_t *t)
 {
-    t->ops->qp_destroy(t->tx);
-    t->ops->qp_destroy(t->rx);
-    t->ops->qp_destroy(t->tx2);
-    t->ops->qp_destroy(t->rx2);
+    tmx_qp_t *qps[4] = {t->tx, t->rx, t->tx2, t->rx2};
+
+    for (int i = 0; i < 4; i++) {
+        if (qps[i] != NULL) {
+            t->ops->qp_destroy(qps[i]);
+        }
+    }
     t->ops->srq_destroy(t->srq);
     t->ops->mr_dereg(t->mr);
     t->ops->cq_destroy(t->cq);
@@ -277,8 +294,8 @@ static void tm_send_raw(tm_t *t, tmx_qp_t *qp, uint32_t len)
     cr_assert_eq(st, TMX_OK);
     /* the SEND completes once all of it is in the ring: the staging area is free again */
     for (;;) {
-        tmx_wc_t wc[16];
-        int      got = t->ops->cq_poll(t->cq, 16, wc), done = 0;
+        tmx_wc_t wc[1];
+        int      got = t->ops->cq_poll(t->cq, 1, wc), done = 0;
 
         cr_assert(got >= 0);
         for (int i = 0; i < got; i++) {
@@ -329,7 +346,7 @@ static void tm_send(tm_t *t, tmx_qp_t *qp, uint8_t op, uint64_t tag, uint32_t ct
 }
 
 /* A RNDV message: TMH + RVH (va, rkey, len) + 16 bytes of user header. */
-static __attribute__((unused)) void tm_send_rndv(tm_t *t, tmx_qp_t *qp, uint64_t tag, uint32_t ctx, uint64_t va,
+static void tm_send_rndv(tm_t *t, tmx_qp_t *qp, uint64_t tag, uint32_t ctx, uint64_t va,
                          uint32_t rkey, uint32_t len)
 {
     tmx_rvh_t rvh = {.va = htobe64(va), .rkey = htobe32(rkey), .len = htobe32(len)};
@@ -1045,4 +1062,314 @@ Test(soft_tm, inject_fails_every_nth, .timeout = 20)
     expect_match(t, 4, 0x103, 8); /* added in step, before the unexpected one */
     tm_close(t);
     free(t);
+}
+
+/* ---------------------------------------------------------------- rendezvous */
+
+#define SRC   (BUFS + (3u << 20)) /* a sender's buffer, in the same arena */
+#define RLEN  ((1u << 20) + 5)
+
+/* The FIN of an offloaded rendezvous, in a plain buffer of the sender's TM SRQ. */
+static void check_fin(tm_t *t, tmx_wc_t wc, tmx_qp_t *tx, uint32_t ctx, uint64_t tag)
+{
+    tmx_tmh_t tmh;
+
+    cr_assert_eq(wc.opcode, TMX_WC_TM_NO_TAG, "opcode %d status %d", wc.opcode, wc.status);
+    cr_assert_eq(wc.status, TMX_WC_SUCCESS);
+    cr_assert_eq(wc.byte_len, sizeof(tmh));
+    cr_assert_eq(wc.qp_num, tx->qp_num);
+    memcpy(&tmh, plain_buf(t, wc.wr_id), sizeof(tmh));
+    cr_assert_eq(tmh.opcode, TMX_TMH_FIN);
+    cr_assert_eq(be32toh(tmh.app_ctx), ctx);
+    cr_assert_eq(be64toh(tmh.tag), tag);
+    plain_post(t, (unsigned)(wc.wr_id - PLAIN_ID));
+}
+
+static void expect_fin(tm_t *t, tmx_qp_t *tx, uint32_t ctx, uint64_t tag)
+{
+    check_fin(t, tm_next(t), tx, ctx, tag);
+}
+
+/* Matched RNDV on a TM QP: the device reads the data into the entry's buffer, sends the FIN to
+ * the sender's tx QP (through its TM SRQ), and completes MATCH then DATA_VALID. */
+static void rndv_offload(int cma)
+{
+    tmx_config_t cfg;
+    tm_t        *t = calloc(1, sizeof(*t));
+    tmx_wc_t     wc;
+    uint32_t     h;
+
+    cfg_tm(&cfg);
+    cfg.soft_cma = cma;
+    tm_open(t, &cfg, 16, 16, 8);
+    for (int round = 0; round < 3; round++) {
+        uint32_t len = round == 0 ? RLEN : round == 1 ? 0 : 4000;
+
+        fill(t->mem + SRC, len, 40 + (unsigned)round);
+        memset(t->mem + BUFS, 0, RLEN + 1);
+        cr_assert_eq(tm_add(t, 0xabc, ~0ull, 0, 2u << 20, 7, 0, 0, &h), TMX_OK);
+        tm_send_rndv(t, t->tx, 0xabc, 0x1234 + (uint32_t)round, (uintptr_t)(t->mem + SRC),
+                     t->mr->rkey, len);
+        wc = tm_next(t);
+        cr_assert(wc.wr_id == 7 && wc.status == TMX_WC_SUCCESS && wc.byte_len == 0);
+        cr_assert_eq(wc.wc_flags, TMX_WC_TM_MATCH);
+        cr_assert(wc.tm_info.tag == 0xabc && wc.tm_info.priv == 0x1234 + (uint32_t)round);
+        if (round == 0) {
+            /* the DEL comes too late: it fails after the DATA_VALID completion */
+            cr_assert_eq(tm_del(t, h, 66, 0), TMX_OK);
+        }
+        wc = tm_next(t);
+        cr_assert_eq(wc.status, TMX_WC_SUCCESS, "status %d", wc.status);
+        cr_assert(wc.wr_id == 7 && wc.wc_flags == TMX_WC_TM_DATA_VALID && wc.byte_len == len);
+        cr_assert(same(t->mem + BUFS, len, 40 + (unsigned)round));
+        cr_assert_eq(t->mem[BUFS + len], 0);
+        if (round == 0) {
+            /* the DEL's failure and the FIN, in either order */
+            for (int k = 0; k < 2; k++) {
+                wc = tm_next(t);
+                if (wc.opcode == TMX_WC_TM_NO_TAG) {
+                    check_fin(t, wc, t->tx, 0x1234, 0xabc);
+                } else {
+                    cr_assert(wc.opcode == TMX_WC_TM_DEL && wc.status == TMX_WC_TM_ERR &&
+                              wc.wr_id == 66);
+                }
+            }
+            tm_none(t);
+            continue;
+        }
+        expect_fin(t, t->tx, 0x1234 + (uint32_t)round, 0xabc);
+        tm_none(t);
+    }
+    tm_close(t);
+    free(t);
+}
+
+Test(soft_tm, rndv_offload_cma, .timeout = 30)
+{
+    rndv_offload(-1);
+}
+
+Test(soft_tm, rndv_offload_fallback_reads, .timeout = 30)
+{
+    rndv_offload(0);
+}
+
+/* RNDV_INCOMPLETE: a buffer too small, arrival on a QP that is not a TM QP, offload off.
+ * The buffer holds RVH + user header; no FIN goes. */
+static void expect_incomplete(tm_t *t, uint64_t recv_id, uint32_t len)
+{
+    tmx_wc_t  wc = tm_next(t);
+    tmx_rvh_t rvh;
+
+    cr_assert_eq(wc.status, TMX_WC_TM_RNDV_INCOMPLETE, "status %d", wc.status);
+    cr_assert(wc.wr_id == recv_id && wc.opcode == TMX_WC_TM_RECV);
+    cr_assert_eq(wc.wc_flags & (TMX_WC_TM_MATCH | TMX_WC_TM_DATA_VALID), TMX_WC_TM_MATCH);
+    cr_assert_eq(wc.byte_len, sizeof(rvh) + 16);
+    cr_assert_eq(wc.tm_info.tag, 0x51);
+    memcpy(&rvh, t->mem + BUFS, sizeof(rvh));
+    cr_assert_eq(be64toh(rvh.va), (uint64_t)(uintptr_t)(t->mem + SRC));
+    cr_assert_eq(be32toh(rvh.len), len);
+    cr_assert_eq(t->mem[BUFS + sizeof(rvh)], 0xab);
+    tm_none(t); /* no FIN */
+}
+
+Test(soft_tm, rndv_incomplete, .timeout = 30)
+{
+    tmx_config_t cfg;
+    tm_t        *t = calloc(1, sizeof(*t));
+
+    cfg_tm(&cfg);
+    tm_open(t, &cfg, 16, 16, 8);
+    cr_assert_eq(tm_add(t, 0x51, ~0ull, 0, 100, 1, 0, 0, NULL), TMX_OK);
+    tm_send_rndv(t, t->tx, 0x51, 1, (uintptr_t)(t->mem + SRC), t->mr->rkey, 101);
+    expect_incomplete(t, 1, 101);
+    cr_assert_eq(tm_add(t, 0x51, ~0ull, 0, 1000, 2, 0, 0, NULL), TMX_OK);
+    tm_send_rndv(t, t->tx2, 0x51, 1, (uintptr_t)(t->mem + SRC), t->mr->rkey, 100);
+    expect_incomplete(t, 2, 100);
+    tm_close(t);
+    cfg.soft_tm_rndv = 0;
+    tm_open(t, &cfg, 16, 16, 8);
+    cr_assert_eq(t->dev->attr.caps & TMX_DEV_CAP_TM_RNDV, 0u);
+    cr_assert_eq(tm_add(t, 0x51, ~0ull, 0, 1000, 3, 0, 0, NULL), TMX_OK);
+    tm_send_rndv(t, t->tx, 0x51, 1, (uintptr_t)(t->mem + SRC), t->mr->rkey, 100);
+    expect_incomplete(t, 3, 100);
+    /* unexpected RNDV: whole, with its TMH, in a plain buffer; counted */
+    tm_send_rndv(t, t->tx, 0x51, 1, (uintptr_t)(t->mem + SRC), t->mr->rkey, 100);
+    expect_unexp(t, 0x51, 32);
+    tm_close(t);
+    free(t);
+}
+
+/* An RVH naming memory the sender did not open for reading (a bad key, out of bounds): the
+ * READ fails, DATA_VALID carries its error, no FIN goes. */
+static void rndv_bad_key(int cma)
+{
+    tmx_config_t cfg;
+    tm_t        *t = calloc(1, sizeof(*t));
+    tmx_wc_t     wc;
+    tmx_mr_t    *local;
+    struct {
+        uint64_t va;
+        uint32_t rkey, len;
+    } bad[3];
+
+    cfg_tm(&cfg);
+    cfg.soft_cma = cma;
+    tm_open(t, &cfg, 16, 16, 8);
+    /* a registration without REMOTE_READ */
+    cr_assert_eq(t->ops->mr_reg(t->pd, t->mem + SRC, 4096, TMX_ACCESS_LOCAL_WRITE, &local),
+                 TMX_OK);
+    bad[0].va   = (uintptr_t)(t->mem + SRC);
+    bad[0].rkey = t->mr->rkey ^ 0x1; /* wrong generation */
+    bad[0].len  = 100;
+    bad[1].va   = (uintptr_t)(t->mem + MEM - 64); /* past the end */
+    bad[1].rkey = t->mr->rkey;
+    bad[1].len  = 100;
+    bad[2].va   = (uintptr_t)(t->mem + SRC);
+    bad[2].rkey = local->rkey;
+    bad[2].len  = 100;
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(tm_add(t, 0x61, ~0ull, 0, 4096, 1 + (uint64_t)i, 0, 0, NULL), TMX_OK);
+        tm_send_rndv(t, t->tx, 0x61, 9, bad[i].va, bad[i].rkey, bad[i].len);
+        wc = tm_next(t);
+        cr_assert(wc.wc_flags == TMX_WC_TM_MATCH && wc.status == TMX_WC_SUCCESS);
+        wc = tm_next(t);
+        cr_assert_eq(wc.status, TMX_WC_REM_ACCESS_ERR, "case %d: status %d", i, wc.status);
+        cr_assert(wc.wr_id == 1 + (uint64_t)i && wc.wc_flags == TMX_WC_TM_DATA_VALID);
+        tm_none(t); /* no FIN */
+        cr_assert_eq(t->tx->state, TMX_QPS_RTS);
+        cr_assert_eq(t->rx->state, TMX_QPS_RTS);
+    }
+    t->ops->mr_dereg(local);
+    tm_close(t);
+    free(t);
+}
+
+Test(soft_tm, rndv_bad_rkey_cma, .timeout = 30)
+{
+    rndv_bad_key(-1);
+}
+
+Test(soft_tm, rndv_bad_rkey_fallback, .timeout = 30)
+{
+    rndv_bad_key(0);
+}
+
+/* ---------------------------------------------------------------- two processes */
+
+typedef struct pair_sh {
+    _Atomic int stage[2];
+    size_t      len[2][2];
+    uint8_t     blob[2][2][TMX_QP_ADDR_MAX]; /* [node][0: tx, 1: rx] */
+    uint64_t    va;
+    uint32_t    rkey;
+} pair_sh_t;
+
+static void pair_wait(pair_sh_t *sh, int me, int s, tm_t *t)
+{
+    double end = tmx_time_sec() + 10;
+
+    atomic_store(&sh->stage[me], s);
+    while (atomic_load(&sh->stage[1 - me]) < s) {
+        if (t != NULL) {
+            tm_progress(t);
+        }
+        cr_assert(tmx_time_sec() < end, "peer did not come to stage %d", s);
+    }
+}
+
+/* Each node: a TM SRQ, a tx QP connected to the peer's TM QP and a TM QP connected to the
+ * peer's tx QP: the two connections per direction of prov.h. */
+static void pair_open(tm_t *t, pair_sh_t *sh, int me, const tmx_config_t *cfg)
+{
+    tm_dev(t, cfg, 16, 16);
+    t->tx = qp_new(t, 64);
+    t->rx = qp_new(t, 0);
+    sh->len[me][0] = sh->len[me][1] = TMX_QP_ADDR_MAX;
+    cr_assert_eq(t->ops->qp_get_addr(t->tx, sh->blob[me][0], &sh->len[me][0]), TMX_OK);
+    cr_assert_eq(t->ops->qp_get_addr(t->rx, sh->blob[me][1], &sh->len[me][1]), TMX_OK);
+    for (unsigned i = 0; i < 8; i++) {
+        plain_post(t, i);
+    }
+    pair_wait(sh, me, 1, NULL);
+    qp_rts_blob(t, t->tx, sh->blob[1 - me][1], sh->len[1 - me][1]);
+    qp_rts_blob(t, t->rx, sh->blob[1 - me][0], sh->len[1 - me][0]);
+    pair_wait(sh, me, 2, NULL);
+}
+
+/* Node 1 (a child) sends a RNDV of its buffer to node 0, which offloads it; with die, node 1
+ * exits at once without serving anything: node 0 gets an error, not a hang. */
+static void rndv_pair(int cma, int die)
+{
+    pair_sh_t  *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+                          MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    tmx_config_t cfg;
+    tm_t        *t = calloc(1, sizeof(*t));
+    tmx_wc_t     wc;
+    pid_t        pid;
+    int          status;
+
+    cr_assert(sh != MAP_FAILED && t != NULL);
+    memset(sh, 0, sizeof(*sh));
+    cfg_tm(&cfg);
+    cfg.soft_cma = cma;
+    fflush(NULL);
+    pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        alarm(20);
+        pair_open(t, sh, 1, &cfg);
+        fill(t->mem + SRC, RLEN, 77);
+        pair_wait(sh, 1, 3, t); /* node 0 added its entry */
+        tm_send_rndv(t, t->tx, 0xfeed, 0x4321, (uintptr_t)(t->mem + SRC), t->mr->rkey, RLEN);
+        if (die) {
+            _exit(0);
+        }
+        expect_fin(t, t->tx, 0x4321, 0xfeed);
+        pair_wait(sh, 1, 4, t);
+        tm_close(t);
+        _exit(0);
+    }
+    pair_open(t, sh, 0, &cfg);
+    cr_assert_eq(tm_add(t, 0xfeed, ~0ull, 0, 2u << 20, 3, 0, 0, NULL), TMX_OK);
+    pair_wait(sh, 0, 3, t);
+    wc = tm_next(t);
+    cr_assert(wc.wr_id == 3 && wc.wc_flags == TMX_WC_TM_MATCH && wc.status == 0);
+    cr_assert(wc.tm_info.tag == 0xfeed && wc.tm_info.priv == 0x4321);
+    for (;;) {
+        wc = tm_next(t);
+        if (wc.wr_id != TMX_WR_ID_ASYNC_ERROR) {
+            break;
+        }
+        cr_assert(die, "async error %d", wc.status);
+    }
+    cr_assert(wc.wr_id == 3 && wc.wc_flags == TMX_WC_TM_DATA_VALID);
+    if (die) {
+        cr_assert_neq(wc.status, TMX_WC_SUCCESS);
+    } else {
+        cr_assert_eq(wc.status, TMX_WC_SUCCESS, "status %d", wc.status);
+        cr_assert_eq(wc.byte_len, RLEN);
+        cr_assert(same(t->mem + BUFS, RLEN, 77));
+        pair_wait(sh, 0, 4, t);
+    }
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "node 1 failed: 0x%x", status);
+    tm_close(t);
+    free(t);
+    munmap(sh, sizeof(*sh));
+}
+
+Test(soft_tm, rndv_between_processes_cma, .timeout = 30)
+{
+    rndv_pair(-1, 0);
+}
+
+Test(soft_tm, rndv_between_processes_fallback, .timeout = 30)
+{
+    rndv_pair(0, 0);
+}
+
+Test(soft_tm, rndv_sender_dies, .timeout = 30)
+{
+    rndv_pair(0, 1);
 }

@@ -222,6 +222,8 @@ static tmx_wc_opcode_t tmx_soft_wc_opcode(tmx_wr_opcode_t op)
 /* Completes finished send WRs in post order, as an RC send queue does. */
 static void tmx_soft_sq_reap(tmx_soft_qp_t *qp)
 {
+    tmx_wc_status_t read_status = TMX_WC_SUCCESS;
+
     while (qp->sq_count > 0) {
         tmx_soft_swr_t *swr = tmx_soft_swr(qp, qp->head_seq);
 
@@ -235,7 +237,13 @@ static void tmx_soft_sq_reap(tmx_soft_qp_t *qp)
                 tmx_soft_swr(qp, qp->head_seq + 1)->state != TMX_SOFT_SWR_DONE) {
                 break;
             }
-            if (swr->tm_kind == TMX_SOFT_TM_WR_FIN) {
+            if (swr->tm_kind == TMX_SOFT_TM_WR_READ) {
+                read_status = swr->status;
+            } else {
+                /* a FIN flushed behind a READ that failed: the READ's error says more */
+                if (swr->status == TMX_WC_WR_FLUSH_ERR && read_status != TMX_WC_SUCCESS) {
+                    swr->status = read_status;
+                }
                 tmx_soft_tm_rndv_done(qp, swr);
             }
         } else if (swr->signaled || swr->status != TMX_WC_SUCCESS) {

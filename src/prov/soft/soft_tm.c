@@ -74,15 +74,18 @@ static tmx_status_t tmx_soft_tm_grow(tmx_soft_tm_t *tm)
     if (free_q == NULL) {
         return TMX_ERR_NO_MEMORY; /* the table grew, harmless; no handle yet */
     }
-    /* the queue is empty when this is called: the new handles, in order */
+    /* the free handles queued, then the new ones, in order */
+    for (uint32_t i = 0; i < tm->free_count; i++) {
+        free_q[i] = tm->free[(tm->free_head + i) % tm->ent_cap];
+    }
     for (uint32_t h = tm->ent_cap; h < cap; h++) {
-        free_q[h - tm->ent_cap] = h;
+        free_q[tm->free_count + h - tm->ent_cap] = h;
     }
     free(tm->free);
-    tm->free       = free_q;
-    tm->free_head  = 0;
-    tm->free_count = cap - tm->ent_cap;
-    tm->ent_cap    = cap;
+    tm->free        = free_q;
+    tm->free_head   = 0;
+    tm->free_count += cap - tm->ent_cap;
+    tm->ent_cap     = cap;
     return TMX_OK;
 }
 

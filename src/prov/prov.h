@@ -263,13 +263,14 @@ typedef struct tmx_recv_wr {
  * attr.cq. Its plain receive buffers are posted with srq_post_recv as for a basic SRQ. RC QPs
  * created with .srq = a TM SRQ receive through it, and every SEND arriving on such a QP starts
  * with a tmx_tmh_t (a SEND shorter than that completes TMX_WC_TM_NO_TAG with nothing parsed;
- * the consumer drops it). An RC QP attached to a TM SRQ and created with max_send_wr = 0 is a
- * "TM QP": its send queue belongs to the device, which issues the RDMA reads of rendezvous
- * offload and the FINs on it (post_send on it fails TMX_ERR_INVALID_PARAM); rendezvous offload
- * happens only for messages that arrive on a TM QP. So, as with mlx5 (UCX's rc_mlx5 tm_qp), a
- * peer pair that uses TM holds two connections per direction of data: each side sends on a
- * plain RC QP ("tx", attached to its own TM SRQ, where the peer device's FINs arrive) connected
- * to the other side's TM QP.
+ * the consumer drops it; so does a SEND whose TMH has an opcode not listed below). An RC QP
+ * attached to a TM SRQ and created with max_send_wr = 0 is a "TM QP": its send queue belongs
+ * to the device, which issues the RDMA reads of rendezvous offload and the FINs on it
+ * (post_send on it fails TMX_ERR_INVALID_PARAM); rendezvous offload happens only for messages
+ * that arrive on a TM QP. So, as with mlx5 (UCX's rc_mlx5 tm_qp), a peer pair that uses TM
+ * holds two connections per direction of data: each side sends on a plain RC QP ("tx",
+ * attached to its own TM SRQ, where the peer device's FINs arrive) connected to the other
+ * side's TM QP.
  *
  * Wire. tmx_tmh_t (and tmx_rvh_t) are the wire headers of infiniband/tm_types.h: multi-byte
  * fields big-endian. TMX_TMH_EAGER: TMH + payload. TMX_TMH_RNDV: TMH + RVH (the sender's
@@ -288,16 +289,22 @@ typedef struct tmx_recv_wr {
  *    payload's length.
  *  - Matched RNDV with rendezvous offload, on a TM QP, RVH.len <= the buffer: the device reads
  *    RVH.len bytes from (va, rkey) into the buffer, sends TMX_TMH_FIN back on that TM QP, and
- *    completes twice: MATCH (byte_len 0), then DATA_VALID with byte_len = RVH.len. A failed read
- *    completes (DATA_VALID) with the read's error status and sends no FIN.
- *  - Matched RNDV otherwise (no offload, not a TM QP, buffer too small): status
- *    TMX_WC_TM_RNDV_INCOMPLETE, MATCH, and the buffer holds the message after the TMH (RVH +
- *    user header), byte_len its length; software does the read and tells the sender.
+ *    completes twice: MATCH (byte_len 0), then DATA_VALID with byte_len = RVH.len once the FIN
+ *    is wholly on the wire (so a completed receive has answered its sender). A failed read
+ *    completes (DATA_VALID) with the read's error status (REM_ACCESS_ERR: the RVH names memory
+ *    the sender did not register for remote reading; RETRY_EXC_ERR: the sender died) and
+ *    sends no FIN. The FIN carries the RNDV's tag and app_ctx.
+ *  - Matched RNDV otherwise (no offload, not a TM QP, buffer too small, a header shorter than
+ *    TMH + RVH or longer than max_rndv_hdr_size): status TMX_WC_TM_RNDV_INCOMPLETE, MATCH, and
+ *    the buffer holds the message after the TMH (RVH + user header; cut at the buffer's end),
+ *    byte_len its length; software does the read and tells the sender.
  *  - Unmatched EAGER/RNDV: the whole message, TMH included, lands in a plain SRQ buffer;
  *    completion TMX_WC_TM_RECV with neither MATCH nor DATA_VALID, wr_id of the plain receive.
- *    The device counts it (unexpected_cnt, 16 bits). NO_TAG and FIN messages land the same way
- *    but complete TMX_WC_TM_NO_TAG and are not counted. No plain buffer: the sender is held back
- *    (RNR) as for a basic SRQ.
+ *    The device counts it (unexpected_cnt, 16 bits) when it steers it there, so every TM_RECV
+ *    completion without MATCH counts as one, whatever its status (LOC_LEN_ERR when the plain
+ *    buffer is too small, WR_FLUSH_ERR when its QP failed halfway). NO_TAG and FIN messages
+ *    land the same way but complete TMX_WC_TM_NO_TAG and are not counted. No plain buffer:
+ *    the sender is held back (RNR) as for a basic SRQ.
  *  tm_info is valid only with MATCH; software parses the TMH of a plain buffer itself.
  *
  * Phase synchronization. Software reports how many unexpected messages it has handled with
@@ -314,13 +321,17 @@ typedef struct tmx_recv_wr {
  *    (non-zero). tag bits outside mask must be 0 (TMX_ERR_INVALID_PARAM).
  *  - DEL (handle): removes the entry; the receive then belongs to software again, no receive
  *    completion. If a message consumed the entry first, DEL completes TMX_WC_TM_DEL with status
- *    TMX_WC_TM_ERR, always (signaled or not), after the entry's receive completion(s).
- *  - SYNC: only the count.
+ *    TMX_WC_TM_ERR, always (signaled or not), after the entry's receive completion(s) (other
+ *    completions may come between them).
+ *  - SYNC: only the count (taken with or without TMX_OPS_TM_SYNC). Any op's count is taken
+ *    before the op is done, so an ADD that reports the device's count is eligible at once.
  *  - TMX_OPS_SIGNALED: a completion (TMX_WC_TM_ADD/_DEL/_SYNC, wr_id of the op) on the SRQ's CQ.
  *  - An op is outstanding until its completion, if it has one, is polled (the soft device
  *    executes ops when they are posted, so an unsignaled op that succeeds retires at once).
  *    One more than max_ops: TMX_ERR_BUSY, nothing of that op posted (poll, then retry). ADD on
- *    a full list: TMX_ERR_NO_RESOURCE. A handle that names no entry: TMX_ERR_INVALID_PARAM.
+ *    a full list: TMX_ERR_NO_RESOURCE. A handle that names no entry (or one already DELeted):
+ *    TMX_ERR_INVALID_PARAM. Checked in that order: a malformed op or handle, max_ops, a
+ *    failure the soft device injects (TMX_SOFT_TM_INJECT: TMX_ERR_IO, nothing done), the list.
  *  - A handle is not reused before every completion of its entry (receive, failed DEL) has been
  *    polled, so a DEL never hits a newer entry.
  */

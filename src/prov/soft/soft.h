@@ -191,12 +191,17 @@ typedef struct tmx_soft_rseg {
     socklen_t           wake_len;
 } tmx_soft_rseg_t;
 
+struct tmx_soft_tm;
+
 typedef struct tmx_soft_cq {
     tmx_cq_t  super;
     tmx_wc_t *wc;
     unsigned  cap;   /* a power of two, grows for local completions; draining stops at cqe */
     unsigned  head;
     unsigned  count;
+    uint64_t  pushed; /* completions ever pushed: the position of the last one */
+    uint64_t  popped; /* completions ever polled */
+    struct tmx_soft_tm *tm; /* TM SRQs completing here (tmx_soft_tm_polled), NULL: none */
 } tmx_soft_cq_t;
 
 typedef struct tmx_soft_rwr {
@@ -212,9 +217,64 @@ typedef struct tmx_soft_rq {
 } tmx_soft_rq_t;
 
 typedef struct tmx_soft_srq {
-    tmx_srq_t     super;
-    tmx_soft_rq_t rq;
+    tmx_srq_t           super;
+    tmx_soft_rq_t       rq;
+    struct tmx_soft_tm *tm; /* TMX_SRQT_TM: the tag list, NULL for a basic SRQ */
 } tmx_soft_srq_t;
+
+/*
+ * The TM SRQ (prov.h, "tag matching"). Entries live in a table indexed by handle (0 is no
+ * handle); listed ones are linked in list order. An entry leaves the list when a message
+ * consumes it or a DEL removes it, and its handle is free again only once every completion it
+ * gave has been polled: each such completion, and each list op completion, leaves an event
+ * {position in the CQ, handle} in a FIFO that tmx_soft_tm_polled retires as the CQ's popped
+ * count passes it (handle 0: a list op completion, which ends an outstanding op; a failed DEL
+ * leaves both).
+ */
+enum tmx_soft_tm_state {
+    TMX_SOFT_TM_FREE     = 0,
+    TMX_SOFT_TM_LISTED   = 1,
+    TMX_SOFT_TM_CONSUMED = 2, /* a message took it: its completions are (being) given */
+    TMX_SOFT_TM_RETIRING = 3, /* every completion given; free once they are polled */
+};
+
+typedef struct tmx_soft_tm_ent {
+    uint64_t  tag, mask;
+    uint64_t  recv_wr_id;
+    uint64_t  del_wr_id; /* a DEL that came after a message consumed the entry */
+    tmx_sge_t sge;
+    int       num_sge;
+    uint32_t  prev, next; /* list links (handles, 0: none) */
+    uint8_t   state;
+    uint8_t   eligible;   /* phase synchronization: may match */
+    uint8_t   del;        /* a DEL was posted (after consumption: TM_ERR after the last
+                           * receive completion) */
+    uint8_t   match_sent; /* the MATCH completion went ahead of DATA_VALID */
+    uint32_t  wcs;        /* its completions pushed and not polled yet */
+} tmx_soft_tm_ent_t;
+
+typedef struct tmx_soft_tm_ev {
+    uint64_t pos;    /* the completion's position in the CQ (tmx_soft_cq_t.pushed) */
+    uint32_t handle; /* 0: a list op completion */
+} tmx_soft_tm_ev_t;
+
+typedef struct tmx_soft_tm {
+    struct tmx_soft_srq *srq;
+    tmx_soft_cq_t       *cq;
+    struct tmx_soft_tm  *cq_next;   /* other TM SRQs of the same CQ */
+    tmx_soft_tm_ent_t   *ent;       /* by handle; ent[0] unused */
+    uint32_t             ent_cap;   /* handles 1..ent_cap - 1 exist */
+    uint32_t            *free;      /* FIFO of free handles (ring of ent_cap) */
+    uint32_t             free_head, free_count;
+    uint32_t             first, last; /* the list */
+    unsigned             listed, max_tags, inelig;
+    unsigned             max_ops, ops_out;
+    uint16_t             uexp;      /* unexpected messages delivered (mod 2^16) */
+    uint16_t             sw;        /* the count software last reported */
+    unsigned             gap;       /* SYNC_REQ when uexp - sw exceeds it */
+    tmx_soft_tm_ev_t    *ev;        /* FIFO of completion events, ring of ev_cap */
+    unsigned             ev_head, ev_count, ev_cap;
+} tmx_soft_tm_t;
 
 typedef struct tmx_soft_mr {
     tmx_mr_t super;
@@ -249,7 +309,17 @@ typedef struct tmx_soft_swr {
     size_t          off;     /* bytes written to the ring (or received, for a READ) */
     void           *copy;    /* inline data kept while the WR waits in the queue */
     int             cma_done; /* WRITE_WITH_IMM: data written, its notice still to go */
+    uint8_t         tm_kind;  /* TMX_SOFT_TM_WR_*: the device's own WR on a TM QP */
+    uint32_t        tm_handle; /* the entry it finishes */
+    uint32_t        tm_len;    /* rendezvous length (the DATA_VALID byte_len) */
 } tmx_soft_swr_t;
+
+/* WRs a TM QP's send queue carries for rendezvous offload (never the user's). */
+enum {
+    TMX_SOFT_TM_WR_NONE = 0,
+    TMX_SOFT_TM_WR_READ = 1, /* reads the sender's data into the entry's buffer */
+    TMX_SOFT_TM_WR_FIN  = 2, /* FENCEd behind it: the FIN, or the READ's failure */
+};
 
 /* A response the target owes its peer (fallback RDMA): an ACK or a READ being streamed. */
 typedef struct tmx_soft_resp {
@@ -298,6 +368,13 @@ typedef struct tmx_soft_qp {
     unsigned              rx_recent;    /* records received in that window */
     tmx_soft_park_t      *park, *park_tail; /* inbox records kept aside, in order */
     uint64_t              park_bytes;
+    /* TM SRQ */
+    tmx_soft_tm_t        *tm;      /* the TM SRQ's list when attached to one */
+    int                   tm_qp;   /* a TM QP (max_send_wr 0): the device's send queue */
+    int                   rx_tm;   /* TMX_SOFT_TM_RX_*: what the receive being assembled is */
+    uint32_t              rx_handle;
+    uint64_t              rx_tag;
+    uint32_t              rx_ctx;
     /* receive being assembled from SEND chunks */
     int                   rx_busy;
     tmx_soft_rwr_t        rx_wr;
@@ -379,6 +456,8 @@ struct tmx_soft_dev {
 
     tmx_list_t          rsegs;
     unsigned            poll_count;
+    unsigned            tm_inject[3];   /* TMX_SOFT_TM_INJECT: every Nth ADD, DEL, SYNC fails */
+    unsigned            tm_posted[3];   /* ops of each kind that reached the injection */
     uint64_t            last_check_ns;
 
     /* Sleeping (completion channel): the channel's fd is a datagram socket bound to the
@@ -488,6 +567,7 @@ static inline int tmx_soft_key_check(const tmx_soft_mr_ent_t *table, unsigned ma
 tmx_status_t tmx_soft_cq_grow_push(tmx_soft_cq_t *cq, const tmx_wc_t *wc);
 static inline tmx_status_t tmx_soft_cq_push(tmx_soft_cq_t *cq, const tmx_wc_t *wc)
 {
+    cq->pushed++;
     if (cq->count == cq->cap) {
         return tmx_soft_cq_grow_push(cq, wc);
     }
@@ -533,6 +613,30 @@ static inline tmx_soft_ring_ctrl_t *tmx_soft_inbox_ctrl(void *base, const tmx_so
 {
     return (tmx_soft_ring_ctrl_t *)((uint8_t *)base + hdr->inbox_off);
 }
+
+/* soft_tm.c: the TM SRQ's list */
+enum {
+    TMX_SOFT_TM_RX_NONE = 0,
+    TMX_SOFT_TM_RX_MATCHED, /* eager, into the entry's buffer */
+    TMX_SOFT_TM_RX_RNDV,    /* rendezvous not offloaded, into the entry's buffer */
+    TMX_SOFT_TM_RX_UNEXP,   /* tagged, into a plain buffer */
+    TMX_SOFT_TM_RX_NO_TAG,  /* NO_TAG, FIN or no TMH, into a plain buffer */
+};
+#define TMX_SOFT_TM_MTU 4096 /* a matched payload above it completes twice */
+tmx_status_t tmx_soft_tm_parse_inject(tmx_soft_dev_t *dev, const char *spec);
+tmx_status_t tmx_soft_tm_create(tmx_soft_srq_t *srq, const tmx_srq_init_attr_t *attr);
+void tmx_soft_tm_destroy(tmx_soft_srq_t *srq);
+tmx_status_t tmx_soft_srq_post_ops(tmx_srq_t *srq, tmx_srq_op_t *op, tmx_srq_op_t **bad_p);
+void tmx_soft_tm_polled(tmx_soft_cq_t *cq);
+/* The first eligible entry in list order that tag matches; 0 when none. */
+uint32_t tmx_soft_tm_match(tmx_soft_tm_t *tm, uint64_t tag);
+/* Takes the entry off the list: a message consumed it. */
+void tmx_soft_tm_consume(tmx_soft_tm_t *tm, uint32_t h);
+/* Pushes a receive completion of the SRQ; with last, the entry's last one (h != 0). */
+void tmx_soft_tm_complete(tmx_soft_tm_t *tm, uint32_t h, tmx_wc_t *wc, int last);
+/* One more unexpected message delivered; the SYNC_REQ flag its completion carries. */
+unsigned tmx_soft_tm_unexpected(tmx_soft_tm_t *tm);
+unsigned tmx_soft_tm_sync_req(const tmx_soft_tm_t *tm);
 
 /* soft_qp.c */
 tmx_status_t tmx_soft_qp_create(tmx_pd_t *pd, const tmx_qp_init_attr_t *attr, tmx_qp_t **qp_p);

@@ -477,6 +477,11 @@ static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t
     }
     dev->cfg     = cfg;
     dev->wake_fd = -1;
+    status = tmx_soft_tm_parse_inject(dev, cfg->soft_tm_inject);
+    if (status != TMX_OK) {
+        free(dev);
+        goto err;
+    }
     dev->asym    = tmx_soft_membarrier_register();
     tmx_list_init(&dev->rsegs);
     status = tmx_soft_seg_create(dev, cfg);
@@ -521,6 +526,14 @@ static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t
     dev->super.attr.max_ud_msg = TMX_SOFT_MAX_UD_MSG;
     dev->super.attr.numa_node  = -1;
     dev->super.attr.addr_len   = sizeof(tmx_soft_dev_addr_t);
+    if (cfg->soft_tm) {
+        /* a TM SRQ with the shape of mlx5's (TMX_SOFT_TM_*) */
+        dev->super.attr.caps |= TMX_DEV_CAP_TM | (cfg->soft_tm_rndv ? TMX_DEV_CAP_TM_RNDV : 0);
+        dev->super.attr.tm.max_num_tags      = cfg->soft_tm_tags;
+        dev->super.attr.tm.max_ops           = cfg->soft_tm_ops;
+        dev->super.attr.tm.max_sge           = 1;
+        dev->super.attr.tm.max_rndv_hdr_size = 64;
+    }
     devs[0] = &dev->super;
     *num_p  = 1;
     return TMX_OK;
@@ -1063,8 +1076,9 @@ static tmx_status_t tmx_soft_srq_create(tmx_pd_t *pd, const tmx_srq_init_attr_t 
     tmx_soft_srq_t *srq;
     tmx_status_t    status;
 
-    /* TM and XRC SRQs are not emulated here: the caps do not advertise them. */
-    if (attr != NULL && attr->type != TMX_SRQT_BASIC) {
+    /* XRC SRQs are not emulated here, TM ones only with TMX_SOFT_TM: the caps say which. */
+    if (attr != NULL && attr->type != TMX_SRQT_BASIC &&
+        (attr->type != TMX_SRQT_TM || !(pd->dev->attr.caps & TMX_DEV_CAP_TM))) {
         status = TMX_ERR_UNSUPPORTED;
         goto err;
     }
@@ -1086,11 +1100,19 @@ static tmx_status_t tmx_soft_srq_create(tmx_pd_t *pd, const tmx_srq_init_attr_t 
     }
     tmx_soft_touch(srq->rq.wr, srq->rq.size * sizeof(*srq->rq.wr));
     srq->super.pd   = pd;
-    srq->super.type = TMX_SRQT_BASIC;
+    srq->super.type = attr->type;
     srq->super.cq   = attr->cq;
+    if (attr->type == TMX_SRQT_TM) {
+        status = tmx_soft_tm_create(srq, attr);
+        if (status != TMX_OK) {
+            goto err_free_rq;
+        }
+    }
     *srq_p          = &srq->super;
     return TMX_OK;
 
+err_free_rq:
+    free(srq->rq.wr);
 err_free:
     free(srq);
 err:
@@ -1102,6 +1124,7 @@ static void tmx_soft_srq_destroy(tmx_srq_t *s)
     tmx_soft_srq_t *srq = (tmx_soft_srq_t *)s;
 
     if (srq != NULL) {
+        tmx_soft_tm_destroy(srq);
         free(srq->rq.wr);
         free(srq);
     }
@@ -1393,7 +1416,7 @@ const tmx_prov_ops_t tmx_soft_ops = {
     .srq_create       = tmx_soft_srq_create,
     .srq_destroy      = tmx_soft_srq_destroy,
     .srq_post_recv    = tmx_soft_srq_post_recv,
-    .srq_post_ops     = tmx_prov_unsupported_srq_post_ops,
+    .srq_post_ops     = tmx_soft_srq_post_ops,
     .srq_get_num      = tmx_prov_unsupported_srq_get_num,
     .qp_create        = tmx_soft_qp_create,
     .qp_destroy       = tmx_soft_qp_destroy,

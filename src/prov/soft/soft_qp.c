@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #define TMX_LOG_SUBSYS "soft"
 
+#include <endian.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -51,6 +52,8 @@ typedef struct tmx_soft_qp_addr {
 
 static void tmx_soft_fast_drop(tmx_soft_qp_t *qp);
 static void tmx_soft_park_free(tmx_soft_qp_t *qp);
+static void tmx_soft_tm_rndv_done(tmx_soft_qp_t *qp, const tmx_soft_swr_t *swr);
+static void tmx_soft_tm_rx_end(tmx_soft_qp_t *qp, tmx_wc_status_t flush);
 
 static inline size_t tmx_soft_lines(size_t bytes)
 {
@@ -219,13 +222,31 @@ static tmx_wc_opcode_t tmx_soft_wc_opcode(tmx_wr_opcode_t op)
 /* Completes finished send WRs in post order, as an RC send queue does. */
 static void tmx_soft_sq_reap(tmx_soft_qp_t *qp)
 {
+    tmx_wc_status_t read_status = TMX_WC_SUCCESS;
+
     while (qp->sq_count > 0) {
         tmx_soft_swr_t *swr = tmx_soft_swr(qp, qp->head_seq);
 
         if (swr->state != TMX_SOFT_SWR_DONE) {
             break;
         }
-        if (swr->signaled || swr->status != TMX_WC_SUCCESS) {
+        if (swr->tm_kind != TMX_SOFT_TM_WR_NONE) {
+            /* rendezvous offload: the READ stays until its FIN is done, which reads its
+             * status; the FIN's end is the entry's DATA_VALID completion */
+            if (swr->tm_kind == TMX_SOFT_TM_WR_READ && qp->sq_count > 1 &&
+                tmx_soft_swr(qp, qp->head_seq + 1)->state != TMX_SOFT_SWR_DONE) {
+                break;
+            }
+            if (swr->tm_kind == TMX_SOFT_TM_WR_READ) {
+                read_status = swr->status;
+            } else {
+                /* a FIN flushed behind a READ that failed: the READ's error says more */
+                if (swr->status == TMX_WC_WR_FLUSH_ERR && read_status != TMX_WC_SUCCESS) {
+                    swr->status = read_status;
+                }
+                tmx_soft_tm_rndv_done(qp, swr);
+            }
+        } else if (swr->signaled || swr->status != TMX_WC_SUCCESS) {
             tmx_wc_t wc;
 
             memset(&wc, 0, sizeof(wc));
@@ -280,7 +301,9 @@ static void tmx_soft_qp_fail(tmx_soft_qp_t *qp, tmx_wc_status_t status, int asyn
     wc.status = TMX_WC_WR_FLUSH_ERR;
     wc.opcode = TMX_WC_RECV;
     wc.qp_num = qp->super.qp_num;
-    if (qp->rx_busy) {
+    if (qp->rx_busy && qp->tm != NULL) {
+        tmx_soft_tm_rx_end(qp, TMX_WC_WR_FLUSH_ERR);
+    } else if (qp->rx_busy) {
         wc.wr_id    = qp->rx_wr.wr_id;
         qp->rx_busy = 0;
         tmx_soft_cq_push((tmx_soft_cq_t *)qp->super.recv_cq, &wc);
@@ -793,6 +816,16 @@ static int tmx_soft_tx_one(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
     if (tmx_soft_fenced(qp, swr)) {
         return 0;
     }
+    if (swr->tm_kind == TMX_SOFT_TM_WR_FIN) {
+        /* behind its READ (FENCE), which is not reaped before it (tmx_soft_sq_reap) */
+        const tmx_soft_swr_t *rd = tmx_soft_swr(qp, swr->seq - 1);
+
+        if (rd->status != TMX_WC_SUCCESS) {
+            swr->state  = TMX_SOFT_SWR_DONE; /* no FIN: DATA_VALID with the READ's error */
+            swr->status = rd->status;
+            return 1;
+        }
+    }
     switch (swr->opcode) {
     case TMX_WR_SEND:
     case TMX_WR_SEND_WITH_IMM:
@@ -886,6 +919,292 @@ static void tmx_soft_recv_complete(tmx_soft_qp_t *qp, uint64_t wr_id, tmx_wc_sta
     tmx_soft_cq_push((tmx_soft_cq_t *)qp->super.recv_cq, &wc);
 }
 
+/* ---------------------------------------------------------------- TM SRQ: the receive path */
+
+static void tmx_soft_tm_wc(tmx_wc_t *wc, const tmx_soft_qp_t *qp, uint64_t wr_id,
+                           tmx_wc_status_t status, tmx_wc_opcode_t opcode, uint64_t len,
+                           unsigned flags)
+{
+    memset(wc, 0, sizeof(*wc));
+    wc->wr_id    = wr_id;
+    wc->status   = status;
+    wc->opcode   = opcode;
+    wc->byte_len = (uint32_t)len;
+    wc->qp_num   = qp->super.qp_num;
+    wc->wc_flags = flags;
+    if (flags & TMX_WC_TM_MATCH) {
+        wc->tm_info.tag  = qp->rx_tag;
+        wc->tm_info.priv = qp->rx_ctx;
+    }
+}
+
+/* The MATCH completion ahead of DATA_VALID (a payload above the MTU, or rendezvous offload). */
+static void tmx_soft_tm_match_first(tmx_soft_qp_t *qp, uint32_t h)
+{
+    tmx_soft_tm_t *tm = qp->tm;
+    tmx_wc_t       wc;
+
+    tmx_soft_tm_wc(&wc, qp, tm->ent[h].recv_wr_id, TMX_WC_SUCCESS, TMX_WC_TM_RECV, 0,
+                   TMX_WC_TM_MATCH);
+    tmx_soft_tm_complete(tm, h, &wc, 0);
+    tm->ent[h].match_sent = 1;
+}
+
+/* The receive being assembled ends (flush: with that status, the QP failing): its last
+ * completion, as prov.h says for each kind. */
+static void tmx_soft_tm_rx_end(tmx_soft_qp_t *qp, tmx_wc_status_t flush)
+{
+    tmx_soft_tm_t  *tm     = qp->tm;
+    tmx_wc_status_t status = flush != TMX_WC_SUCCESS ? flush : qp->rx_status;
+    uint32_t        h      = qp->rx_handle;
+    tmx_wc_t        wc;
+
+    qp->rx_busy = 0;
+    switch (qp->rx_tm) {
+    case TMX_SOFT_TM_RX_MATCHED:
+        if (!tm->ent[h].match_sent && qp->rx_len > TMX_SOFT_TM_MTU) {
+            tmx_soft_tm_match_first(qp, h);
+        }
+        tmx_soft_tm_wc(&wc, qp, qp->rx_wr.wr_id, status, TMX_WC_TM_RECV, qp->rx_len,
+                       tm->ent[h].match_sent ? TMX_WC_TM_DATA_VALID
+                                             : TMX_WC_TM_MATCH | TMX_WC_TM_DATA_VALID);
+        tmx_soft_tm_complete(tm, h, &wc, 1);
+        break;
+    case TMX_SOFT_TM_RX_RNDV:
+        /* software reads the data: the header (RVH + user header) is in the buffer */
+        if (status == TMX_WC_SUCCESS || status == TMX_WC_LOC_LEN_ERR) {
+            status = TMX_WC_TM_RNDV_INCOMPLETE;
+        }
+        tmx_soft_tm_wc(&wc, qp, qp->rx_wr.wr_id, status, TMX_WC_TM_RECV, qp->rx_len,
+                       TMX_WC_TM_MATCH);
+        tmx_soft_tm_complete(tm, h, &wc, 1);
+        break;
+    case TMX_SOFT_TM_RX_UNEXP:
+        /* counted when it was steered here (tmx_soft_tm_rx_send), flushed or not */
+        tmx_soft_tm_wc(&wc, qp, qp->rx_wr.wr_id, status, TMX_WC_TM_RECV, qp->rx_len,
+                       tmx_soft_tm_sync_req(tm));
+        tmx_soft_tm_complete(tm, 0, &wc, 1);
+        break;
+    default:
+        tmx_soft_tm_wc(&wc, qp, qp->rx_wr.wr_id, status, TMX_WC_TM_NO_TAG, qp->rx_len, 0);
+        tmx_soft_tm_complete(tm, 0, &wc, 1);
+        break;
+    }
+}
+
+/* Bytes of the message into the receive being assembled; the buffer is filled as far as it
+ * goes (LOC_LEN_ERR beyond). */
+static int tmx_soft_tm_rx_more(tmx_soft_qp_t *qp, const uint8_t *data, uint32_t len, int last)
+{
+    if (qp->rx_status == TMX_WC_SUCCESS || qp->rx_status == TMX_WC_LOC_LEN_ERR) {
+        size_t room = tmx_soft_sge_len(qp->rx_wr.sge, qp->rx_wr.num_sge);
+        size_t n    = len;
+
+        if (qp->rx_len >= room) {
+            n = 0;
+        } else if (qp->rx_len + len > room) {
+            n = room - qp->rx_len;
+        }
+        if (n < len) {
+            qp->rx_status = TMX_WC_LOC_LEN_ERR;
+        }
+        if (n > 0) {
+            tmx_soft_sge_scatter(qp->rx_wr.sge, qp->rx_wr.num_sge, qp->rx_len, data, n);
+        }
+    }
+    qp->rx_len += len;
+    if (qp->rx_tm == TMX_SOFT_TM_RX_MATCHED && !last && qp->rx_len > TMX_SOFT_TM_MTU &&
+        !qp->tm->ent[qp->rx_handle].match_sent) {
+        tmx_soft_tm_match_first(qp, qp->rx_handle); /* the rest is still on its way */
+    }
+    if (last) {
+        tmx_soft_tm_rx_end(qp, TMX_WC_SUCCESS);
+    }
+    return TMX_SOFT_RX_DONE;
+}
+
+/* Room for the two WRs of a rendezvous offload in the TM QP's send queue. */
+static int tmx_soft_tm_sq_room(tmx_soft_qp_t *qp)
+{
+    while (qp->sq_count + 2 > qp->sq_cap) {
+        if (qp->sq_cap == qp->sq_size || !tmx_soft_sq_grow(qp)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Rendezvous offload: the READ of the sender's buffer into the entry's, and the FIN behind it
+ * (FENCE), on the TM QP's send queue; cq_poll moves them (tmx_soft_sq_progress). */
+static void tmx_soft_tm_rndv_post(tmx_soft_qp_t *qp, uint32_t h, const tmx_rvh_t *rvh_be)
+{
+    tmx_soft_tm_ent_t *e   = &qp->tm->ent[h];
+    tmx_soft_swr_t    *rd  = tmx_soft_swr(qp, qp->next_seq);
+    tmx_soft_swr_t    *fin = tmx_soft_swr(qp, qp->next_seq + 1);
+    tmx_tmh_t          tmh;
+    uint32_t           len = be32toh(rvh_be->len);
+
+    memset(rd, 0, sizeof(*rd));
+    rd->seq       = qp->next_seq;
+    rd->opcode    = TMX_WR_RDMA_READ;
+    rd->state     = TMX_SOFT_SWR_QUEUED;
+    rd->status    = TMX_WC_SUCCESS;
+    rd->raddr     = be64toh(rvh_be->va);
+    rd->rkey      = be32toh(rvh_be->rkey);
+    rd->num_sge   = e->num_sge;
+    rd->sge[0]    = e->sge;
+    rd->sge[0].length = len; /* the entry's buffer holds it: checked by the caller */
+    rd->total     = len;
+    rd->tm_kind   = TMX_SOFT_TM_WR_READ;
+    rd->tm_handle = h;
+    rd->tm_len    = len;
+    if (e->num_sge == 0 || tmx_soft_sge_check(qp->dev, rd->sge, rd->num_sge,
+                                             TMX_ACCESS_LOCAL_WRITE) != 0) {
+        rd->state  = TMX_SOFT_SWR_DONE;
+        rd->status = len == 0 && e->num_sge == 0 ? TMX_WC_SUCCESS : TMX_WC_LOC_PROT_ERR;
+        rd->num_sge = 0;
+    }
+    memset(fin, 0, sizeof(*fin));
+    memset(&tmh, 0, sizeof(tmh));
+    tmh.opcode     = TMX_TMH_FIN;
+    tmh.app_ctx    = htobe32(qp->rx_ctx);
+    tmh.tag        = htobe64(qp->rx_tag);
+    fin->seq       = qp->next_seq + 1;
+    fin->opcode    = TMX_WR_SEND;
+    fin->flags     = TMX_SEND_FENCE;
+    fin->state     = TMX_SOFT_SWR_QUEUED;
+    fin->status    = TMX_WC_SUCCESS;
+    fin->total     = sizeof(tmh);
+    fin->copy      = malloc(sizeof(tmh));
+    fin->tm_kind   = TMX_SOFT_TM_WR_FIN;
+    fin->tm_handle = h;
+    fin->tm_len    = len;
+    if (fin->copy == NULL) {
+        /* no FIN can go: DATA_VALID fails, as a READ that failed */
+        fin->state  = TMX_SOFT_SWR_DONE;
+        fin->status = TMX_WC_GENERAL_ERR;
+    } else {
+        memcpy(fin->copy, &tmh, sizeof(tmh));
+    }
+    qp->next_seq += 2;
+    qp->sq_count += 2;
+    tmx_soft_pending_add(qp);
+}
+
+/* The FIN of a rendezvous offload went (or the READ or the QP failed): DATA_VALID. */
+static void tmx_soft_tm_rndv_done(tmx_soft_qp_t *qp, const tmx_soft_swr_t *swr)
+{
+    tmx_soft_tm_t *tm = qp->tm;
+    tmx_wc_t       wc;
+
+    if (tm == NULL) {
+        return;
+    }
+    memset(&wc, 0, sizeof(wc));
+    wc.wr_id    = tm->ent[swr->tm_handle].recv_wr_id;
+    wc.status   = swr->status;
+    wc.opcode   = TMX_WC_TM_RECV;
+    wc.byte_len = swr->tm_len;
+    wc.qp_num   = qp->super.qp_num;
+    wc.wc_flags = TMX_WC_TM_DATA_VALID;
+    tmx_soft_tm_complete(tm, swr->tm_handle, &wc, 1);
+}
+
+/* A tagged message matched entry h (prov.h, "Receive"). */
+static int tmx_soft_tm_rx_matched(tmx_soft_qp_t *qp, uint32_t h, uint8_t op,
+                                  const uint8_t *data, uint32_t len, int last)
+{
+    tmx_soft_tm_t     *tm = qp->tm;
+    tmx_soft_tm_ent_t *e  = &tm->ent[h];
+    tmx_rvh_t          rvh;
+
+    if (op == TMX_TMH_RNDV && last && qp->tm_qp && qp->dev->cfg->soft_tm_rndv &&
+        len >= sizeof(tmx_tmh_t) + sizeof(rvh) &&
+        len <= qp->dev->super.attr.tm.max_rndv_hdr_size) {
+        memcpy(&rvh, data + sizeof(tmx_tmh_t), sizeof(rvh));
+        if (be32toh(rvh.len) <= tmx_soft_sge_len(&e->sge, e->num_sge)) {
+            if (!tmx_soft_tm_sq_room(qp)) {
+                return TMX_SOFT_RX_BLOCKED; /* reads in flight: it waits, unmatched yet */
+            }
+            tmx_soft_tm_consume(tm, h);
+            tmx_soft_tm_match_first(qp, h);
+            tmx_soft_tm_rndv_post(qp, h, &rvh);
+            return TMX_SOFT_RX_DONE;
+        }
+    }
+    tmx_soft_tm_consume(tm, h);
+    qp->rx_busy       = 1;
+    qp->rx_tm         = op == TMX_TMH_RNDV ? TMX_SOFT_TM_RX_RNDV : TMX_SOFT_TM_RX_MATCHED;
+    qp->rx_handle     = h;
+    qp->rx_len        = 0;
+    qp->rx_wr.wr_id   = e->recv_wr_id;
+    qp->rx_wr.num_sge = e->num_sge;
+    qp->rx_wr.sge[0]  = e->sge;
+    qp->rx_status = tmx_soft_sge_check(qp->dev, qp->rx_wr.sge, qp->rx_wr.num_sge,
+                                       TMX_ACCESS_LOCAL_WRITE) == 0 ? TMX_WC_SUCCESS
+                                                                   : TMX_WC_LOC_PROT_ERR;
+    return tmx_soft_tm_rx_more(qp, data + sizeof(tmx_tmh_t), len - (uint32_t)sizeof(tmx_tmh_t),
+                               last);
+}
+
+/*
+ * A SEND record on a QP of a TM SRQ. The first record of a message (or the whole of it)
+ * decides where it goes: a matched entry's buffer, or a plain buffer (unexpected, counted;
+ * NO_TAG, FIN and messages too short for a TMH, not counted); the next records follow it
+ * there. Nothing is decided when it must wait (CQ full, no plain buffer, no room for the
+ * reads of a rendezvous): the record stays, and is matched afresh when it is read again, as a
+ * message the sender retries after RNR is.
+ */
+static int tmx_soft_tm_rx_send(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec, uint32_t len,
+                               unsigned flags)
+{
+    tmx_soft_tm_t *tm   = qp->tm;
+    const uint8_t *data = (const uint8_t *)(rec + 1);
+    int            last = (flags & TMX_SOFT_REC_LAST) != 0;
+    uint8_t        op   = TMX_TMH_NO_TAG;
+    tmx_tmh_t      tmh;
+
+    if (qp->rx_busy) {
+        return (flags & TMX_SOFT_REC_FIRST) ? TMX_SOFT_RX_BAD
+                                            : tmx_soft_tm_rx_more(qp, data, len, last);
+    }
+    if (!(flags & TMX_SOFT_REC_FIRST)) {
+        return TMX_SOFT_RX_BAD;
+    }
+    if (!tmx_soft_cq_has_room(&tm->cq->super)) {
+        return TMX_SOFT_RX_BLOCKED;
+    }
+    if (len >= sizeof(tmh)) {
+        memcpy(&tmh, data, sizeof(tmh)); /* once: the peer may rewrite the ring */
+        op         = tmh.opcode;
+        qp->rx_tag = be64toh(tmh.tag);
+        qp->rx_ctx = be32toh(tmh.app_ctx);
+    }
+    if (op == TMX_TMH_EAGER || op == TMX_TMH_RNDV) {
+        uint32_t h = tmx_soft_tm_match(tm, qp->rx_tag);
+
+        if (h != 0) {
+            return tmx_soft_tm_rx_matched(qp, h, op, data, len, last);
+        }
+    }
+    if (!tmx_soft_rq_pop(&tm->srq->rq, &qp->rx_wr)) {
+        return TMX_SOFT_RX_BLOCKED; /* RNR */
+    }
+    if (op == TMX_TMH_EAGER || op == TMX_TMH_RNDV) {
+        qp->rx_tm = TMX_SOFT_TM_RX_UNEXP;
+        (void)tmx_soft_tm_unexpected(tm);
+    } else {
+        qp->rx_tm = TMX_SOFT_TM_RX_NO_TAG;
+    }
+    qp->rx_busy   = 1;
+    qp->rx_handle = 0;
+    qp->rx_len    = 0;
+    qp->rx_status = tmx_soft_sge_check(qp->dev, qp->rx_wr.sge, qp->rx_wr.num_sge,
+                                       TMX_ACCESS_LOCAL_WRITE) == 0 ? TMX_WC_SUCCESS
+                                                                   : TMX_WC_LOC_PROT_ERR;
+    return tmx_soft_tm_rx_more(qp, data, len, last);
+}
+
 /* A SEND in one record (every eager message) goes from the ring straight into the receive at
  * the head of the queue, without being taken out of it first. */
 static int tmx_soft_rx_send_whole(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec, uint32_t len,
@@ -896,6 +1215,9 @@ static int tmx_soft_rx_send_whole(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec, 
     tmx_wc_status_t  status;
     uint64_t         wr_id;
 
+    if (qp->tm != NULL) {
+        return tmx_soft_tm_rx_send(qp, rec, len, flags);
+    }
     if (rq->count == 0 || !tmx_soft_cq_has_room(qp->super.recv_cq)) {
         return TMX_SOFT_RX_BLOCKED; /* RNR, or backpressure: the record waits in the ring */
     }
@@ -918,6 +1240,9 @@ static int tmx_soft_rx_send_whole(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec, 
 static int tmx_soft_rx_send(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec, uint32_t len,
                             unsigned flags)
 {
+    if (qp->tm != NULL) {
+        return tmx_soft_tm_rx_send(qp, rec, len, flags);
+    }
     if (!qp->rx_busy &&
         (flags & (TMX_SOFT_REC_FIRST | TMX_SOFT_REC_LAST)) ==
             (TMX_SOFT_REC_FIRST | TMX_SOFT_REC_LAST)) {
@@ -1651,6 +1976,10 @@ tmx_status_t tmx_soft_qp_create(tmx_pd_t *pd, const tmx_qp_init_attr_t *attr, tm
         status = TMX_ERR_UNSUPPORTED;
         goto err;
     }
+    if (attr->srq != NULL && attr->srq->type == TMX_SRQT_TM && attr->type != TMX_QPT_RC) {
+        status = TMX_ERR_INVALID_PARAM; /* TM traffic travels on RC */
+        goto err;
+    }
     if (attr->type == TMX_QPT_UD && dev->ud_qp != NULL) {
         status = TMX_ERR_NO_RESOURCE; /* one UD QP per device */
         goto err;
@@ -1708,6 +2037,10 @@ tmx_status_t tmx_soft_qp_create(tmx_pd_t *pd, const tmx_qp_init_attr_t *attr, tm
     qp->super.send_cq = attr->send_cq;
     qp->super.recv_cq = attr->recv_cq;
     qp->super.srq     = attr->srq;
+    if (attr->srq != NULL && attr->srq->type == TMX_SRQT_TM) {
+        qp->tm    = ((tmx_soft_srq_t *)attr->srq)->tm;
+        qp->tm_qp = attr->max_send_wr == 0; /* its send queue is the device's */
+    }
     dev->qps[i]       = qp;
     *qp_p             = &qp->super;
     return TMX_OK;
@@ -2080,7 +2413,7 @@ tmx_status_t tmx_soft_post_send(tmx_qp_t *q, tmx_send_wr_t *wr, tmx_send_wr_t **
     for (; wr != NULL; wr = wr->next) {
         size_t total = 0;
 
-        if (qp->super.state != TMX_QPS_RTS) {
+        if (qp->super.state != TMX_QPS_RTS || qp->tm_qp) {
             status = TMX_ERR_INVALID_PARAM;
         } else {
             status = tmx_soft_wr_check(qp, wr, &total);
@@ -2191,6 +2524,10 @@ int tmx_soft_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
         wc[got++] = cq->wc[cq->head];
         cq->head  = (cq->head + 1) & (cq->cap - 1);
         cq->count--;
+    }
+    cq->popped += (unsigned)got;
+    if (cq->tm != NULL && got > 0) {
+        tmx_soft_tm_polled(cq);
     }
     return got;
 }

@@ -700,8 +700,13 @@ static void tmx_iface_dispatch(tmx_iface_t *iface, const tmx_wc_t *wc)
             } else {
                 tmx_proto_rx(iface, wc);
             }
-        } else if (wc->status != TMX_WC_WR_FLUSH_ERR) {
-            tmx_warn("receive failed: %s", tmx_wc_status_string(wc->status));
+        } else {
+            if (wc->status != TMX_WC_WR_FLUSH_ERR) {
+                tmx_warn("receive failed: %s", tmx_wc_status_string(wc->status));
+            }
+            if (iface->tm_on && wc->opcode == TMX_WC_TM_RECV) {
+                tmx_tm_unexp_handled(&iface->tm); /* the device counted it all the same */
+            }
         }
         if (wc->status != TMX_WC_WR_FLUSH_ERR) {
             iface->rx_repost[iface->rx_repost_count++] = (uint32_t)val;

@@ -645,6 +645,7 @@ tmx_status_t tmx_soft_qp_get_addr(tmx_qp_t *qp, void *buf, size_t *len_p);
 tmx_status_t tmx_soft_qp_modify(tmx_qp_t *qp, const tmx_qp_attr_t *attr, unsigned attr_mask);
 tmx_status_t tmx_soft_post_send(tmx_qp_t *qp, tmx_send_wr_t *wr, tmx_send_wr_t **bad_p);
 tmx_status_t tmx_soft_post_recv(tmx_qp_t *qp, tmx_recv_wr_t *wr, tmx_recv_wr_t **bad_p);
+void tmx_soft_rx_arrivals(tmx_soft_dev_t *dev);
 int tmx_soft_cq_poll(tmx_cq_t *cq, int n, tmx_wc_t *wc);
 tmx_status_t tmx_soft_cq_req_notify(tmx_cq_t *cq, tmx_comp_channel_t *ch);
 tmx_status_t tmx_soft_dev_addr_pack(tmx_soft_dev_t *dev, void *buf, size_t *len_p);

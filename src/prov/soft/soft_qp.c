@@ -2474,18 +2474,10 @@ static void tmx_soft_check_peers(tmx_soft_dev_t *dev)
     }
 }
 
-int tmx_soft_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
+/* What peers have put on the wire for us reaches its queue pairs (matching, placement,
+ * completions): the rings lent to peers, then the inbox. */
+void tmx_soft_rx_arrivals(tmx_soft_dev_t *dev)
 {
-    tmx_soft_cq_t  *cq  = (tmx_soft_cq_t *)c;
-    tmx_soft_dev_t *dev = (tmx_soft_dev_t *)c->dev;
-    int             got = 0;
-
-    if (n < 0 || (n > 0 && wc == NULL)) {
-        return TMX_ERR_INVALID_PARAM;
-    }
-    if ((++dev->poll_count & 255) == 0) {
-        tmx_soft_check_peers(dev);
-    }
     for (unsigned i = 0; i < dev->num_fast_on; i++) {
         tmx_soft_qp_t *qp = dev->fast_on[i];
 
@@ -2499,6 +2491,21 @@ int tmx_soft_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
     if (tmx_soft_inbox_has_rx(dev)) {
         tmx_soft_inbox_drain(dev);
     }
+}
+
+int tmx_soft_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
+{
+    tmx_soft_cq_t  *cq  = (tmx_soft_cq_t *)c;
+    tmx_soft_dev_t *dev = (tmx_soft_dev_t *)c->dev;
+    int             got = 0;
+
+    if (n < 0 || (n > 0 && wc == NULL)) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if ((++dev->poll_count & 255) == 0) {
+        tmx_soft_check_peers(dev);
+    }
+    tmx_soft_rx_arrivals(dev);
     for (unsigned i = 0; i < dev->num_pend;) {
         tmx_soft_qp_t *qp = dev->pend[i];
 

@@ -496,6 +496,11 @@ tmx_status_t tmx_soft_srq_post_ops(tmx_srq_t *s, tmx_srq_op_t *op, tmx_srq_op_t 
         return srq != NULL && srq->super.type != TMX_SRQT_TM ? TMX_ERR_UNSUPPORTED
                                                               : TMX_ERR_INVALID_PARAM;
     }
+    /* An adapter matches what arrives while software prepares its list operations: messages
+     * already on the wire reach the list before these ops do. That is the order that makes
+     * phase synchronization matter (an ADD of a tag that arrived unexpected a moment ago), so
+     * the soft device always takes it. */
+    tmx_soft_rx_arrivals((tmx_soft_dev_t *)s->pd->dev);
     for (; op != NULL; op = op->next) {
         status = tmx_soft_tm_post_one((tmx_soft_dev_t *)s->pd->dev, tm, op);
         if (status != TMX_OK) {

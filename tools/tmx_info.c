@@ -93,6 +93,12 @@ static int tmx_info_worker(tmx_context_h context)
                "receives from %zu bytes\n", (int)sizeof(attr.tm.device), attr.tm.device,
                attr.tm.max_num_tags, attr.tm.max_ops, attr.tm.rndv_offload ? "offloaded" : "in software",
                attr.tm.thresh);
+        printf("#   tag list counters offered %llu, matched %llu, unexpected %llu, syncs %llu, "
+               "sync requests %llu, fallbacks %llu, forced %llu, rendezvous %llu\n",
+               (unsigned long long)attr.tm.offered, (unsigned long long)attr.tm.matched,
+               (unsigned long long)attr.tm.unexpected, (unsigned long long)attr.tm.syncs,
+               (unsigned long long)attr.tm.sync_reqs, (unsigned long long)attr.tm.fallbacks,
+               (unsigned long long)attr.tm.forced, (unsigned long long)attr.tm.rndv);
     } else {
         printf("#   tag matching     software\n");
     }

@@ -55,6 +55,19 @@ run 30 env TMX_PROVIDERS=nosuch "$INFO" -c
 expect_rc 1 "TMX_PROVIDERS=nosuch tmx_info -c"
 expect_grep "$T/err" "nosuch" "TMX_PROVIDERS=nosuch tmx_info -c names the provider"
 
+# Tag-matching offload: software by default; with the soft device as a TM adapter, -d shows
+# the capability and -w the device the worker offloads to, with its list size.
+run 30 "$INFO" -w
+expect_rc 0 "tmx_info -w"
+expect_grep "$T/out" '^#   tag matching     software' "tmx_info -w: software matching by default"
+run 30 env TMX_SOFT_TM=yes TMX_SOFT_TM_TAGS=16 "$INFO" -w
+expect_rc 0 "TMX_SOFT_TM=yes tmx_info -w"
+expect_grep "$T/out" '^#   tag matching     offloaded to soft:shm: 16 tags' \
+    "TMX_SOFT_TM=yes tmx_info -w: offloaded, 16 tags"
+expect_grep "$T/out" '^#   tag list counters offered 0' "TMX_SOFT_TM=yes tmx_info -w: counters"
+run 30 env TMX_SOFT_TM=yes TMX_TM_OFFLOAD=no "$INFO" -w
+expect_grep "$T/out" '^#   tag matching     software' "TMX_TM_OFFLOAD=no tmx_info -w: software"
+
 run 30 "$INFO" -x
 expect_rc 2 "tmx_info -x"
 run 30 "$INFO" extra

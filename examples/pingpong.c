@@ -678,7 +678,7 @@ static int pp_print_tm(pp_ctx_t *pp)
         for (int r = 0; r < 2; r++) {
             printf("# tag list of rank %d: %" PRIu64 " receives offered, %" PRIu64
                    " matched by the device, %" PRIu64 " messages unexpected, %" PRIu64
-                   " kept in software\n", r, all[4 * r], all[4 * r + 1], all[4 * r + 2],
+                   " refused by the device\n", r, all[4 * r], all[4 * r + 1], all[4 * r + 2],
                    all[4 * r + 3]);
         }
         fflush(stdout);

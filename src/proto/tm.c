@@ -67,6 +67,16 @@ static void tmx_proto_tm_rematch(tmx_worker_t *w, tmx_message_t *msg)
 
 void tmx_proto_tm_offer(tmx_worker_t *w, tmx_request_t *rreq)
 {
+    tmx_iface_t *iface = w->tm_iface;
+
+    /* Without rendezvous offload a matched rendezvous comes back as its header, written into
+     * the receive's buffer (RNDV_INCOMPLETE), which a receive posted on the same buffer (as
+     * OSU's bandwidth test does) may overwrite before we read it: a receive that can take a
+     * rendezvous message stays in software then. */
+    if (!(iface->dev->attr.caps & TMX_DEV_CAP_TM_RNDV) && rreq->len > w->eager_max) {
+        iface->tm.sw_only++;
+        return;
+    }
     rreq->tme.tag  = rreq->exp.tag; /* masked by tmx_tag_exp_post */
     rreq->tme.mask = rreq->exp.mask;
     rreq->tme.buf  = rreq->buf;
@@ -236,14 +246,23 @@ void tmx_proto_tm_matched(tmx_iface_t *iface, const tmx_wc_t *wc)
 
         if (!(ctx & TMX_PROTO_TM_RNDV) || wc->byte_len < sizeof(r) || rreq->len < sizeof(r)) {
             tmx_warn("tag list: malformed rendezvous header (%u bytes) dropped", wc->byte_len);
-            tmx_request_complete(rreq, TMX_ERR_IO);
+            if (ctx & TMX_PROTO_TM_RNDV) {
+                tmx_proto_send_ctrl_then(ep, TMX_PROTO_FIN, ctx & TMX_PROTO_SREQ_ID_MAX,
+                                         TMX_ERR_IO, rreq, TMX_ERR_IO);
+            } else {
+                tmx_request_complete(rreq, TMX_ERR_IO);
+            }
             return;
         }
         memcpy(&r, rreq->buf, sizeof(r));
         if (r.length > TMX_MAX_MSG ||
             (r.length < UINT32_MAX && r.length != be32toh(r.rvh.len))) {
-            tmx_warn("tag list: malformed rendezvous header dropped");
-            tmx_request_complete(rreq, TMX_ERR_IO);
+            /* overwritten (another receive on the same buffer) or forged: the sender still
+             * hears that it is over */
+            tmx_warn("tag list: the rendezvous header in a receive's buffer is not one (was the "
+                     "buffer given to two receives?): receive failed");
+            tmx_proto_send_ctrl_then(ep, TMX_PROTO_FIN, ctx & TMX_PROTO_SREQ_ID_MAX, TMX_ERR_IO,
+                                     rreq, TMX_ERR_IO);
             return;
         }
         if (ep == NULL || ep->state == TMX_EP_FAILED) {

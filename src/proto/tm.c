@@ -73,15 +73,15 @@ void tmx_proto_tm_offer(tmx_worker_t *w, tmx_request_t *rreq)
      * the receive's buffer (RNDV_INCOMPLETE), which a receive posted on the same buffer (as
      * OSU's bandwidth test does) may overwrite before we read it: a receive that can take a
      * rendezvous message stays in software then. */
-    if (!(iface->dev->attr.caps & TMX_DEV_CAP_TM_RNDV) && rreq->len > w->eager_max) {
-        iface->tm.sw_only++;
-        return;
-    }
     rreq->tme.tag  = rreq->exp.tag; /* masked by tmx_tag_exp_post */
     rreq->tme.mask = rreq->exp.mask;
     rreq->tme.buf  = rreq->buf;
     rreq->tme.len  = rreq->len;
-    tmx_tm_offer(&w->tm_iface->tm, &rreq->tme);
+    if (!(iface->dev->attr.caps & TMX_DEV_CAP_TM_RNDV) && rreq->len > w->eager_max) {
+        tmx_tm_sw_add(&iface->tm, &rreq->tme);
+        return;
+    }
+    tmx_tm_offer(&iface->tm, &rreq->tme);
 }
 
 /* A message in a plain buffer of the TM SRQ: unexpected tagged (counted by the device), or

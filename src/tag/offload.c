@@ -38,6 +38,7 @@ tmx_status_t tmx_tm_init(tmx_tm_t *tm, const tmx_prov_ops_t *ops, tmx_pd_t *pd, 
         tm->free_slots[tm->free_top++] = tm->nslots - 1 - i;
     }
     tmx_list_init(&tm->op_queue);
+    tmx_list_init(&tm->sw_list);
     return TMX_OK;
 }
 
@@ -139,9 +140,8 @@ static void tmx_tm_add_failed(tmx_tm_t *tm, tmx_tm_entry_t *failed)
         }
         tmx_list_del(&e->op_link);
         tmx_tm_slot_release(tm, e->slot);
-        e->state = TMX_TM_NONE;
         tm->listed--;
-        tm->sw_only++;
+        tmx_tm_sw_add(tm, e);
         tm->stats.fallbacks++;
     }
 }
@@ -180,6 +180,24 @@ void tmx_tm_progress(tmx_tm_t *tm)
     }
 }
 
+/* An older receive that software alone holds could take a message entry could take:
+ * offering entry would let the device give it that message first. */
+static int tmx_tm_sw_overlap(tmx_tm_t *tm, const tmx_tm_entry_t *entry)
+{
+    tmx_list_t *l;
+
+    if (tm->sw_only > TMX_TM_SW_SCAN) {
+        return 1;
+    }
+    tmx_list_for_each(l, &tm->sw_list) {
+        const tmx_tm_entry_t *o = tmx_container_of(l, tmx_tm_entry_t, sw_link);
+        if (((o->tag ^ entry->tag) & o->mask & entry->mask) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int tmx_tm_offer(tmx_tm_t *tm, tmx_tm_entry_t *entry)
 {
     tmx_tm_slot_t *s;
@@ -187,9 +205,8 @@ int tmx_tm_offer(tmx_tm_t *tm, tmx_tm_entry_t *entry)
     tmx_status_t   status;
 
     entry->state = TMX_TM_NONE;
-    /* an older receive only software holds could match what this one matches: offering this
-     * one would let the device give it a message that belongs to the older one */
-    if (tm->sw_only > 0 || entry->len < tm->thresh || entry->len >= UINT32_MAX) {
+    if (entry->len < tm->thresh || entry->len >= UINT32_MAX ||
+        (tm->sw_only > 0 && tmx_tm_sw_overlap(tm, entry))) {
         goto software;
     }
     if (tm->listed >= tm->max_tags || tm->free_top == 0) {
@@ -218,7 +235,7 @@ int tmx_tm_offer(tmx_tm_t *tm, tmx_tm_entry_t *entry)
     return entry->state != TMX_TM_NONE;
 
 software:
-    tm->sw_only++;
+    tmx_tm_sw_add(tm, entry);
     return 0;
 }
 

@@ -36,6 +36,7 @@ typedef enum {
 /* Embedded in the owner (a receive request). */
 typedef struct tmx_tm_entry {
     tmx_list_t op_link; /* tm->op_queue while an op waits */
+    tmx_list_t sw_link; /* tm->sw_list while software alone holds it */
     uint64_t   tag;     /* tag & mask */
     uint64_t   mask;
     void      *buf;
@@ -80,6 +81,7 @@ typedef struct tmx_tm {
     uint32_t              ops_out;    /* signaled ops whose completion is not yet polled */
     uint32_t              sw_unexp;   /* unexpected messages handled by software */
     uint32_t              sw_only;    /* receives in the software engine the device has not */
+    tmx_list_t            sw_list;    /* those receives, oldest first */
     int                   sync_wanted;
     tmx_list_t            op_queue;
     uint64_t              wrid_recv;  /* recv_wr_id = wrid_recv | slot */
@@ -100,8 +102,11 @@ void tmx_tm_cleanup(tmx_tm_t *tm);
 /*
  * Offers a receive (entry->tag/mask/buf/len set by the caller) to the device. 1: the entry is
  * the device's (ADD posted or queued); 0: kept in software (counted as a fallback when the
- * device could not take it).
+ * device could not take it). A receive is not offered while an older one that software alone
+ * holds could take a message it could take: ((t1 ^ t2) & m1 & m2) == 0, checked against each
+ * of up to TMX_TM_SW_SCAN such receives (more: not offered).
  */
+#define TMX_TM_SW_SCAN 16
 int tmx_tm_offer(tmx_tm_t *tm, tmx_tm_entry_t *entry);
 
 /*
@@ -129,11 +134,20 @@ tmx_tm_entry_t *tmx_tm_op_done(tmx_tm_t *tm, const tmx_wc_t *wc, int *is_del_p,
  * completions of the slot are only counted). */
 void tmx_tm_detach(tmx_tm_t *tm, tmx_tm_entry_t *entry);
 
+/* A receive the device will not have, in the software engine (entry->tag, ->mask set). */
+static inline void tmx_tm_sw_add(tmx_tm_t *tm, tmx_tm_entry_t *entry)
+{
+    entry->state = TMX_TM_NONE;
+    tm->sw_only++;
+    tmx_list_add_tail(&tm->sw_list, &entry->sw_link);
+}
+
 /* A receive the device does not have (entry->state NONE) left the software engine. */
-static inline void tmx_tm_sw_left(tmx_tm_t *tm, const tmx_tm_entry_t *entry)
+static inline void tmx_tm_sw_left(tmx_tm_t *tm, tmx_tm_entry_t *entry)
 {
     if (entry->state == TMX_TM_NONE && tm->sw_only > 0) {
         tm->sw_only--;
+        tmx_list_del(&entry->sw_link);
     }
 }
 

@@ -40,8 +40,10 @@ int tmx_topo_self_numa(const tmx_config_t *cfg)
 {
     const tmx_topo_t *topo;
 
-    if (cfg->numa_node >= 0) {
-        return cfg->numa_node; /* tmxrun knows, and the topology need not be loaded */
+    /* tmxrun told us (TMX_BIND set; -1: our CPUs span several nodes): the topology need
+     * not be loaded */
+    if (cfg->numa_node >= 0 || cfg->bind >= 0) {
+        return cfg->numa_node;
     }
     topo = tmx_topo_get();
     return (topo != NULL) ? tmx_topo_numa_of(topo, cfg->bind_cpus) : -1;

@@ -3,7 +3,8 @@
  * their bootstrap (src/boot/boot_wire.h) while they run, forwards their output and returns the
  * first failure.
  *
- *   tmxrun -n N [--timeout SEC] [--bind core|none] [--tag-output] [--] prog [args...]
+ *   tmxrun -n N [--timeout SEC] [--bind-to LEVEL] [--map-by LEVEL] [--report-bindings]
+ *          [--tag-output] [--] prog [args...]
  *
  * One thread, one poll() loop over: a self-pipe that the signal handlers write to, the
  * bootstrap listener, the ranks' bootstrap connections and (with --tag-output) their stdout
@@ -38,6 +39,7 @@
 #include <unistd.h>
 
 #include "boot/boot_wire.h"
+#include "topo/topo.h"
 
 #define TMXRUN_EXIT_USAGE 2
 #define TMXRUN_EXIT_FAILED 1 /* the launcher or the bootstrap failed, not a rank */
@@ -53,12 +55,14 @@
 #define TMXRUN_DROP_MSGS 8 /* dropped strangers reported one by one; the rest are counted */
 #define TMXRUN_LINE_MAX 16384
 
-enum { TMXRUN_BIND_AUTO = -1, TMXRUN_BIND_NONE = 0, TMXRUN_BIND_CORE = 1 };
+#define TMXRUN_AUTO (-1) /* --bind-to or --map-by not given */
 
 typedef struct tmxrun_opts {
     int np;
     double timeout; /* 0: none */
-    int bind;
+    int bind;       /* tmx_topo_level_t or TMXRUN_AUTO */
+    int map_by;     /* tmx_topo_level_t (not none) or TMXRUN_AUTO */
+    int report;     /* --report-bindings */
     int tag_output;
     char **argv; /* the program and its arguments */
     char path[PATH_MAX];
@@ -127,8 +131,10 @@ typedef struct tmxrun {
     unsigned ndropped; /* strangers dropped */
     int listen_fd;
     uint64_t cookie;
-    int cpus[CPU_SETSIZE];
-    int ncpus;
+    tmx_topo_t *topo;          /* NULL: no hwloc or no topology; nothing is bound */
+    tmx_topo_place_t *places;  /* per rank, with topo */
+    int bind;                  /* what the ranks are bound to (tmx_topo_level_t) */
+    char topo_err[256];        /* why topo is NULL */
     /* the allgather in progress */
     tmxrun_buf_t *round;
     uint32_t round_len;
@@ -181,14 +187,18 @@ static void tmxrun_msg(const char *fmt, ...)
 static void tmxrun_usage(FILE *stream)
 {
     fprintf(stream,
-            "usage: tmxrun -n N [--timeout SEC] [--bind core|none] [--tag-output] [--] prog "
-            "[args...]\n"
-            "  -n N             start N ranks (1..%d) of prog on this host\n"
-            "  --timeout SEC    kill the job after SEC seconds and exit 124\n"
-            "  --bind core|none pin rank r to the r-th allowed CPU (default: core when N <= "
-            "CPUs)\n"
-            "  --tag-output     prefix every output line with [rank]\n"
-            "  -h, --help       this text\n",
+            "usage: tmxrun -n N [--timeout SEC] [--bind-to LEVEL] [--map-by LEVEL]\n"
+            "              [--report-bindings] [--tag-output] [--] prog [args...]\n"
+            "  -n N                 start N ranks (1..%d) of prog on this host\n"
+            "  --timeout SEC        kill the job after SEC seconds and exit 124\n"
+            "  --bind-to LEVEL      none|core|numa|socket: bind each rank to the allowed CPUs\n"
+            "                       of its core, NUMA node or socket (default: core when N <=\n"
+            "                       allowed cores, none when oversubscribed; needs hwloc)\n"
+            "  --map-by LEVEL       core|numa|socket: rank r goes to the next allowed core, or\n"
+            "                       round-robin over NUMA nodes or sockets (default: core)\n"
+            "  --report-bindings    print each rank's binding on stderr\n"
+            "  --tag-output         prefix every output line with [rank]\n"
+            "  -h, --help           this text\n",
             TMX_BOOT_MAX_SIZE);
 }
 
@@ -284,13 +294,22 @@ static int tmxrun_resolve(const char *prog, char *out, size_t outlen)
     return -1;
 }
 
+/* a is the option name, alone or followed by =value */
+static int tmxrun_is_opt(const char *a, const char *name)
+{
+    size_t n = strlen(name);
+
+    return strncmp(a, name, n) == 0 && (a[n] == '\0' || a[n] == '=');
+}
+
 /* 0 ok, 1 help printed, -1 usage error */
 static int tmxrun_parse_args(int argc, char **argv, tmxrun_opts_t *opts)
 {
     int i;
 
     memset(opts, 0, sizeof(*opts));
-    opts->bind = TMXRUN_BIND_AUTO;
+    opts->bind   = TMXRUN_AUTO;
+    opts->map_by = TMXRUN_AUTO;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val;
@@ -318,16 +337,22 @@ static int tmxrun_parse_args(int argc, char **argv, tmxrun_opts_t *opts)
             if (tmxrun_parse_timeout(val, &opts->timeout) != 0) {
                 return -1;
             }
-        } else if (strcmp(a, "--bind") == 0 || strncmp(a, "--bind=", 7) == 0) {
-            val = (a[6] == '=') ? a + 7 : ((i + 1 < argc) ? argv[++i] : NULL);
-            if (val != NULL && strcmp(val, "core") == 0) {
-                opts->bind = TMXRUN_BIND_CORE;
-            } else if (val != NULL && strcmp(val, "none") == 0) {
-                opts->bind = TMXRUN_BIND_NONE;
-            } else {
-                tmxrun_msg("--bind takes 'core' or 'none', got '%s'", val != NULL ? val : "");
+        } else if (tmxrun_is_opt(a, "--bind-to") || tmxrun_is_opt(a, "--bind") ||
+                   tmxrun_is_opt(a, "--map-by")) {
+            /* --bind is the older spelling of --bind-to */
+            int map             = (a[2] == 'm');
+            const char *eq      = strchr(a, '=');
+            tmx_topo_level_t lv = TMX_TOPO_NONE;
+            val = (eq != NULL) ? eq + 1 : ((i + 1 < argc) ? argv[++i] : NULL);
+            if (tmx_topo_level_parse(val, &lv) != 0 || (map && lv == TMX_TOPO_NONE)) {
+                tmxrun_msg("%.*s takes %s, got '%s'", (int)(eq != NULL ? eq - a : (long)strlen(a)),
+                           a, map ? "core, numa or socket" : "none, core, numa or socket",
+                           val != NULL ? val : "");
                 return -1;
             }
+            *(map ? &opts->map_by : &opts->bind) = (int)lv;
+        } else if (strcmp(a, "--report-bindings") == 0) {
+            opts->report = 1;
         } else if (strcmp(a, "--tag-output") == 0) {
             opts->tag_output = 1;
         } else if (a[0] == '-' && a[1] != '\0') {
@@ -455,30 +480,76 @@ static void tmxrun_fail(tmxrun_t *run, int blamed, const char *fmt, ...)
 
 /* ------------------------------------------------------------------ starting the ranks */
 
-static int tmxrun_cpus_init(tmxrun_t *run)
+/* Where the ranks go (src/topo): the default binds to cores when every rank has one of the
+ * allowed cores, as Open MPI does, and binds nothing when they are oversubscribed or the
+ * topology is unknown; a binding asked for by name without a topology is a usage error. */
+static int tmxrun_place(tmxrun_t *run)
 {
-    cpu_set_t set;
+    tmxrun_opts_t *o    = &run->opts;
+    int            asked = (o->bind != TMXRUN_AUTO && o->bind != TMX_TOPO_NONE) ||
+                           o->map_by != TMXRUN_AUTO;
+    char           err[256];
+    int            ncores;
 
-    run->ncpus = 0;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-        /* the CPUs we may use (taskset, cgroups), not all that exist */
-        for (int c = 0; c < CPU_SETSIZE; c++) {
-            if (CPU_ISSET(c, &set)) {
-                run->cpus[run->ncpus++] = c;
-            }
+    run->bind = TMX_TOPO_NONE;
+    if (tmx_topo_open(&run->topo, run->topo_err, sizeof(run->topo_err)) != TMX_OK) {
+        run->topo = NULL;
+        if (asked) {
+            tmxrun_msg("%s %s: cannot bind: %s", o->map_by != TMXRUN_AUTO ? "--map-by" : "--bind-to",
+                       tmx_topo_level_name((tmx_topo_level_t)(o->map_by != TMXRUN_AUTO ? o->map_by
+                                                                                      : o->bind)),
+                       run->topo_err);
+            return -1;
         }
+        return 0;
     }
-    if (run->ncpus == 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        for (int c = 0; c < n && c < CPU_SETSIZE; c++) {
-            run->cpus[run->ncpus++] = c;
-        }
+    ncores = tmx_topo_count(run->topo, TMX_TOPO_CORE);
+    if (o->bind == TMXRUN_AUTO) {
+        run->bind = (o->np <= ncores) ? TMX_TOPO_CORE : TMX_TOPO_NONE;
+    } else {
+        run->bind = o->bind;
     }
-    if (run->opts.bind == TMXRUN_BIND_AUTO) {
-        run->opts.bind =
-            (run->ncpus > 0 && run->opts.np <= run->ncpus) ? TMXRUN_BIND_CORE : TMXRUN_BIND_NONE;
+    if (run->bind == TMX_TOPO_CORE && o->np > ncores) {
+        tmxrun_msg("--bind-to core: %d ranks on %d allowed cores: ranks share cores", o->np,
+                   ncores);
+    }
+    run->places = calloc((size_t)o->np, sizeof(*run->places));
+    if (run->places == NULL) {
+        tmxrun_msg("out of memory");
+        return -1;
+    }
+    if (tmx_topo_map(run->topo, o->np,
+                     (tmx_topo_level_t)(o->map_by == TMXRUN_AUTO ? TMX_TOPO_CORE : o->map_by),
+                     (tmx_topo_level_t)run->bind, run->places, err, sizeof(err)) != TMX_OK) {
+        tmxrun_msg("mapping %d ranks: %s", o->np, err);
+        return -1;
     }
     return 0;
+}
+
+/* --report-bindings: one line per rank, which the tests read. */
+static void tmxrun_report(tmxrun_t *run, int rank, pid_t pid)
+{
+    const tmx_topo_place_t *pl = (run->places != NULL) ? &run->places[rank] : NULL;
+    char numa[32];
+
+    if (pl == NULL) {
+        tmxrun_msg("rank %d (pid %d) not bound: topology unknown: %s", rank, (int)pid,
+                   run->topo_err);
+        return;
+    }
+    if (pl->numa >= 0) {
+        snprintf(numa, sizeof(numa), "numa node %d", pl->numa);
+    } else {
+        snprintf(numa, sizeof(numa), "several numa nodes");
+    }
+    if (pl->bind_index < 0) {
+        tmxrun_msg("rank %d (pid %d) not bound: cpus %s (%s)", rank, (int)pid, pl->cpus, numa);
+    } else {
+        tmxrun_msg("rank %d (pid %d) bound to %s %d: cpus %s (%s)%s", rank, (int)pid,
+                   tmx_topo_level_name((tmx_topo_level_t)run->bind), pl->bind_index, pl->cpus,
+                   numa, tmx_topo_this_system(run->topo) ? "" : " [not applied: not this machine]");
+    }
 }
 
 static int tmxrun_listen(tmxrun_t *run)
@@ -570,22 +641,32 @@ static void tmxrun_child(tmxrun_t *run, int rank, const char *addr, int outfd[2]
     tmxrun_setenv_int("TMX_RANK", rank);
     tmxrun_setenv_int("TMX_SIZE", run->opts.np);
     tmxrun_setenv_int("TMX_LOCAL_RANK", rank);
-    /* the processes that compete for this rank's CPUs: all of them, or with binding those
-     * pinned to the same CPU (the library compares it with its affinity mask) */
-    if (run->opts.bind == TMXRUN_BIND_CORE && run->ncpus > 0) {
-        int np = run->opts.np, ncpus = run->ncpus;
-        tmxrun_setenv_int("TMX_LOCAL_SIZE", np / ncpus + (rank % ncpus < np % ncpus));
+    /* The processes that compete for this rank's CPUs: all of them, or with binding those
+     * bound to the same CPUs (the library compares it with its affinity mask). The binding
+     * and the NUMA node, so that the library need not load the topology again. */
+    if (run->places != NULL) {
+        const tmx_topo_place_t *pl = &run->places[rank];
+        tmxrun_setenv_int("TMX_LOCAL_SIZE", pl->local_size);
+        setenv("TMX_BIND", tmx_topo_level_name((tmx_topo_level_t)run->bind), 1);
+        if (pl->bind_index >= 0) {
+            setenv("TMX_BIND_CPUS", pl->cpus, 1);
+        } else {
+            unsetenv("TMX_BIND_CPUS");
+        }
+        tmxrun_setenv_int("TMX_NUMA_NODE", pl->numa);
     } else {
         tmxrun_setenv_int("TMX_LOCAL_SIZE", run->opts.np);
+        setenv("TMX_BIND", "none", 1);
+        unsetenv("TMX_BIND_CPUS");
+        unsetenv("TMX_NUMA_NODE");
     }
     setenv("TMX_BOOT_ADDR", addr, 1);
-    if (run->opts.bind == TMXRUN_BIND_CORE && run->ncpus > 0) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(run->cpus[rank % run->ncpus], &set);
-        if (sched_setaffinity(0, sizeof(set), &set) != 0) {
-            fprintf(stderr, "tmxrun: rank %d: binding to cpu %d failed: %s\n", rank,
-                    run->cpus[rank % run->ncpus], strerror(errno));
+    if (run->places != NULL && run->places[rank].bind_index >= 0 &&
+        tmx_topo_this_system(run->topo) && tmx_topo_bind(run->topo, run->places[rank].cpus) != 0) {
+        fprintf(stderr, "tmxrun: rank %d: binding to cpus %s failed: %s\n", rank,
+                run->places[rank].cpus, strerror(errno));
+        if (run->opts.bind != TMXRUN_AUTO) {
+            _exit(127);
         }
     }
     execv(run->opts.path, run->opts.argv);
@@ -637,6 +718,9 @@ static int tmxrun_spawn(tmxrun_t *run, const char *addr)
         rk->pid   = pid;
         rk->alive = 1;
         run->nalive++;
+        if (run->opts.report) {
+            tmxrun_report(run, r, pid);
+        }
         if (run->opts.tag_output) {
             close(pout[1]);
             close(perr[1]);
@@ -1456,7 +1540,10 @@ int main(int argc, char **argv)
             }
         }
     }
-    tmxrun_cpus_init(&run);
+    if (tmxrun_place(&run) != 0) {
+        ret = TMXRUN_EXIT_USAGE;
+        goto err_free;
+    }
     /* what a rank leaves behind (a shell's children) is re-parented to us, not to init, so that
      * we reap it while the job runs */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -1529,5 +1616,7 @@ err_free:
     free(run.ranks);
     free(run.conns);
     free(run.free_conns);
+    free(run.places);
+    tmx_topo_close(run.topo);
     return ret;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "topo/topo.h"
 #include "util/log.h"
 
 typedef struct tmx_grave {
@@ -188,7 +189,8 @@ TMX_API tmx_status_t tmx_context_destroy(tmx_context_h ctx)
     return TMX_OK;
 }
 
-static void tmx_print_caps(FILE *stream, const tmx_dev_attr_t *a)
+static void tmx_print_caps(FILE *stream, const tmx_dev_attr_t *a, const tmx_topo_t *topo,
+                           int self)
 {
     static const char *names[] = {"rc", "ud", "srq", "rma", "tm", "tm-rndv",
                                   "xrc", "ooo", "full-match", "local-only",
@@ -209,11 +211,53 @@ static void tmx_print_caps(FILE *stream, const tmx_dev_attr_t *a)
         fprintf(stream, "#      tm         : max_num_tags %u, max_ops %u, max_rndv_hdr %u\n",
                 a->tm.max_num_tags, a->tm.max_ops, a->tm.max_rndv_hdr_size);
     }
-    fprintf(stream, "#      numa node  : %d\n", a->numa_node);
+    if (a->numa_node >= 0 && self >= 0 && topo != NULL) {
+        fprintf(stream, "#      locality   : numa node %d (distance %d from this process's node %d)",
+                a->numa_node, tmx_topo_distance(topo, self, a->numa_node), self);
+    } else if (a->numa_node >= 0) {
+        fprintf(stream, "#      locality   : numa node %d", a->numa_node);
+    } else {
+        fprintf(stream, "#      locality   : numa node unknown");
+    }
+    fprintf(stream, ", pci %s\n", a->pci_addr[0] != '\0' ? a->pci_addr : "none");
+}
+
+/* The machine as hwloc sees it and where this process is. */
+static void tmx_print_topo(FILE *stream, const tmx_config_t *cfg, const tmx_topo_t **topo_p,
+                           int *self_p)
+{
+    static const char *const binds[] = {"none", "core", "numa", "socket"};
+    const tmx_topo_t        *topo    = tmx_topo_get();
+    char                     line[512];
+
+    if (topo != NULL) {
+        tmx_topo_summary(topo, line, sizeof(line));
+    } else {
+        snprintf(line, sizeof(line), "unknown (%s)",
+                 tmx_topo_built() ? "hwloc could not load it" : "built without hwloc");
+    }
+    *topo_p = topo;
+    *self_p = tmx_topo_self_numa(cfg);
+    fprintf(stream, "# topology: %s\n", line);
+    if (cfg->bind > 0) {
+        fprintf(stream, "# this process: bound by tmxrun to %s (cpus %s)", binds[cfg->bind & 3],
+                cfg->bind_cpus);
+    } else {
+        fprintf(stream, "# this process: %s", cfg->bind == 0 ? "not bound by tmxrun"
+                                                             : "not started by tmxrun");
+    }
+    if (*self_p >= 0) {
+        fprintf(stream, ", numa node %d\n", *self_p);
+    } else {
+        fprintf(stream, ", numa node unknown or several\n");
+    }
 }
 
 TMX_API tmx_status_t tmx_context_print_info(tmx_context_h ctx, FILE *stream)
 {
+    const tmx_topo_t *topo;
+    int               self;
+
     if (ctx == NULL || stream == NULL) {
         return TMX_ERR_INVALID_PARAM;
     }
@@ -225,6 +269,7 @@ TMX_API tmx_status_t tmx_context_print_info(tmx_context_h ctx, FILE *stream)
         fprintf(stream, "%s%s", i ? ", " : "", tmx_providers[i]->name);
     }
     fprintf(stream, "\n");
+    tmx_print_topo(stream, &ctx->cfg, &topo, &self);
     for (int i = 0; i < ctx->num_provs; i++) {
         const tmx_prov_t *prov = ctx->provs[i];
         tmx_dev_t        *devs[TMX_MAX_IFACES];
@@ -242,7 +287,7 @@ TMX_API tmx_status_t tmx_context_print_info(tmx_context_h ctx, FILE *stream)
         }
         for (int d = 0; d < num; d++) {
             fprintf(stream, "#   device %s\n", devs[d]->name);
-            tmx_print_caps(stream, &devs[d]->attr);
+            tmx_print_caps(stream, &devs[d]->attr, topo, self);
             prov->ops->dev_close(devs[d]);
         }
     }

@@ -12,6 +12,7 @@
 
 #include "core/core.h"
 #include "proto/proto.h"
+#include "topo/topo.h"
 #include "util/log.h"
 #include "util/time.h"
 
@@ -606,6 +607,22 @@ TMX_API void tmx_worker_release_address(tmx_worker_h w, void *address)
     free(address);
 }
 
+/* Of two devices that both reach a peer, a is preferred when it is nearer to our CPUs
+ * (src/topo: by NUMA distance; equals keep the one found first). The topology is loaded only
+ * here, when there is a choice. */
+static int tmx_worker_nearer(tmx_worker_t *w, const tmx_iface_t *a, const tmx_iface_t *b)
+{
+    const tmx_topo_t *topo = tmx_topo_get();
+    int               numa[2];
+
+    if (topo == NULL) {
+        return 0;
+    }
+    numa[0] = b->dev->attr.numa_node;
+    numa[1] = a->dev->attr.numa_node;
+    return tmx_topo_nearest(topo, tmx_topo_self_numa(&w->ctx->cfg), numa, 2) == 1;
+}
+
 /* Finds, in a peer's address blob, the first interface one of ours can reach. Every length in
  * the blob is checked against the blob's size. */
 tmx_status_t tmx_worker_addr_resolve(tmx_worker_t *w, const void *addr, size_t len,
@@ -642,10 +659,11 @@ tmx_status_t tmx_worker_addr_resolve(tmx_worker_t *w, const void *addr, size_t l
             ia.dev_addr_len > TMX_DEV_ADDR_MAX || ia.prov[sizeof(ia.prov) - 1] != '\0') {
             return TMX_ERR_INVALID_ADDR;
         }
-        for (int j = 0; j < w->num_ifaces && found == NULL; j++) {
+        for (int j = 0; j < w->num_ifaces; j++) {
             tmx_iface_t *iface = &w->ifaces[j];
             if (strcmp(iface->dev->prov->name, ia.prov) == 0 &&
-                iface->ops->dev_reachable(iface->dev, p, ia.dev_addr_len)) {
+                iface->ops->dev_reachable(iface->dev, p, ia.dev_addr_len) &&
+                (found == NULL || tmx_worker_nearer(w, iface, found))) {
                 found           = iface;
                 *dev_addr_p     = p;
                 *dev_addr_len_p = ia.dev_addr_len;

@@ -68,6 +68,11 @@ static const tmx_config_enum_t tmx_config_wait_modes[] = {
     {"sleep", TMX_WAIT_SLEEP}, {NULL, 0},
 };
 
+/* tmx_topo_level_t (src/topo/topo.h) */
+static const tmx_config_enum_t tmx_config_bind_levels[] = {
+    {"unknown", -1}, {"none", 0}, {"core", 1}, {"numa", 2}, {"socket", 3}, {NULL, 0},
+};
+
 #define TMX_CONFIG_FIELD(_name, _type, _dflt, _member, _doc)                                       \
     .name = (_name), .type = (_type), .dflt = (_dflt), .doc = (_doc),                              \
     .offset = offsetof(tmx_config_t, _member), .size = sizeof(((tmx_config_t *)0)->_member)
@@ -105,6 +110,17 @@ static const tmx_config_field_t tmx_config_table[] = {
     {TMX_CONFIG_FIELD("LOCAL_SIZE", TMX_CONFIG_INT, "-1", local_size,
                       "Processes of the job that run on this process's CPUs (set by tmxrun); "
                       "more than the CPUs of the affinity mask is oversubscribed. -1: unknown."),
+     .flags = TMX_CONFIG_F_MIN, .min = -1},
+    {TMX_CONFIG_FIELD("BIND", TMX_CONFIG_ENUM, "unknown", bind,
+                      "What tmxrun bound this process to: none, core, numa or socket; unknown "
+                      "when not launched by tmxrun."),
+     .words = tmx_config_bind_levels},
+    {TMX_CONFIG_FIELD("BIND_CPUS", TMX_CONFIG_STRING, "", bind_cpus,
+                      "The CPUs tmxrun bound this process to, as a list (0-3,8); empty when "
+                      "unbound or not launched by tmxrun.")},
+    {TMX_CONFIG_FIELD("NUMA_NODE", TMX_CONFIG_INT, "-1", numa_node,
+                      "NUMA node of this process's CPUs (set by tmxrun): the soft device's "
+                      "memory goes there. -1: found with hwloc, or unknown."),
      .flags = TMX_CONFIG_F_MIN, .min = -1},
     {TMX_CONFIG_FIELD("TM_OFFLOAD", TMX_CONFIG_ENUM, "auto", tm_offload,
                       "Tag-matching offload: auto and yes give receives to a device's tag list "

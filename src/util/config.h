@@ -23,6 +23,10 @@ typedef struct tmx_config {
     int      wait_mode;        /* TMX_WAIT: auto|spin|yield|sleep (tmx_wait_mode_t) */
     unsigned wait_spin_us;     /* TMX_WAIT_SPIN: microseconds of polling before sleeping */
     int      local_size;       /* TMX_LOCAL_SIZE: processes sharing our CPUs, -1 unknown */
+    /* placement (set by tmxrun) */
+    int      bind;             /* TMX_BIND: -1 unknown, else tmx_topo_level_t */
+    char     bind_cpus[256];   /* TMX_BIND_CPUS: CPU list bound to, "" unbound or unknown */
+    int      numa_node;        /* TMX_NUMA_NODE: NUMA node of our CPUs, -1 unknown */
     /* tag-matching offload (TM SRQ) */
     int      tm_offload;       /* TMX_TM_OFFLOAD: -1 auto, 0 no, 1 yes */
     size_t   tm_thresh;        /* TMX_TM_THRESH: smallest receive offered to the device */

@@ -27,7 +27,7 @@ bad "program not found" -n 2 "$T/does-not-exist"
 bad "program not in PATH" -n 2 tmx-no-such-program-anywhere
 bad "program not executable" -n 2 "$T/noexec"
 bad "program is a directory" -n 2 "$T/dir"
-bad "--bind with a bad value" -n 2 --bind socket touch "$M"
+bad "--bind with a bad value" -n 2 --bind tile touch "$M"
 bad "--timeout 0" -n 2 --timeout 0 touch "$M"
 bad "--timeout abc" -n 2 --timeout abc touch "$M"
 bad "unknown option" -n 2 --frobnicate touch "$M"

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "prov/soft/soft.h"
+#include "topo/topo.h"
 #include "util/log.h"
 
 /* The device address blob: everything a peer needs to find our segment and to tell whether
@@ -370,6 +371,14 @@ static tmx_status_t tmx_soft_seg_open(tmx_soft_dev_t *dev, const tmx_config_t *c
         status    = TMX_ERR_NO_MEMORY;
         goto err_close;
     }
+    /* Everything in the segment is read by us and written by peers (rings, control lines):
+     * its pages go on our NUMA node even though a peer's write usually touches them first.
+     * On shared memory the policy belongs to the file, so it holds for the peers' faults. */
+    if (dev->super.attr.numa_node >= 0 &&
+        tmx_topo_mem_prefer(dev->base, size, dev->super.attr.numa_node) != 0) {
+        tmx_debug("segment memory on numa node %d: mbind failed: %s", dev->super.attr.numa_node,
+                  strerror(errno));
+    }
     if (dev->fd < 0) {
         close(fd);
     }
@@ -484,6 +493,8 @@ static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t
     }
     dev->asym    = tmx_soft_membarrier_register();
     tmx_list_init(&dev->rsegs);
+    /* the device is where our CPUs are: its memory is placed there (tmx_soft_seg_open) */
+    dev->super.attr.numa_node = tmx_topo_self_numa(cfg);
     status = tmx_soft_seg_create(dev, cfg);
     if (status != TMX_OK) {
         goto err_free;
@@ -524,7 +535,6 @@ static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t
     dev->super.attr.max_sge    = TMX_SOFT_MAX_SGE;
     dev->super.attr.max_mr     = dev->hdr->max_mrs;
     dev->super.attr.max_ud_msg = TMX_SOFT_MAX_UD_MSG;
-    dev->super.attr.numa_node  = -1;
     dev->super.attr.addr_len   = sizeof(tmx_soft_dev_addr_t);
     if (cfg->soft_tm) {
         /* a TM SRQ with the shape of mlx5's (TMX_SOFT_TM_*) */

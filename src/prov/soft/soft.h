@@ -277,8 +277,9 @@ typedef struct tmx_soft_tm {
 } tmx_soft_tm_t;
 
 typedef struct tmx_soft_mr {
-    tmx_mr_t super;
-    unsigned index;
+    tmx_mr_t            super;
+    unsigned            index;
+    struct tmx_soft_mr *next_free; /* dev->mr_free while deregistered */
 } tmx_soft_mr_t;
 
 typedef struct tmx_soft_ah {
@@ -422,6 +423,8 @@ struct tmx_soft_dev {
     tmx_soft_seg_hdr_t *hdr;
     tmx_soft_mr_ent_t  *mrs;
     tmx_soft_mr_t     **mr_objs;
+    tmx_soft_mr_t      *mr_free;     /* deregistered objects, reused by the next mr_reg */
+    unsigned            mr_hint;     /* no free mr_objs slot below this index */
     uint64_t            boot_hash;
     uint64_t            lock_id;     /* pid | start time << 32: this process in a lock word */
     size_t              max_payload; /* of one RC record */

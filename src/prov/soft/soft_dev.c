@@ -586,6 +586,11 @@ static void tmx_soft_dev_close(tmx_dev_t *d)
         close(dev->wake_fd);
     }
     tmx_soft_seg_destroy(dev);
+    while (dev->mr_free != NULL) {
+        tmx_soft_mr_t *mr = dev->mr_free;
+        dev->mr_free      = mr->next_free;
+        free(mr);
+    }
     free(dev->qps);
     free(dev->active);
     free(dev->pend);
@@ -914,19 +919,28 @@ static tmx_status_t tmx_soft_mr_reg(tmx_pd_t *pd, void *addr, size_t length, uns
         status = TMX_ERR_INVALID_PARAM;
         goto err;
     }
-    for (i = 0; i < dev->hdr->max_mrs; i++) {
+    /* Receives offered to a tag list register and deregister one buffer per message: the
+     * slot search starts at the lowest one that may be free, and objects are reused. */
+    for (i = dev->mr_hint; i < dev->hdr->max_mrs; i++) {
         if (dev->mr_objs[i] == NULL) {
             break;
         }
     }
+    dev->mr_hint = i;
     if (i == dev->hdr->max_mrs) {
         status = TMX_ERR_NO_RESOURCE;
         goto err;
     }
-    mr = calloc(1, sizeof(*mr));
-    if (mr == NULL) {
-        status = TMX_ERR_NO_MEMORY;
-        goto err;
+    mr = dev->mr_free;
+    if (mr != NULL) {
+        dev->mr_free = mr->next_free;
+        memset(mr, 0, sizeof(*mr));
+    } else {
+        mr = calloc(1, sizeof(*mr));
+        if (mr == NULL) {
+            status = TMX_ERR_NO_MEMORY;
+            goto err;
+        }
     }
     /* A new generation per registration: the key of a deregistered region stays dead. */
     gen = (atomic_load(&dev->mrs[i].gen_valid) + 1) & 0xffu;
@@ -965,7 +979,11 @@ static void tmx_soft_mr_dereg(tmx_mr_t *m)
     /* Keep the generation, drop the valid bit. */
     atomic_store_explicit(&dev->mrs[mr->index].gen_valid, m->lkey & 0xffu, memory_order_release);
     dev->mr_objs[mr->index] = NULL;
-    free(mr);
+    if (mr->index < dev->mr_hint) {
+        dev->mr_hint = mr->index;
+    }
+    mr->next_free = dev->mr_free;
+    dev->mr_free  = mr;
 }
 
 /* ---------------------------------------------------------------- CQ */

@@ -76,7 +76,7 @@ static tmx_status_t tmx_soft_tm_grow(tmx_soft_tm_t *tm)
     }
     /* the free handles queued, then the new ones, in order */
     for (uint32_t i = 0; i < tm->free_count; i++) {
-        free_q[i] = tm->free[(tm->free_head + i) % tm->ent_cap];
+        free_q[i] = tm->free[(tm->free_head + i) & (tm->ent_cap - 1)];
     }
     for (uint32_t h = tm->ent_cap; h < cap; h++) {
         free_q[tm->free_count + h - tm->ent_cap] = h;
@@ -98,7 +98,7 @@ static uint32_t tmx_soft_tm_handle_get(tmx_soft_tm_t *tm)
         return 0;
     }
     h             = tm->free[tm->free_head];
-    tm->free_head = (tm->free_head + 1) % tm->ent_cap;
+    tm->free_head = (tm->free_head + 1) & (tm->ent_cap - 1);
     tm->free_count--;
     return h;
 }
@@ -106,7 +106,7 @@ static uint32_t tmx_soft_tm_handle_get(tmx_soft_tm_t *tm)
 static void tmx_soft_tm_handle_put(tmx_soft_tm_t *tm, uint32_t h)
 {
     /* ent_cap - 1 handles exist: the ring of ent_cap always has room */
-    tm->free[(tm->free_head + tm->free_count) % tm->ent_cap] = h;
+    tm->free[(tm->free_head + tm->free_count) & (tm->ent_cap - 1)] = h;
     tm->free_count++;
     memset(&tm->ent[h], 0, sizeof(tm->ent[h]));
 }
@@ -128,14 +128,14 @@ static void tmx_soft_tm_ev_add(tmx_soft_tm_t *tm, uint32_t handle)
             return;
         }
         for (unsigned i = 0; i < tm->ev_count; i++) {
-            ev[i] = tm->ev[(tm->ev_head + i) % tm->ev_cap];
+            ev[i] = tm->ev[(tm->ev_head + i) & (tm->ev_cap - 1)];
         }
         free(tm->ev);
         tm->ev      = ev;
         tm->ev_cap  = cap;
         tm->ev_head = 0;
     }
-    ev         = &tm->ev[(tm->ev_head + tm->ev_count) % tm->ev_cap];
+    ev         = &tm->ev[(tm->ev_head + tm->ev_count) & (tm->ev_cap - 1)];
     ev->pos    = tm->cq->pushed;
     ev->handle = handle;
     tm->ev_count++;
@@ -149,7 +149,7 @@ void tmx_soft_tm_polled(tmx_soft_cq_t *cq)
             uint32_t           h = tm->ev[tm->ev_head].handle;
             tmx_soft_tm_ent_t *e;
 
-            tm->ev_head = (tm->ev_head + 1) % tm->ev_cap;
+            tm->ev_head = (tm->ev_head + 1) & (tm->ev_cap - 1);
             tm->ev_count--;
             if (h == 0) {
                 tm->ops_out--;
@@ -198,6 +198,7 @@ tmx_status_t tmx_soft_tm_create(tmx_soft_srq_t *srq, const tmx_srq_init_attr_t *
     tm->max_tags = attr->max_num_tags;
     tm->max_ops  = attr->max_ops;
     tm->gap      = ((tmx_soft_dev_t *)srq->super.pd->dev)->cfg->soft_tm_sync_gap;
+    /* ent_cap and ev_cap stay powers of two (they double): rings are indexed by mask */
     tm->ent_cap  = 1; /* handle 0 only: the first ADD grows the table */
     tm->ent      = calloc(1, sizeof(*tm->ent));
     tm->free     = calloc(1, sizeof(*tm->free));

@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 #define TMX_API_MAJOR   1
-#define TMX_API_MINOR   2
+#define TMX_API_MINOR   3
 #define TMX_API_VERSION ((TMX_API_MAJOR << 16) | TMX_API_MINOR)
 
 /** Status codes: TMX_OK, TMX_INPROGRESS, or a negative error. */
@@ -142,6 +142,13 @@ TMX_API tmx_status_t tmx_worker_destroy(tmx_worker_h worker);
 TMX_API tmx_status_t tmx_worker_get_address(tmx_worker_h worker, void **address_p,
                                             size_t *length_p);
 TMX_API void tmx_worker_release_address(tmx_worker_h worker, void *address);
+
+/** The worker's address in a compact form (API 1.3), for channels that carry a small
+ *  fixed-size name (MPI's modex through libfabric, FI_NAME_MAX = 64 bytes): a soft-device
+ *  worker's is under 64 bytes. tmx_ep_create takes either form. Free it with
+ *  tmx_worker_release_address. */
+TMX_API tmx_status_t tmx_worker_get_address_compact(tmx_worker_h worker, void **address_p,
+                                                    size_t *length_p);
 
 /** Makes progress on every device of the worker; returns the number of events handled
  *  (0 for an invalid handle). Completion callbacks run from inside this call. */

@@ -565,11 +565,11 @@ TMX_API void tmx_worker_release_address(tmx_worker_h w, void *address)
 
 /* Compact address (API 1.3): the same fields as the blob, packed for channels that carry a
  * small fixed-size name (MPI's modex through libfabric: FI_NAME_MAX, 64 bytes).
- *   u8 'T', u8 TMX_ADDR_COMPACT_VERSION, u8 num_ifaces, u64 uuid,
+ *   u8 'z', u8 TMX_ADDR_COMPACT_VERSION, u8 num_ifaces, u64 uuid,
  *   per interface: u8 n, n bytes of provider name, LEB128 ud_qpn, u8 dev_addr_len, u8 m, then
  *   m bytes of dev_addr where a zero byte is followed by the count (1..255) of zeros it
  *   stands for. Expanded back into the blob by tmx_worker_addr_resolve. */
-#define TMX_ADDR_COMPACT_MAGIC   0x54
+#define TMX_ADDR_COMPACT_MAGIC   0x7a /* not 0x54, the first byte of TMX_ADDR_MAGIC */
 #define TMX_ADDR_FULL_MAX                                                                         \
     (sizeof(tmx_addr_hdr_t) + TMX_MAX_IFACES * (sizeof(tmx_addr_iface_t) + TMX_DEV_ADDR_MAX))
 #define TMX_ADDR_COMPACT_VERSION 0xc1

@@ -65,6 +65,9 @@ int main(void)
     CHECK(in == 42, "received %d", in);
     CHECK(tmx_ep_close(ep, TMX_EP_CLOSE_FLUSH) == TMX_OK, "close");
 
+    /* the full blob still makes an endpoint too */
+    CHECK(try_ep(w, full, full_len) == TMX_OK, "ep from the full address");
+
     /* truncated and padded forms are refused */
     unsigned char *buf = malloc(len + 8);
     for (size_t l = 1; l < len; l++) {

@@ -11,6 +11,19 @@
 
 uint32_t tmx_fi_api_version = FI_VERSION(1, 0);
 
+/* FI_TMX_DIRECTED_RECV=1: offer FI_DIRECTED_RECV although receives do not filter by source
+ * address (tmx matches on tags only). Right only for applications that put the source in the
+ * tag, as Open MPI's mtl ofi does when the provider has no remote CQ data (ofi_tag_1) -- but
+ * Open MPI 4.1 asks for FI_DIRECTED_RECV anyway. Off by default: tmx_fi(7). */
+static int tmx_fi_directed_recv(void)
+{
+    int v = 0;
+    if (fi_param_get_bool(&tmx_fi_prov, "directed_recv", &v) != FI_SUCCESS) {
+        v = 0;
+    }
+    return v;
+}
+
 int tmx_fi_errno(tmx_status_t s)
 {
     switch (s) {
@@ -60,7 +73,7 @@ static struct fi_info *tmx_fi_info_alloc(uint32_t version, const struct fi_info 
     if (fi == NULL) {
         return NULL;
     }
-    caps = TMX_FI_CAPS;
+    caps = TMX_FI_CAPS | (tmx_fi_directed_recv() ? FI_DIRECTED_RECV : 0);
     /* An application that asks for tags but not for untagged messages gets all 64 tag bits;
      * with FI_MSG the top bit is the provider's (mem_tag_format says so). */
     if (hints != NULL && hints->caps != 0 && !(hints->caps & FI_MSG)) {
@@ -121,29 +134,56 @@ static struct fi_info *tmx_fi_info_alloc(uint32_t version, const struct fi_info 
     return fi;
 }
 
+/* The hints ask for something the provider lacks: say which line of tmx_fi_hints_ok refused
+ * (FI_LOG_LEVEL=info) and return 0. */
+static int tmx_fi_reject(int line)
+{
+    if (fi_log_enabled(&tmx_fi_prov, FI_LOG_INFO, FI_LOG_CORE)) {
+        fi_log(&tmx_fi_prov, FI_LOG_INFO, FI_LOG_CORE, "tmx_fi_hints_ok", line,
+               "hints refused at tmx_fi.c:%d\n", line);
+    }
+    return 0;
+}
+
 /* 1 when the hints ask for nothing the provider lacks. */
 static int tmx_fi_hints_ok(const struct fi_info *h)
 {
     if (h == NULL) {
         return 1;
     }
-    if ((h->caps & ~(uint64_t)TMX_FI_CAPS) != 0) {
-        return 0; /* FI_DIRECTED_RECV, FI_SOURCE, FI_RMA, ... are not offered */
+    if ((h->caps & FI_DIRECTED_RECV) && !tmx_fi_directed_recv()) {
+        if (fi_log_enabled(&tmx_fi_prov, FI_LOG_INFO, FI_LOG_CORE)) {
+            fi_log(&tmx_fi_prov, FI_LOG_INFO, FI_LOG_CORE, __func__, __LINE__,
+                   "FI_DIRECTED_RECV is not offered: receives do not filter by source; "
+                   "FI_TMX_DIRECTED_RECV=1 offers it to applications that put the source in "
+                   "the tag (Open MPI's mtl ofi)\n");
+        }
+        return 0;
+    }
+    if ((h->caps & ~(uint64_t)(TMX_FI_CAPS | FI_DIRECTED_RECV)) != 0) {
+        /* FI_DIRECTED_RECV, FI_SOURCE, FI_RMA, ... are not offered */
+        if (fi_log_enabled(&tmx_fi_prov, FI_LOG_INFO, FI_LOG_CORE)) {
+            fi_log(&tmx_fi_prov, FI_LOG_INFO, FI_LOG_CORE, __func__, __LINE__,
+                   "capabilities not offered: %s\n",
+                   fi_tostr(&(uint64_t){h->caps & ~(uint64_t)(TMX_FI_CAPS | FI_DIRECTED_RECV)},
+                            FI_TYPE_CAPS));
+        }
+        return 0;
     }
     if (h->addr_format != FI_FORMAT_UNSPEC) {
-        return 0;
+        return tmx_fi_reject(__LINE__);
     }
     if (h->ep_attr != NULL) {
         if (h->ep_attr->type != FI_EP_UNSPEC && h->ep_attr->type != FI_EP_RDM) {
-            return 0;
+            return tmx_fi_reject(__LINE__);
         }
         if (h->ep_attr->mem_tag_format != 0 && (h->ep_attr->mem_tag_format & TMX_FI_MSG_BIT) &&
             (h->caps & FI_MSG)) {
-            return 0;
+            return tmx_fi_reject(__LINE__);
         }
         if (h->ep_attr->tx_ctx_cnt > 1 || h->ep_attr->rx_ctx_cnt > 1 ||
             h->ep_attr->auth_key_size != 0) {
-            return 0;
+            return tmx_fi_reject(__LINE__);
         }
     }
     if (h->tx_attr != NULL &&
@@ -151,41 +191,41 @@ static int tmx_fi_hints_ok(const struct fi_info *h)
          (h->tx_attr->comp_order & ~(uint64_t)FI_ORDER_NONE) != 0 ||
          h->tx_attr->inject_size > TMX_FI_INJECT_SIZE ||
          h->tx_attr->iov_limit > TMX_FI_IOV_LIMIT)) {
-        return 0;
+        return tmx_fi_reject(__LINE__);
     }
     if (h->rx_attr != NULL &&
         ((h->rx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS) != 0 ||
          (h->rx_attr->comp_order & ~(uint64_t)FI_ORDER_NONE) != 0 ||
          h->rx_attr->total_buffered_recv != 0 || h->rx_attr->iov_limit > TMX_FI_IOV_LIMIT)) {
-        return 0;
+        return tmx_fi_reject(__LINE__);
     }
     if (h->domain_attr != NULL) {
         const struct fi_domain_attr *d = h->domain_attr;
         if (d->name != NULL && strcmp(d->name, TMX_FI_NAME) != 0) {
-            return 0;
+            return tmx_fi_reject(__LINE__);
         }
         if (d->threading != FI_THREAD_UNSPEC && d->threading != FI_THREAD_DOMAIN &&
             d->threading != FI_THREAD_COMPLETION && d->threading != FI_THREAD_ENDPOINT &&
             d->threading != FI_THREAD_FID) {
-            return 0; /* FI_THREAD_SAFE: not yet */
+            return tmx_fi_reject(__LINE__); /* FI_THREAD_SAFE: not yet */
         }
         if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO) {
-            return 0;
+            return tmx_fi_reject(__LINE__);
         }
         if (d->cq_data_size != 0) {
-            return 0; /* remote CQ data: see tmx_fi(7) */
+            return tmx_fi_reject(__LINE__); /* remote CQ data: see tmx_fi(7) */
         }
         if (d->caps & ~(uint64_t)(FI_LOCAL_COMM | FI_REMOTE_COMM)) {
-            return 0;
+            return tmx_fi_reject(__LINE__);
         }
     }
     if (h->fabric_attr != NULL) {
         if (h->fabric_attr->name != NULL && strcmp(h->fabric_attr->name, TMX_FI_NAME) != 0) {
-            return 0;
+            return tmx_fi_reject(__LINE__);
         }
         if (h->fabric_attr->prov_name != NULL &&
             strcmp(h->fabric_attr->prov_name, TMX_FI_NAME) != 0) {
-            return 0;
+            return tmx_fi_reject(__LINE__);
         }
     }
     return 1;
@@ -1298,5 +1338,9 @@ struct fi_provider tmx_fi_prov = {
 
 FI_EXT_INI
 {
+    fi_param_define(&tmx_fi_prov, "directed_recv", FI_PARAM_BOOL,
+                    "offer FI_DIRECTED_RECV although receives match on tags only, not on the "
+                    "source address: for applications that put the source in the tag, as Open "
+                    "MPI's mtl ofi does (default: no)");
     return &tmx_fi_prov;
 }

@@ -23,6 +23,7 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
+#include <rdma/providers/fi_log.h>
 #include <rdma/providers/fi_prov.h>
 #include <tmx/tmx.h>
 

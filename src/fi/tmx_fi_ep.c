@@ -1126,7 +1126,7 @@ int tmx_fi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_
 
     if (info == NULL || ep_p == NULL || info->ep_attr == NULL ||
         (info->ep_attr->type != FI_EP_RDM && info->ep_attr->type != FI_EP_UNSPEC) ||
-        (info->caps & ~(uint64_t)TMX_FI_CAPS) != 0) {
+        (info->caps & ~(uint64_t)(TMX_FI_CAPS | FI_DIRECTED_RECV)) != 0) {
         return -FI_EINVAL;
     }
     ep = calloc(1, sizeof(*ep));

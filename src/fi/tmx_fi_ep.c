@@ -144,6 +144,9 @@ static void tmx_fi_op_complete(tmx_fi_op_t *op)
             size_t off = 0;
             for (size_t i = 0; i < op->iov_count && off < len; i++) {
                 size_t n = op->iov[i].iov_len < len - off ? op->iov[i].iov_len : len - off;
+                if (n == 0) {
+                    continue;
+                }
                 memcpy(op->iov[i].iov_base, (char *)op->bounce + off, n);
                 off += n;
             }
@@ -274,8 +277,10 @@ static ssize_t tmx_fi_send(tmx_fi_ep_t *ep, const struct iovec *iov, size_t coun
     if (flags & FI_INJECT) {
         size_t off = 0;
         for (size_t i = 0; i < count; i++) {
-            memcpy(op->inl + off, iov[i].iov_base, iov[i].iov_len);
-            off += iov[i].iov_len;
+            if (iov[i].iov_len > 0) { /* a zero-byte element may be NULL */
+                memcpy(op->inl + off, iov[i].iov_base, iov[i].iov_len);
+                off += iov[i].iov_len;
+            }
         }
         buf = op->inl;
     } else if (count > 1) {
@@ -286,8 +291,10 @@ static ssize_t tmx_fi_send(tmx_fi_ep_t *ep, const struct iovec *iov, size_t coun
             return -FI_ENOMEM;
         }
         for (size_t i = 0; i < count; i++) {
-            memcpy((char *)op->bounce + off, iov[i].iov_base, iov[i].iov_len);
-            off += iov[i].iov_len;
+            if (iov[i].iov_len > 0) {
+                memcpy((char *)op->bounce + off, iov[i].iov_base, iov[i].iov_len);
+                off += iov[i].iov_len;
+            }
         }
         buf = op->bounce;
     } else {

@@ -451,12 +451,25 @@ static void test_inject(void)
         sync_peers();
         expect_comp(&ctx, FI_RECV | FI_TAGGED, sizeof(buf), 0x11, 1, "injected");
         CHECK(check_fill(buf, sizeof(buf), 11), "injected data");
+        /* zero bytes from a NULL buffer (Open MPI's barrier does it), also in a vector */
+        CHECK(fi_trecv(ep, NULL, 0, NULL, FI_ADDR_UNSPEC, 0x13, 0, &ctx) == 0, "trecv NULL");
+        expect_comp(&ctx, FI_RECV | FI_TAGGED, 0, 0x13, 1, "zero-byte inject");
+        struct iovec z[2] = {{NULL, 0}, {buf, 8}};
+        memset(buf, 0, 8);
+        CHECK(fi_trecvv(ep, z, NULL, 2, FI_ADDR_UNSPEC, 0x14, 0, &ctx) == 0, "trecvv NULL");
+        expect_comp(&ctx, FI_RECV | FI_TAGGED, 8, 0x14, 1, "vector with a NULL element");
+        CHECK(check_fill(buf, 8, 14), "vector data");
     } else {
         fill(buf, sizeof(buf), 11);
         sync_peers();
         CHECK(fi_tinject(ep, buf, sizeof(buf), peer, 0x11) == 0, "tinject");
         memset(buf, 0, sizeof(buf)); /* the buffer is ours again at once */
         expect_nothing("inject has no completion");
+        CHECK(fi_tinject(ep, NULL, 0, peer, 0x13) == 0, "tinject of nothing");
+        fill(buf, 8, 14);
+        struct iovec z[2] = {{NULL, 0}, {buf, 8}};
+        CHECK(fi_tsendv(ep, z, NULL, 2, peer, 0x14, &ctx) == 0, "tsendv with a NULL element");
+        expect_comp(&ctx, FI_SEND | FI_TAGGED, 0, 0, 0, "vector send");
         char big[1024] = {0};
         CHECK(fi_tinject(ep, big, sizeof(big), peer, 0x12) == -FI_EINVAL, "inject too big");
     }

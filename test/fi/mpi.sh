@@ -30,7 +30,7 @@ for np in 2 4; do
     grep -E "^(ok|FAIL|PASS)" "$T/out"
     if [ $rc -ne 0 ] || ! grep -q "^PASS: $np ranks" "$T/out"; then
         fail "np $np: exit $rc"
-        grep -v "mca\|select" "$T/out" | tail -20
+        grep -v "mca\|select" "$T/out" | tail -40
     else
         ok "np $np"
     fi

@@ -220,15 +220,20 @@ static void setup(void)
     cqa.format = FI_CQ_FORMAT_TAGGED;
     DIE_IF(fi_cq_open(domain, &cqa, &cq, NULL) != 0, "fi_cq_open");
     memset(&ava, 0, sizeof(ava));
-    ava.type = FI_AV_TABLE;
+    ava.type = rank ? FI_AV_MAP : FI_AV_TABLE; /* both kinds */
     DIE_IF(fi_av_open(domain, &ava, &av, NULL) != 0, "fi_av_open");
     memset(&cna, 0, sizeof(cna));
     cna.events = FI_CNTR_EVENTS_COMP;
     DIE_IF(fi_cntr_open(domain, &cna, &txc, NULL) != 0, "fi_cntr_open");
     DIE_IF(fi_cntr_open(domain, &cna, &rxc, NULL) != 0, "fi_cntr_open");
+    /* as Open MPI does: completions only for operations with FI_COMPLETION, which the
+     * endpoint's default op_flags give */
+    info->tx_attr->op_flags = FI_COMPLETION;
+    info->rx_attr->op_flags = FI_COMPLETION;
     DIE_IF(fi_endpoint(domain, info, &ep, NULL) != 0, "fi_endpoint");
     CHECK(fi_enable(ep) == -FI_ENOAV, "enable without an address vector");
-    DIE_IF(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV) != 0, "bind cq");
+    DIE_IF(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION) != 0,
+           "bind cq");
     DIE_IF(fi_ep_bind(ep, &av->fid, 0) != 0, "bind av");
     DIE_IF(fi_ep_bind(ep, &txc->fid, FI_SEND) != 0, "bind tx counter");
     DIE_IF(fi_ep_bind(ep, &rxc->fid, FI_RECV) != 0, "bind rx counter");
@@ -476,6 +481,48 @@ static void test_inject(void)
     sync_peers();
 }
 
+/* FI_SELECTIVE_COMPLETION: *msg calls without FI_COMPLETION complete silently (counters
+ * still count); errors are reported all the same */
+static void test_selective(void)
+{
+    char                 buf[32];
+    int                  ctx;
+    struct iovec         iov = {buf, sizeof(buf)};
+    struct fi_msg_tagged m   = tmsg(&iov, 1, 0x15, 0, &ctx);
+    m.addr                   = rank ? FI_ADDR_UNSPEC : peer;
+    if (rank == 1) {
+        uint64_t before = fi_cntr_read(rxc);
+        memset(buf, 0, sizeof(buf));
+        CHECK(fi_trecvmsg(ep, &m, 0) == 0, "trecvmsg without FI_COMPLETION");
+        sync_peers();
+        double t0 = now();
+        while (fi_cntr_read(rxc) == before && now() - t0 < 20) {
+        }
+        CHECK(fi_cntr_read(rxc) == before + 1, "receive counted");
+        CHECK(check_fill(buf, sizeof(buf), 15), "silent receive data");
+        expect_nothing("no receive completion without FI_COMPLETION");
+        /* a silent receive that is truncated still reports its error */
+        iov.iov_len = 4;
+        CHECK(fi_trecvmsg(ep, &m, 0) == 0, "trecvmsg (short) without FI_COMPLETION");
+        sync_peers();
+        expect_err(&ctx, FI_ETRUNC, "error of a silent receive");
+    } else {
+        fill(buf, sizeof(buf), 15);
+        sync_peers();
+        uint64_t before = fi_cntr_read(txc);
+        CHECK(fi_tsendmsg(ep, &m, 0) == 0, "tsendmsg without FI_COMPLETION");
+        double t0 = now();
+        while (fi_cntr_read(txc) == before && now() - t0 < 20) {
+        }
+        CHECK(fi_cntr_read(txc) == before + 1, "send counted");
+        expect_nothing("no send completion without FI_COMPLETION");
+        sync_peers();
+        CHECK(fi_tsendmsg(ep, &m, FI_COMPLETION) == 0, "tsendmsg with FI_COMPLETION");
+        expect_comp(&ctx, FI_SEND | FI_TAGGED, 0, 0, 0, "send with FI_COMPLETION");
+    }
+    sync_peers();
+}
+
 static void test_cancel(void)
 {
     char buf[16] = {0};
@@ -537,6 +584,7 @@ int main(void)
     test_truncation(100, 40);
     test_truncation(1 << 20, 1000);
     test_inject();
+    test_selective();
     test_cancel();
     test_bad_use();
     uint64_t sends = fi_cntr_read(txc), recvs = fi_cntr_read(rxc);

@@ -7,6 +7,24 @@ if ! command -v fi_pingpong >/dev/null; then
     echo "SKIP: fi_pingpong (Debian's libfabric-bin) is not installed"
     exit 77
 fi
+# fi_info lists the provider with its attributes
+if ! command -v fi_info >/dev/null; then
+    echo "SKIP: fi_info (Debian's libfabric-bin) is not installed"
+    exit 77
+fi
+LD_PRELOAD=$TMX_FI_PRELOAD timeout -s KILL 30 fi_info -p tmx -v >"$T/info" 2>&1
+for want in "prov_name: tmx" "type: FI_EP_RDM" "FI_TAGGED" "FI_ORDER_SAS" \
+            "mem_tag_format: 0x7fffffffffffffff" "threading: FI_THREAD_DOMAIN"; do
+    if grep -q -- "$want" "$T/info"; then
+        ok "fi_info -p tmx: $want"
+    else
+        fail "fi_info -p tmx does not say $want"
+    fi
+done
+if grep -q "FI_DIRECTED_RECV\|FI_REMOTE_CQ_DATA" "$T/info"; then
+    fail "fi_info -p tmx offers FI_DIRECTED_RECV or remote CQ data by default"
+fi
+
 pp() { # mode port
     LD_PRELOAD=$TMX_FI_PRELOAD timeout -s KILL 60 fi_pingpong -p tmx -e rdm -m "$1" -c -I 20 \
         -B "$2" >"$T/srv" 2>&1 &

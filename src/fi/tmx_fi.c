@@ -620,14 +620,17 @@ void tmx_fi_cq_push(tmx_fi_cq_t *cq, void *context, uint64_t flags, size_t len, 
             return;
         }
         for (size_t i = 0; i < cq->count; i++) {
-            ring[i] = cq->ring[(cq->head + i) % cq->cap];
+            ring[i] = cq->ring[(cq->head + i) & (cq->cap - 1)];
         }
         free(cq->ring);
         cq->ring = ring;
         cq->cap  = cap;
         cq->head = 0;
     }
-    e             = &cq->ring[(cq->head + cq->count++) % cq->cap];
+    if (cq->count == 0) {
+        cq->head = 0; /* an empty queue starts over: its first entries stay in the cache */
+    }
+    e             = &cq->ring[(cq->head + cq->count++) & (cq->cap - 1)]; /* cap: 2^n */
     e->op_context = context;
     e->flags      = flags;
     e->len        = len;
@@ -677,7 +680,7 @@ static ssize_t tmx_fi_cq_read(struct fid_cq *fcq, void *buf, size_t count)
     while (n < count && cq->count > 0) {
         const struct fi_cq_tagged_entry *e = &cq->ring[cq->head];
         memcpy((char *)buf + n * cq->entry_size, e, cq->entry_size);
-        cq->head = (cq->head + 1) % cq->cap;
+        cq->head = (cq->head + 1) & (cq->cap - 1);
         cq->count--;
         n++;
     }
@@ -845,7 +848,10 @@ static int tmx_fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
     if (cq == NULL) {
         return -FI_ENOMEM;
     }
-    cq->cap  = attr->size >= 64 ? attr->size : 1024;
+    cq->cap = 1024; /* a power of two, grown when full */
+    while (cq->cap < attr->size && cq->cap < ((size_t)1 << 30)) {
+        cq->cap *= 2;
+    }
     cq->ring = malloc(cq->cap * sizeof(*cq->ring));
     if (cq->ring == NULL) {
         free(cq);

@@ -523,6 +523,51 @@ static void test_selective(void)
     sync_peers();
 }
 
+/* More completions than the CQ's initial 1024 entries, read only at the end: the queue grows
+ * and gives them back in order. */
+static void test_many(void)
+{
+    enum { N = 3000 };
+    static int vals[N], ctxs[N];
+    struct fi_cq_tagged_entry e;
+    if (rank == 1) {
+        for (int i = 0; i < N; i++) {
+            CHECK(fi_trecv(ep, &vals[i], sizeof(int), NULL, FI_ADDR_UNSPEC, 0x16, 0, &ctxs[i]) ==
+                      0,
+                  "trecv %d", i);
+        }
+        sync_peers();
+        sync_peers(); /* the sender is done; some receives completed already */
+        for (int i = 0; i < N; i++) {
+            if (get_comp(&e, 20) != 1) {
+                CHECK(0, "completion %d missing", i);
+                break;
+            }
+            CHECK(e.op_context == &ctxs[i] && vals[i] == i, "completion %d: context %p, value %d",
+                  i, e.op_context, vals[i]);
+        }
+    } else {
+        sync_peers();
+        for (int i = 0; i < N; i++) {
+            vals[i] = i;
+            ssize_t r;
+            while ((r = fi_tsend(ep, &vals[i], sizeof(int), NULL, peer, 0x16, &ctxs[i])) ==
+                   -FI_EAGAIN) {
+            }
+            CHECK(r == 0, "tsend %d: %zd", i, r);
+        }
+        sync_peers();
+        for (int i = 0; i < N; i++) {
+            if (get_comp(&e, 20) != 1) {
+                CHECK(0, "send completion %d missing", i);
+                break;
+            }
+            CHECK(e.op_context == &ctxs[i], "send completion %d out of order", i);
+        }
+    }
+    sync_peers();
+}
+
 static void test_cancel(void)
 {
     char buf[16] = {0};
@@ -585,6 +630,7 @@ int main(void)
     test_truncation(1 << 20, 1000);
     test_inject();
     test_selective();
+    test_many();
     test_cancel();
     test_bad_use();
     uint64_t sends = fi_cntr_read(txc), recvs = fi_cntr_read(rxc);

@@ -103,7 +103,10 @@ static struct fi_info *tmx_fi_info_alloc(uint32_t version, const struct fi_info 
     fi->rx_attr->size                   = TMX_FI_QUEUE_SIZE;
     fi->rx_attr->iov_limit              = TMX_FI_IOV_LIMIT;
     fi->domain_attr->name               = strdup(TMX_FI_NAME);
-    fi->domain_attr->threading          = FI_THREAD_DOMAIN;
+    /* FI_THREAD_SAFE when asked for: the domain's objects then take its lock */
+    fi->domain_attr->threading = (hints && hints->domain_attr->threading == FI_THREAD_SAFE)
+                                     ? FI_THREAD_SAFE
+                                     : FI_THREAD_DOMAIN;
     fi->domain_attr->control_progress   = FI_PROGRESS_MANUAL;
     fi->domain_attr->data_progress      = FI_PROGRESS_MANUAL;
     fi->domain_attr->resource_mgmt      = FI_RM_ENABLED;
@@ -206,8 +209,8 @@ static int tmx_fi_hints_ok(const struct fi_info *h)
         }
         if (d->threading != FI_THREAD_UNSPEC && d->threading != FI_THREAD_DOMAIN &&
             d->threading != FI_THREAD_COMPLETION && d->threading != FI_THREAD_ENDPOINT &&
-            d->threading != FI_THREAD_FID) {
-            return tmx_fi_reject(__LINE__); /* FI_THREAD_SAFE: not yet */
+            d->threading != FI_THREAD_FID && d->threading != FI_THREAD_SAFE) {
+            return tmx_fi_reject(__LINE__);
         }
         if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO) {
             return tmx_fi_reject(__LINE__);
@@ -399,7 +402,7 @@ static int tmx_fi_av_close(struct fid *fid)
     return 0;
 }
 
-static int tmx_fi_av_insert(struct fid_av *fav, const void *addr, size_t count,
+static int tmx_fi_av_insert_unlocked(struct fid_av *fav, const void *addr, size_t count,
                             fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
     tmx_fi_av_t   *av = (tmx_fi_av_t *)fav;
@@ -443,6 +446,17 @@ static int tmx_fi_av_insert(struct fid_av *fav, const void *addr, size_t count,
     return inserted;
 }
 
+static int tmx_fi_av_insert(struct fid_av *fav, const void *addr, size_t count,
+                            fi_addr_t *fi_addr, uint64_t flags, void *context)
+{
+    tmx_fi_domain_t *dom_ = ((tmx_fi_av_t *)fav)->dom;
+    int r_;
+    tmx_fi_lock(dom_);
+    r_ = tmx_fi_av_insert_unlocked(fav, addr, count, fi_addr, flags, context);
+    tmx_fi_unlock(dom_);
+    return r_;
+}
+
 static int tmx_fi_av_insertsvc(struct fid_av *av, const char *node, const char *service,
                                fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
@@ -470,7 +484,7 @@ static int tmx_fi_av_insertsym(struct fid_av *av, const char *node, size_t nodec
     return -FI_ENOSYS;
 }
 
-static int tmx_fi_av_remove(struct fid_av *fav, fi_addr_t *fi_addr, size_t count,
+static int tmx_fi_av_remove_unlocked(struct fid_av *fav, fi_addr_t *fi_addr, size_t count,
                             uint64_t flags)
 {
     tmx_fi_av_t *av = (tmx_fi_av_t *)fav;
@@ -489,7 +503,18 @@ static int tmx_fi_av_remove(struct fid_av *fav, fi_addr_t *fi_addr, size_t count
     return 0;
 }
 
-static int tmx_fi_av_lookup(struct fid_av *fav, fi_addr_t fi_addr, void *addr, size_t *addrlen)
+static int tmx_fi_av_remove(struct fid_av *fav, fi_addr_t *fi_addr, size_t count,
+                            uint64_t flags)
+{
+    tmx_fi_domain_t *dom_ = ((tmx_fi_av_t *)fav)->dom;
+    int r_;
+    tmx_fi_lock(dom_);
+    r_ = tmx_fi_av_remove_unlocked(fav, fi_addr, count, flags);
+    tmx_fi_unlock(dom_);
+    return r_;
+}
+
+static int tmx_fi_av_lookup_unlocked(struct fid_av *fav, fi_addr_t fi_addr, void *addr, size_t *addrlen)
 {
     tmx_fi_av_t *av = (tmx_fi_av_t *)fav;
     size_t       n;
@@ -503,6 +528,16 @@ static int tmx_fi_av_lookup(struct fid_av *fav, fi_addr_t fi_addr, void *addr, s
     }
     *addrlen = TMX_FI_NAME_LEN;
     return 0;
+}
+
+static int tmx_fi_av_lookup(struct fid_av *fav, fi_addr_t fi_addr, void *addr, size_t *addrlen)
+{
+    tmx_fi_domain_t *dom_ = ((tmx_fi_av_t *)fav)->dom;
+    int r_;
+    tmx_fi_lock(dom_);
+    r_ = tmx_fi_av_lookup_unlocked(fav, fi_addr, addr, addrlen);
+    tmx_fi_unlock(dom_);
+    return r_;
 }
 
 static const char *tmx_fi_av_straddr(struct fid_av *av, const void *addr, char *buf,
@@ -663,7 +698,7 @@ int tmx_fi_cq_push_err(tmx_fi_cq_t *cq, void *context, uint64_t flags, size_t le
     return 0;
 }
 
-static ssize_t tmx_fi_cq_read(struct fid_cq *fcq, void *buf, size_t count)
+static ssize_t tmx_fi_cq_read_unlocked(struct fid_cq *fcq, void *buf, size_t count)
 {
     tmx_fi_cq_t *cq = (tmx_fi_cq_t *)fcq;
     size_t       n  = 0;
@@ -687,6 +722,16 @@ static ssize_t tmx_fi_cq_read(struct fid_cq *fcq, void *buf, size_t count)
     return n > 0 ? (ssize_t)n : -FI_EAGAIN;
 }
 
+static ssize_t tmx_fi_cq_read(struct fid_cq *fcq, void *buf, size_t count)
+{
+    tmx_fi_domain_t *dom_ = ((tmx_fi_cq_t *)fcq)->dom;
+    ssize_t r_;
+    tmx_fi_lock(dom_);
+    r_ = tmx_fi_cq_read_unlocked(fcq, buf, count);
+    tmx_fi_unlock(dom_);
+    return r_;
+}
+
 static ssize_t tmx_fi_cq_readfrom(struct fid_cq *cq, void *buf, size_t count,
                                   fi_addr_t *src_addr)
 {
@@ -697,7 +742,7 @@ static ssize_t tmx_fi_cq_readfrom(struct fid_cq *cq, void *buf, size_t count,
     return n;
 }
 
-static ssize_t tmx_fi_cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint64_t flags)
+static ssize_t tmx_fi_cq_readerr_unlocked(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint64_t flags)
 {
     tmx_fi_cq_t  *cq = (tmx_fi_cq_t *)fcq;
     tmx_fi_err_t *e  = cq->err_head;
@@ -721,6 +766,16 @@ static ssize_t tmx_fi_cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf
     }
     free(e);
     return 1;
+}
+
+static ssize_t tmx_fi_cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint64_t flags)
+{
+    tmx_fi_domain_t *dom_ = ((tmx_fi_cq_t *)fcq)->dom;
+    ssize_t r_;
+    tmx_fi_lock(dom_);
+    r_ = tmx_fi_cq_readerr_unlocked(fcq, buf, flags);
+    tmx_fi_unlock(dom_);
+    return r_;
 }
 
 static ssize_t tmx_fi_cq_sread(struct fid_cq *fcq, void *buf, size_t count, const void *cond,
@@ -897,7 +952,7 @@ void tmx_fi_cntr_detach(tmx_fi_cntr_t *c, tmx_fi_ep_t *ep)
     }
 }
 
-static uint64_t tmx_fi_cntr_read(struct fid_cntr *fc)
+static uint64_t tmx_fi_cntr_read_unlocked(struct fid_cntr *fc)
 {
     tmx_fi_cntr_t *c = (tmx_fi_cntr_t *)fc;
     for (int i = 0; i < c->neps; i++) {
@@ -906,13 +961,33 @@ static uint64_t tmx_fi_cntr_read(struct fid_cntr *fc)
     return c->val;
 }
 
-static uint64_t tmx_fi_cntr_readerr(struct fid_cntr *fc)
+static uint64_t tmx_fi_cntr_read(struct fid_cntr *fc)
+{
+    tmx_fi_domain_t *dom_ = ((tmx_fi_cntr_t *)fc)->dom;
+    uint64_t r_;
+    tmx_fi_lock(dom_);
+    r_ = tmx_fi_cntr_read_unlocked(fc);
+    tmx_fi_unlock(dom_);
+    return r_;
+}
+
+static uint64_t tmx_fi_cntr_readerr_unlocked(struct fid_cntr *fc)
 {
     tmx_fi_cntr_t *c = (tmx_fi_cntr_t *)fc;
     for (int i = 0; i < c->neps; i++) {
         tmx_fi_ep_progress(c->eps[i]);
     }
     return c->err;
+}
+
+static uint64_t tmx_fi_cntr_readerr(struct fid_cntr *fc)
+{
+    tmx_fi_domain_t *dom_ = ((tmx_fi_cntr_t *)fc)->dom;
+    uint64_t r_;
+    tmx_fi_lock(dom_);
+    r_ = tmx_fi_cntr_readerr_unlocked(fc);
+    tmx_fi_unlock(dom_);
+    return r_;
 }
 
 static int tmx_fi_cntr_add(struct fid_cntr *fc, uint64_t value)
@@ -1111,6 +1186,7 @@ static int tmx_fi_domain_close(struct fid *fid)
         return -FI_EBUSY;
     }
     tmx_context_destroy(dom->ctx);
+    pthread_mutex_destroy(&dom->lock);
     dom->fab->refs--;
     free(dom);
     return 0;
@@ -1231,6 +1307,8 @@ static int tmx_fi_domain(struct fid_fabric *fabric, struct fi_info *info,
         free(dom);
         return -tmx_fi_errno(s);
     }
+    dom->safe = info->domain_attr != NULL && info->domain_attr->threading == FI_THREAD_SAFE;
+    pthread_mutex_init(&dom->lock, NULL);
     dom->domain.fid.fclass  = FI_CLASS_DOMAIN;
     dom->domain.fid.context = context;
     dom->domain.fid.ops     = &tmx_fi_domain_fi_ops;

@@ -25,6 +25,7 @@
 #include <rdma/fi_tagged.h>
 #include <rdma/providers/fi_log.h>
 #include <rdma/providers/fi_prov.h>
+#include <pthread.h>
 #include <tmx/tmx.h>
 
 #define TMX_FI_NAME        "tmx"
@@ -56,7 +57,23 @@ typedef struct tmx_fi_domain {
     tmx_fi_fabric_t  *fab;
     tmx_context_h     ctx;
     int               refs;
+    int               safe; /* FI_THREAD_SAFE: every entry point takes lock */
+    pthread_mutex_t   lock;
 } tmx_fi_domain_t;
+
+static inline void tmx_fi_lock(tmx_fi_domain_t *dom)
+{
+    if (dom->safe) {
+        pthread_mutex_lock(&dom->lock);
+    }
+}
+
+static inline void tmx_fi_unlock(tmx_fi_domain_t *dom)
+{
+    if (dom->safe) {
+        pthread_mutex_unlock(&dom->lock);
+    }
+}
 
 typedef struct tmx_fi_av {
     struct fid_av    av;

@@ -239,7 +239,7 @@ static tmx_ep_h tmx_fi_ep_peer(tmx_fi_ep_t *ep, fi_addr_t addr)
     return tep;
 }
 
-static ssize_t tmx_fi_send(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count,
+static ssize_t tmx_fi_send_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count,
                            fi_addr_t dest, uint64_t tag, void *context, uint64_t flags)
 {
     tmx_request_params_t params;
@@ -322,6 +322,17 @@ static ssize_t tmx_fi_send(tmx_fi_ep_t *ep, const struct iovec *iov, size_t coun
     return -tmx_fi_errno(s);
 }
 
+static ssize_t tmx_fi_send(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count,
+                           fi_addr_t dest, uint64_t tag, void *context, uint64_t flags)
+{
+    tmx_fi_domain_t *dom_ = ep->dom;
+    ssize_t r_;
+    tmx_fi_lock(dom_);
+    r_ = tmx_fi_send_unlocked(ep, iov, count, dest, tag, context, flags);
+    tmx_fi_unlock(dom_);
+    return r_;
+}
+
 /* ---------------------------------------------------------------- receiving */
 
 static tmx_fi_claim_t **tmx_fi_claim_find(tmx_fi_ep_t *ep, void *context)
@@ -379,7 +390,7 @@ static ssize_t tmx_fi_peek(tmx_fi_ep_t *ep, uint64_t tag, uint64_t mask, void *c
     return -tmx_fi_errno(s);
 }
 
-static ssize_t tmx_fi_recv(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count, uint64_t tag,
+static ssize_t tmx_fi_recv_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count, uint64_t tag,
                            uint64_t mask, void *context, uint64_t flags, uint64_t kind)
 {
     tmx_request_params_t params;
@@ -456,6 +467,17 @@ static ssize_t tmx_fi_recv(tmx_fi_ep_t *ep, const struct iovec *iov, size_t coun
     op->req = req;
     tmx_fi_ep_drain(ep); /* it may have matched an unexpected message at once */
     return 0;
+}
+
+static ssize_t tmx_fi_recv(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count, uint64_t tag,
+                           uint64_t mask, void *context, uint64_t flags, uint64_t kind)
+{
+    tmx_fi_domain_t *dom_ = ep->dom;
+    ssize_t r_;
+    tmx_fi_lock(dom_);
+    r_ = tmx_fi_recv_unlocked(ep, iov, count, tag, mask, context, flags, kind);
+    tmx_fi_unlock(dom_);
+    return r_;
 }
 
 /* ---------------------------------------------------------------- tagged */
@@ -763,7 +785,7 @@ static struct fi_ops_msg tmx_fi_msg_ops = {
 
 /* ---------------------------------------------------------------- endpoint */
 
-static ssize_t tmx_fi_cancel(fid_t fid, void *context)
+static ssize_t tmx_fi_cancel_unlocked(fid_t fid, void *context)
 {
     tmx_fi_ep_t *ep = (tmx_fi_ep_t *)fid;
     tmx_status_t s;
@@ -776,6 +798,16 @@ static ssize_t tmx_fi_cancel(fid_t fid, void *context)
         }
     }
     return -FI_ENOENT;
+}
+
+static ssize_t tmx_fi_cancel(fid_t fid, void *context)
+{
+    tmx_fi_domain_t *dom_ = ((tmx_fi_ep_t *)fid)->dom;
+    ssize_t r_;
+    tmx_fi_lock(dom_);
+    r_ = tmx_fi_cancel_unlocked(fid, context);
+    tmx_fi_unlock(dom_);
+    return r_;
 }
 
 static int tmx_fi_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
@@ -992,7 +1024,7 @@ static int tmx_fi_ep_close(struct fid *fid)
     return 0;
 }
 
-static int tmx_fi_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+static int tmx_fi_ep_bind_unlocked(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
     tmx_fi_ep_t *ep = (tmx_fi_ep_t *)fid;
     int          ret;
@@ -1063,7 +1095,17 @@ static int tmx_fi_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
     }
 }
 
-static int tmx_fi_ep_control(struct fid *fid, int command, void *arg)
+static int tmx_fi_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+    tmx_fi_domain_t *dom_ = ((tmx_fi_ep_t *)fid)->dom;
+    int r_;
+    tmx_fi_lock(dom_);
+    r_ = tmx_fi_ep_bind_unlocked(fid, bfid, flags);
+    tmx_fi_unlock(dom_);
+    return r_;
+}
+
+static int tmx_fi_ep_control_unlocked(struct fid *fid, int command, void *arg)
 {
     tmx_fi_ep_t *ep = (tmx_fi_ep_t *)fid;
 
@@ -1100,6 +1142,16 @@ static int tmx_fi_ep_control(struct fid *fid, int command, void *arg)
     default:
         return -FI_ENOSYS;
     }
+}
+
+static int tmx_fi_ep_control(struct fid *fid, int command, void *arg)
+{
+    tmx_fi_domain_t *dom_ = ((tmx_fi_ep_t *)fid)->dom;
+    int r_;
+    tmx_fi_lock(dom_);
+    r_ = tmx_fi_ep_control_unlocked(fid, command, arg);
+    tmx_fi_unlock(dom_);
+    return r_;
 }
 
 static int tmx_fi_ep_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,

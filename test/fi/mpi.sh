@@ -35,4 +35,21 @@ for np in 2 4; do
         ok "np $np"
     fi
 done
+# MPI_THREAD_MULTIPLE: Open MPI asks for FI_THREAD_SAFE
+if ! timeout -s KILL 60 mpicc -O1 -pthread -o "$T/mpi_threads" "$S/test/fi/mpi_threads.c" \
+        2>"$T/cc.err"; then
+    cat "$T/cc.err"
+    fail "mpicc could not build mpi_threads.c"
+else
+    timeout -s KILL 120 mpirun "${TMX_MPIRUN_ARGS[@]}" -np 2 "$T/mpi_threads" >"$T/out" 2>&1
+    rc=$?
+    n_prov=$(grep -c "mtl:ofi:provider: tmx" "$T/out")
+    grep -E "^(PASS|FAIL)" "$T/out"
+    if [ $rc -ne 0 ] || [ "$n_prov" -ne 2 ] || ! grep -q "^PASS: 2 ranks" "$T/out"; then
+        fail "MPI_THREAD_MULTIPLE: exit $rc, $n_prov of 2 ranks on provider tmx"
+        grep -v "mca\|select" "$T/out" | tail -40
+    else
+        ok "MPI_THREAD_MULTIPLE, 2 ranks"
+    fi
+fi
 [ $fails -eq 0 ]

@@ -1,7 +1,7 @@
 /* libtmx-fi.so: the provider entry point, fi_getinfo, and the fabric, domain, event queue,
  * address vector, completion queue, counter and memory registration objects. Endpoints and
  * the data path are in tmx_fi_ep.c. */
-#include "fi/tmx_fi.h"
+#include "tmx_fi.h"
 
 #include <sched.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* libtmx-fi.so: endpoints and the data path (tagged and untagged send/receive, peek/claim,
  * cancel), as calls of tmx's public API. */
-#include "fi/tmx_fi.h"
+#include "tmx_fi.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1215,6 +1215,13 @@ int tmx_fi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_
     }
     if (len >= TMX_FI_NAME_LEN) {
         /* no room in FI_NAME_MAX: tmx_fi(7) */
+        if (fi_log_enabled(&tmx_fi_prov, FI_LOG_WARN, FI_LOG_EP_CTRL)) {
+            fi_log(&tmx_fi_prov, FI_LOG_WARN, FI_LOG_EP_CTRL, __func__, __LINE__,
+                   "endpoint: the worker's compact address has %zu bytes, more than the %d "
+                   "an endpoint name holds (soft device with named segments, "
+                   "TMX_SOFT_MEMFD=no?)\n",
+                   len, TMX_FI_NAME_LEN - 1);
+        }
         tmx_worker_release_address(ep->worker, addr);
         ret = -FI_EOVERFLOW;
         goto err_worker;

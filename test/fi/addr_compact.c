@@ -48,8 +48,12 @@ int main(void)
     CHECK(tmx_worker_get_address(w, &full, &full_len) == TMX_OK, "full address");
     CHECK(tmx_worker_get_address_compact(w, &addr, &len) == TMX_OK, "compact address");
     printf("address: %zu bytes, compact %zu bytes\n", full_len, len);
-    CHECK(len <= 63, "compact address of %zu bytes does not fit a 64-byte name with its length",
-          len);
+    /* named segments (TMX_SOFT_MEMFD=no) make it longer: a known limit, tmx_fi(7) */
+    const char *memfd = getenv("TMX_SOFT_MEMFD");
+    if (memfd == NULL || strcmp(memfd, "no") != 0) {
+        CHECK(len <= 63, "compact address of %zu bytes does not fit a 64-byte name", len);
+    }
+    CHECK(len < full_len, "compact address (%zu bytes) not shorter than the blob", len);
 
     /* the compact form makes an endpoint that carries a message */
     tmx_ep_params_t p = {.field_mask = TMX_EP_PARAM_ADDRESS, .address = addr,

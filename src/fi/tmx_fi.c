@@ -90,27 +90,29 @@ static struct fi_info *tmx_fi_info_alloc(uint32_t version, const struct fi_info 
     fi->ep_attr->tx_ctx_cnt             = 1;
     fi->ep_attr->rx_ctx_cnt             = 1;
     fi->tx_attr->caps                   = caps;
-    fi->tx_attr->op_flags               = hints ? hints->tx_attr->op_flags : 0;
+    fi->tx_attr->op_flags               = hints && hints->tx_attr ? hints->tx_attr->op_flags : 0;
     fi->tx_attr->msg_order              = FI_ORDER_SAS;
     fi->tx_attr->comp_order             = FI_ORDER_NONE;
     fi->tx_attr->inject_size            = TMX_FI_INJECT_SIZE;
     fi->tx_attr->size                   = TMX_FI_QUEUE_SIZE;
     fi->tx_attr->iov_limit              = TMX_FI_IOV_LIMIT;
     fi->rx_attr->caps                   = caps;
-    fi->rx_attr->op_flags               = hints ? hints->rx_attr->op_flags : 0;
+    fi->rx_attr->op_flags               = hints && hints->rx_attr ? hints->rx_attr->op_flags : 0;
     fi->rx_attr->msg_order              = FI_ORDER_SAS;
     fi->rx_attr->comp_order             = FI_ORDER_NONE;
     fi->rx_attr->size                   = TMX_FI_QUEUE_SIZE;
     fi->rx_attr->iov_limit              = TMX_FI_IOV_LIMIT;
     fi->domain_attr->name               = strdup(TMX_FI_NAME);
     /* FI_THREAD_SAFE when asked for: the domain's objects then take its lock */
-    fi->domain_attr->threading = (hints && hints->domain_attr->threading == FI_THREAD_SAFE)
+    fi->domain_attr->threading = (hints && hints->domain_attr &&
+                                  hints->domain_attr->threading == FI_THREAD_SAFE)
                                      ? FI_THREAD_SAFE
                                      : FI_THREAD_DOMAIN;
     fi->domain_attr->control_progress   = FI_PROGRESS_MANUAL;
     fi->domain_attr->data_progress      = FI_PROGRESS_MANUAL;
     fi->domain_attr->resource_mgmt      = FI_RM_ENABLED;
-    fi->domain_attr->av_type            = (hints && hints->domain_attr->av_type != FI_AV_UNSPEC)
+    fi->domain_attr->av_type            = (hints && hints->domain_attr &&
+                                           hints->domain_attr->av_type != FI_AV_UNSPEC)
                                               ? hints->domain_attr->av_type
                                               : FI_AV_UNSPEC;
     /* nothing needs registering: before API 1.5 mr_mode is the old enumeration */

@@ -8,7 +8,7 @@
 #   --dry-run  print what would be installed, install nothing
 set -euo pipefail
 
-PACKAGES=(autoconf automake libtool pkg-config make gcc groff-base
+PACKAGES=(autoconf automake libtool pkg-config make gcc groff-base libfabric-bin
           libibverbs-dev librdmacm-dev libhwloc-dev libfabric-dev libcriterion-dev)
 BENCH_PACKAGES=(ucx-utils openmpi-bin libopenmpi-dev)
 

@@ -143,6 +143,13 @@ TMX_API tmx_status_t tmx_worker_get_address(tmx_worker_h worker, void **address_
                                             size_t *length_p);
 TMX_API void tmx_worker_release_address(tmx_worker_h worker, void *address);
 
+/** The worker's address in a compact form (API 1.3), for channels that carry a small
+ *  fixed-size name (MPI's modex through libfabric, FI_NAME_MAX = 64 bytes): 57 bytes for a
+ *  soft-device worker with memfd segments (76 with named ones). tmx_ep_create takes either
+ *  form. Free it with tmx_worker_release_address. */
+TMX_API tmx_status_t tmx_worker_get_address_compact(tmx_worker_h worker, void **address_p,
+                                                    size_t *length_p);
+
 /** Makes progress on every device of the worker; returns the number of events handled
  *  (0 for an invalid handle). Completion callbacks run from inside this call. */
 TMX_API unsigned tmx_worker_progress(tmx_worker_h worker);

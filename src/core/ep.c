@@ -48,6 +48,8 @@ typedef struct tmx_wireup_msg {
     /* dev_addr_len + qp_addr_len (+ tm_addr_len) bytes follow */
 } tmx_wireup_msg_t;
 
+/* worker.c: a compact address expanded into out (at least 1024 bytes) */
+tmx_status_t tmx_worker_addr_expand(const void **addr_p, size_t *len_p, void *out);
 tmx_status_t tmx_worker_addr_resolve(tmx_worker_t *w, const void *addr, size_t len,
                                      uint64_t *uuid_p, tmx_iface_t **iface_p,
                                      const uint8_t **dev_addr_p, size_t *dev_addr_len_p,
@@ -339,6 +341,9 @@ TMX_API tmx_status_t tmx_ep_create(tmx_worker_h w, const tmx_ep_params_t *params
     uint32_t       ud_qpn;
     tmx_ep_t      *ep;
     tmx_status_t   status;
+    const void    *address;
+    size_t         address_length;
+    uint8_t        full[1024];
 
     if (w == NULL || params == NULL || ep_p == NULL) {
         return TMX_ERR_INVALID_PARAM;
@@ -351,9 +356,15 @@ TMX_API tmx_status_t tmx_ep_create(tmx_worker_h w, const tmx_ep_params_t *params
         params->address_length == 0) {
         return TMX_ERR_INVALID_PARAM;
     }
+    address        = params->address;
+    address_length = params->address_length;
+    status = tmx_worker_addr_expand(&address, &address_length, full);
+    if (status != TMX_OK) {
+        return status;
+    }
     tmx_worker_lock(w);
-    status = tmx_worker_addr_resolve(w, params->address, params->address_length, &uuid, &iface,
-                                     &dev_addr, &dev_addr_len, &ud_qpn);
+    status = tmx_worker_addr_resolve(w, address, address_length, &uuid, &iface, &dev_addr,
+                                     &dev_addr_len, &ud_qpn);
     if (status != TMX_OK) {
         goto out;
     }

@@ -623,6 +623,196 @@ static int tmx_worker_nearer(tmx_worker_t *w, const tmx_iface_t *a, const tmx_if
     return tmx_topo_nearest(topo, tmx_topo_self_numa(&w->ctx->cfg), numa, 2) == 1;
 }
 
+/* Compact address (API 1.3): the same fields as the blob, packed for channels that carry a
+ * small fixed-size name (MPI's modex through libfabric: FI_NAME_MAX, 64 bytes).
+ *   u8 'z', u8 TMX_ADDR_COMPACT_VERSION, u8 num_ifaces, u64 uuid,
+ *   per interface: u8 n, n bytes of provider name, LEB128 ud_qpn, u8 dev_addr_len, u8 m, then
+ *   m bytes of dev_addr where a zero byte is followed by the count (1..255) of zeros it
+ *   stands for. Expanded back into the blob by tmx_worker_addr_resolve. */
+#define TMX_ADDR_COMPACT_MAGIC   0x7a /* not 0x54, the first byte of TMX_ADDR_MAGIC */
+#define TMX_ADDR_FULL_MAX                                                                         \
+    (sizeof(tmx_addr_hdr_t) + TMX_MAX_IFACES * (sizeof(tmx_addr_iface_t) + TMX_DEV_ADDR_MAX))
+#define TMX_ADDR_COMPACT_VERSION 0xc1
+
+/* Appends len bytes of src to dst[*n] within cap, zero runs encoded; 0 when it does not fit. */
+static int tmx_addr_zrle_put(uint8_t *dst, size_t cap, size_t *n, const uint8_t *src, size_t len)
+{
+    for (size_t i = 0; i < len;) {
+        if (*n >= cap) {
+            return 0;
+        }
+        if (src[i] != 0) {
+            dst[(*n)++] = src[i++];
+            continue;
+        }
+        size_t run = 0;
+        while (i + run < len && src[i + run] == 0 && run < 255) {
+            run++;
+        }
+        if (*n + 2 > cap) {
+            return 0;
+        }
+        dst[(*n)++] = 0;
+        dst[(*n)++] = (uint8_t)run;
+        i += run;
+    }
+    return 1;
+}
+
+TMX_API tmx_status_t tmx_worker_get_address_compact(tmx_worker_h w, void **address_p,
+                                                    size_t *length_p)
+{
+    /* worst case per byte is one byte; zero runs of one take two */
+    size_t       cap = 3 + 8 + TMX_MAX_IFACES * (1 + 16 + 5 + 2 + 2 * TMX_DEV_ADDR_MAX);
+    size_t       n   = 0;
+    uint8_t     *buf;
+
+    if (w == NULL || address_p == NULL || length_p == NULL) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (w->magic != TMX_MAGIC_WORKER) {
+        return TMX_ERR_INVALID_HANDLE;
+    }
+    buf = malloc(cap);
+    if (buf == NULL) {
+        return TMX_ERR_NO_MEMORY;
+    }
+    buf[n++] = TMX_ADDR_COMPACT_MAGIC;
+    buf[n++] = TMX_ADDR_COMPACT_VERSION;
+    buf[n++] = (uint8_t)w->num_ifaces;
+    memcpy(buf + n, &w->uuid, sizeof(w->uuid));
+    n += sizeof(w->uuid);
+    for (int i = 0; i < w->num_ifaces; i++) {
+        const tmx_iface_t *iface = &w->ifaces[i];
+        size_t             plen  = strnlen(iface->dev->prov->name, 15);
+        uint32_t           qpn   = iface->ud_qpn;
+        size_t             mpos;
+
+        buf[n++] = (uint8_t)plen;
+        memcpy(buf + n, iface->dev->prov->name, plen);
+        n += plen;
+        do {
+            buf[n++] = (uint8_t)((qpn & 0x7f) | (qpn > 0x7f ? 0x80 : 0));
+            qpn >>= 7;
+        } while (qpn != 0);
+        buf[n++] = (uint8_t)iface->dev_addr_len;
+        mpos     = n++;
+        if (!tmx_addr_zrle_put(buf, mpos + 1 + 255, &n, iface->dev_addr, iface->dev_addr_len)) {
+            free(buf);
+            return TMX_ERR_INTERNAL; /* dev_addr_len <= TMX_DEV_ADDR_MAX < 256 */
+        }
+        buf[mpos] = (uint8_t)(n - mpos - 1);
+    }
+    *address_p = buf;
+    *length_p  = n;
+    return TMX_OK;
+}
+
+/* Expands a compact address into the blob form in out (cap bytes); 0 when it is not a
+ * well-formed compact address. Every length is checked against the input. */
+static int tmx_addr_expand_compact(const uint8_t *p, size_t len, uint8_t *out, size_t cap,
+                           size_t *out_len)
+{
+    const uint8_t *end = p + len;
+    tmx_addr_hdr_t hdr;
+    size_t         n = sizeof(hdr);
+
+    if (len < 3 + 8 || p[0] != TMX_ADDR_COMPACT_MAGIC || p[1] != TMX_ADDR_COMPACT_VERSION ||
+        p[2] == 0 || p[2] > TMX_MAX_IFACES) {
+        return 0;
+    }
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.magic      = TMX_ADDR_MAGIC;
+    hdr.version    = TMX_ADDR_VERSION;
+    hdr.num_ifaces = p[2];
+    memcpy(&hdr.uuid, p + 3, sizeof(hdr.uuid));
+    p += 3 + 8;
+    for (unsigned i = 0; i < hdr.num_ifaces; i++) {
+        tmx_addr_iface_t ia;
+        uint32_t         qpn = 0;
+        unsigned         shift;
+        size_t           plen, m, d = 0;
+
+        memset(&ia, 0, sizeof(ia));
+        if (p >= end || (plen = *p++) >= sizeof(ia.prov) || (size_t)(end - p) < plen) {
+            return 0;
+        }
+        memcpy(ia.prov, p, plen);
+        p += plen;
+        for (shift = 0;; shift += 7) {
+            if (p >= end || shift > 28) {
+                return 0;
+            }
+            qpn |= (uint32_t)(*p & 0x7f) << shift;
+            if ((*p++ & 0x80) == 0) {
+                break;
+            }
+        }
+        ia.ud_qpn = qpn;
+        if ((size_t)(end - p) < 2) {
+            return 0;
+        }
+        ia.dev_addr_len = *p++;
+        m               = *p++;
+        if (ia.dev_addr_len == 0 || ia.dev_addr_len > TMX_DEV_ADDR_MAX ||
+            (size_t)(end - p) < m || cap - n < sizeof(ia) + ia.dev_addr_len) {
+            return 0;
+        }
+        memcpy(out + n, &ia, sizeof(ia));
+        n += sizeof(ia);
+        for (const uint8_t *q = p; q < p + m;) {
+            size_t run = 1;
+            if (*q == 0) {
+                if (q + 1 >= p + m || q[1] == 0) {
+                    return 0;
+                }
+                run = q[1];
+            }
+            if (d + run > ia.dev_addr_len) {
+                return 0;
+            }
+            if (*q == 0) {
+                memset(out + n + d, 0, run);
+                q += 2;
+            } else {
+                out[n + d] = *q++;
+            }
+            d += run;
+        }
+        if (d != ia.dev_addr_len) {
+            return 0;
+        }
+        n += d;
+        p += m;
+    }
+    if (p != end) {
+        return 0;
+    }
+    memcpy(out, &hdr, sizeof(hdr));
+    *out_len = n;
+    return 1;
+}
+
+/* For tmx_ep_create: a compact address becomes the blob in out (TMX_ADDR_FULL_MAX bytes),
+ * *addr_p and *len_p then point at it; any other address is left as it is (resolve checks
+ * it). TMX_ERR_INVALID_ADDR for a malformed compact address. */
+_Static_assert(TMX_ADDR_FULL_MAX <= 1024, "tmx_ep_create's expansion buffer");
+tmx_status_t tmx_worker_addr_expand(const void **addr_p, size_t *len_p, void *out)
+{
+    const uint8_t *p = *addr_p;
+    size_t         n;
+
+    if (p == NULL || *len_p == 0 || p[0] != TMX_ADDR_COMPACT_MAGIC) {
+        return TMX_OK;
+    }
+    if (!tmx_addr_expand_compact(p, *len_p, out, TMX_ADDR_FULL_MAX, &n)) {
+        return TMX_ERR_INVALID_ADDR;
+    }
+    *addr_p = out;
+    *len_p  = n;
+    return TMX_OK;
+}
+
 /* Finds, in a peer's address blob, the first interface one of ours can reach. Every length in
  * the blob is checked against the blob's size. */
 tmx_status_t tmx_worker_addr_resolve(tmx_worker_t *w, const void *addr, size_t len,
@@ -633,7 +823,6 @@ tmx_status_t tmx_worker_addr_resolve(tmx_worker_t *w, const void *addr, size_t l
     const uint8_t *p = addr, *end;
     tmx_addr_hdr_t hdr;
     tmx_iface_t   *found = NULL;
-
     if (addr == NULL || len < sizeof(hdr) ||
         len > sizeof(hdr) + TMX_MAX_IFACES * (sizeof(tmx_addr_iface_t) + TMX_DEV_ADDR_MAX)) {
         return TMX_ERR_INVALID_ADDR;

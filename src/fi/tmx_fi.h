@@ -1,0 +1,188 @@
+/*
+ * libtmx-fi.so: a libfabric provider ("tmx") over tmx's public API (include/tmx/tmx.h).
+ *
+ * Objects: a fabric; a domain owns one tmx context; an endpoint owns one tmx worker and one
+ * tmx endpoint per address-vector entry it sends to (made on first use); a CQ progresses the
+ * workers of the endpoints bound to it (manual progress inside fi_cq_read). Every operation is
+ * a tmx_fi_op_t from the endpoint's free list; tmx completion callbacks only record (tmx's
+ * rule: no calls on the worker from a callback), the endpoint then turns recorded operations
+ * into CQ entries and counter increments after the tmx call returns (tmx_fi_ep_drain).
+ * See doc/man/tmx_fi.7.md.
+ */
+#ifndef TMX_FI_H
+#define TMX_FI_H
+
+#ifndef EXTERNALLY_VISIBLE
+#define EXTERNALLY_VISIBLE /* fi_prov.h's FI_EXT_INI uses it; default visibility suffices */
+#endif
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/providers/fi_log.h>
+#include <rdma/providers/fi_prov.h>
+#include <pthread.h>
+#include <tmx/tmx.h>
+
+#define TMX_FI_NAME        "tmx"
+#define TMX_FI_VERSION     FI_VERSION(0, 1)
+/* An endpoint name: one length byte, the compact tmx worker address, zeros to the end. A fixed
+ * length, because Open MPI inserts the names of all ranks with one stride. */
+#define TMX_FI_NAME_LEN    FI_NAME_MAX
+#define TMX_FI_INJECT_SIZE 512
+#define TMX_FI_IOV_LIMIT   8
+#define TMX_FI_QUEUE_SIZE  65536 /* operations in flight per endpoint */
+#define TMX_FI_MAX_MSG     ((size_t)1 << 40)
+/* With FI_MSG, the top tag bit tells untagged messages from tagged ones. */
+#define TMX_FI_MSG_BIT     ((uint64_t)1 << 63)
+#define TMX_FI_CQ_MAX_EPS  16
+
+#define TMX_FI_CAPS                                                                               \
+    (FI_TAGGED | FI_MSG | FI_SEND | FI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM)
+
+extern struct fi_provider tmx_fi_prov;
+extern uint32_t           tmx_fi_api_version; /* the highest version an application asked for */
+
+typedef struct tmx_fi_fabric {
+    struct fid_fabric fabric;
+    int               refs;
+} tmx_fi_fabric_t;
+
+typedef struct tmx_fi_domain {
+    struct fid_domain domain;
+    tmx_fi_fabric_t  *fab;
+    tmx_context_h     ctx;
+    int               refs;
+    int               safe; /* FI_THREAD_SAFE: every entry point takes lock */
+    pthread_mutex_t   lock;
+} tmx_fi_domain_t;
+
+static inline void tmx_fi_lock(tmx_fi_domain_t *dom)
+{
+    if (dom->safe) {
+        pthread_mutex_lock(&dom->lock);
+    }
+}
+
+static inline void tmx_fi_unlock(tmx_fi_domain_t *dom)
+{
+    if (dom->safe) {
+        pthread_mutex_unlock(&dom->lock);
+    }
+}
+
+typedef struct tmx_fi_av {
+    struct fid_av    av;
+    tmx_fi_domain_t *dom;
+    enum fi_av_type  type;
+    size_t           count, cap;
+    uint8_t         *names; /* count names of TMX_FI_NAME_LEN bytes */
+    uint8_t         *valid;
+    int              refs;
+} tmx_fi_av_t;
+
+struct tmx_fi_ep;
+
+typedef struct tmx_fi_cntr {
+    struct fid_cntr  cntr;
+    tmx_fi_domain_t *dom;
+    uint64_t         val, err;
+    struct tmx_fi_ep *eps[TMX_FI_CQ_MAX_EPS];
+    int              neps;
+    int              refs;
+} tmx_fi_cntr_t;
+
+/* A completion entry (the tagged format, the largest) or an error entry. */
+typedef struct tmx_fi_err {
+    struct tmx_fi_err     *next;
+    struct fi_cq_err_entry e;
+} tmx_fi_err_t;
+
+typedef struct tmx_fi_cq {
+    struct fid_cq              cq;
+    tmx_fi_domain_t           *dom;
+    enum fi_cq_format          format;
+    size_t                     entry_size;
+    struct fi_cq_tagged_entry *ring;
+    size_t                     cap, head, count;
+    tmx_fi_err_t              *err_head, *err_tail;
+    struct tmx_fi_ep          *eps[TMX_FI_CQ_MAX_EPS];
+    int                        neps;
+    int                        refs;
+} tmx_fi_cq_t;
+
+enum {
+    TMX_FI_OP_SEND = 1,
+    TMX_FI_OP_RECV = 2,
+};
+
+typedef struct tmx_fi_op {
+    struct tmx_fi_op *next;             /* free list, done list */
+    struct tmx_fi_op *pprev, *pnext;    /* posted receives (for fi_cancel) */
+    struct tmx_fi_ep *ep;
+    int               kind;
+    int               posted;
+    uint64_t          flags;   /* FI_TAGGED or FI_MSG, FI_COMPLETION, FI_DISCARD */
+    void             *context;
+    tmx_request_h     req;
+    tmx_status_t      status;
+    tmx_tag_recv_info_t info;
+    void             *buf;     /* receive: the user's buffer (or the bounce) */
+    size_t            len;
+    void             *bounce;  /* iov count > 1: gathered send or scattered receive */
+    struct iovec      iov[TMX_FI_IOV_LIMIT];
+    size_t            iov_count;
+    char              inl[TMX_FI_INJECT_SIZE];
+} tmx_fi_op_t;
+
+typedef struct tmx_fi_claim {
+    struct tmx_fi_claim *next;
+    void                *context;
+    tmx_message_h        msg;
+    tmx_tag_recv_info_t  info;
+} tmx_fi_claim_t;
+
+typedef struct tmx_fi_ep {
+    struct fid_ep    ep;
+    tmx_fi_domain_t *dom;
+    struct fi_info  *info;
+    uint64_t         caps;
+    tmx_worker_h     worker;
+    uint8_t          name[TMX_FI_NAME_LEN];
+    tmx_fi_av_t     *av;
+    tmx_ep_h        *peers;
+    size_t           npeers;
+    tmx_fi_cq_t     *tx_cq, *rx_cq;
+    tmx_fi_cntr_t   *tx_cntr, *rx_cntr;
+    uint64_t         tx_op_flags, rx_op_flags; /* FI_COMPLETION when ops without flags complete */
+    int              tx_selective, rx_selective;
+    int              enabled;
+    tmx_fi_op_t     *free_ops;
+    void           **chunks;
+    size_t           nchunks, nops;
+    tmx_fi_op_t     *done_head, *done_tail;
+    tmx_fi_op_t     *posted;
+    tmx_fi_claim_t  *claims;
+} tmx_fi_ep_t;
+
+/* tmx_fi.c */
+int          tmx_fi_errno(tmx_status_t status);
+void         tmx_fi_cq_push(tmx_fi_cq_t *cq, void *context, uint64_t flags, size_t len,
+                            uint64_t tag);
+int          tmx_fi_cq_push_err(tmx_fi_cq_t *cq, void *context, uint64_t flags, size_t len,
+                                uint64_t tag, size_t olen, int err, int prov_errno);
+int          tmx_fi_cq_attach(tmx_fi_cq_t *cq, tmx_fi_ep_t *ep);
+void         tmx_fi_cq_detach(tmx_fi_cq_t *cq, tmx_fi_ep_t *ep);
+int          tmx_fi_cntr_attach(tmx_fi_cntr_t *cntr, tmx_fi_ep_t *ep);
+void         tmx_fi_cntr_detach(tmx_fi_cntr_t *cntr, tmx_fi_ep_t *ep);
+
+/* tmx_fi_ep.c */
+int          tmx_fi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
+                             void *context);
+void         tmx_fi_ep_progress(tmx_fi_ep_t *ep);
+
+#endif /* TMX_FI_H */

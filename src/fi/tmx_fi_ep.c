@@ -1,0 +1,1250 @@
+/* libtmx-fi.so: endpoints and the data path (tagged and untagged send/receive, peek/claim,
+ * cancel), as calls of tmx's public API. */
+#include "tmx_fi.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- operations */
+
+static tmx_fi_op_t *tmx_fi_op_get(tmx_fi_ep_t *ep)
+{
+    tmx_fi_op_t *op = ep->free_ops;
+
+    if (op == NULL) {
+        enum { CHUNK = 64 };
+        void       **chunks;
+        tmx_fi_op_t *ops;
+
+        if (ep->nops >= TMX_FI_QUEUE_SIZE) {
+            return NULL;
+        }
+        chunks = realloc(ep->chunks, (ep->nchunks + 1) * sizeof(*chunks));
+        if (chunks == NULL) {
+            return NULL;
+        }
+        ep->chunks = chunks;
+        ops        = calloc(CHUNK, sizeof(*ops));
+        if (ops == NULL) {
+            return NULL;
+        }
+        ep->chunks[ep->nchunks++] = ops;
+        ep->nops += CHUNK;
+        for (int i = 0; i < CHUNK; i++) {
+            ops[i].next  = ep->free_ops;
+            ep->free_ops = &ops[i];
+        }
+        op = ep->free_ops;
+    }
+    ep->free_ops = op->next;
+    op->next      = NULL;
+    op->ep        = ep;
+    op->req       = NULL;
+    op->bounce    = NULL;
+    op->iov_count = 0;
+    op->posted    = 0;
+    op->status    = TMX_INPROGRESS;
+    memset(&op->info, 0, sizeof(op->info));
+    return op;
+}
+
+static void tmx_fi_op_put(tmx_fi_op_t *op)
+{
+    tmx_fi_ep_t *ep = op->ep;
+
+    free(op->bounce);
+    op->bounce   = NULL;
+    op->next     = ep->free_ops;
+    ep->free_ops = op;
+}
+
+static void tmx_fi_posted_add(tmx_fi_ep_t *ep, tmx_fi_op_t *op)
+{
+    op->pprev = NULL;
+    op->pnext = ep->posted;
+    if (ep->posted != NULL) {
+        ep->posted->pprev = op;
+    }
+    ep->posted = op;
+    op->posted = 1;
+}
+
+static void tmx_fi_posted_del(tmx_fi_ep_t *ep, tmx_fi_op_t *op)
+{
+    if (!op->posted) {
+        return;
+    }
+    if (op->pprev != NULL) {
+        op->pprev->pnext = op->pnext;
+    } else {
+        ep->posted = op->pnext;
+    }
+    if (op->pnext != NULL) {
+        op->pnext->pprev = op->pprev;
+    }
+    op->posted = 0;
+}
+
+/* tmx callbacks: record only (no tmx calls from a callback); tmx_fi_ep_drain acts. */
+static void tmx_fi_done(tmx_fi_op_t *op)
+{
+    tmx_fi_ep_t *ep = op->ep;
+
+    op->next = NULL;
+    if (ep->done_tail != NULL) {
+        ep->done_tail->next = op;
+    } else {
+        ep->done_head = op;
+    }
+    ep->done_tail = op;
+}
+
+static void tmx_fi_send_cb(tmx_request_h req, tmx_status_t status, void *user_data)
+{
+    tmx_fi_op_t *op = user_data;
+    op->req         = req;
+    op->status      = status;
+    tmx_fi_done(op);
+}
+
+static void tmx_fi_recv_cb(tmx_request_h req, tmx_status_t status,
+                           const tmx_tag_recv_info_t *info, void *user_data)
+{
+    tmx_fi_op_t *op = user_data;
+    op->req         = req;
+    op->status      = status;
+    if (info != NULL) {
+        op->info = *info;
+    }
+    tmx_fi_done(op);
+}
+
+/* The user's view of a tag: with FI_MSG the top bit is the provider's. */
+static uint64_t tmx_fi_user_tag(const tmx_fi_ep_t *ep, uint64_t tag)
+{
+    return (ep->caps & FI_MSG) ? tag & ~TMX_FI_MSG_BIT : tag;
+}
+
+/* Turns a finished operation into its CQ entry (or error entry) and counter increment. */
+static void tmx_fi_op_complete(tmx_fi_op_t *op)
+{
+    tmx_fi_ep_t   *ep    = op->ep;
+    int            recv  = op->kind == TMX_FI_OP_RECV;
+    tmx_fi_cq_t   *cq    = recv ? ep->rx_cq : ep->tx_cq;
+    tmx_fi_cntr_t *cntr  = recv ? ep->rx_cntr : ep->tx_cntr;
+    uint64_t       flags = (op->flags & (FI_TAGGED | FI_MSG)) | (recv ? FI_RECV : FI_SEND);
+    tmx_status_t   s     = op->status;
+    size_t         len   = 0;
+    uint64_t       tag   = recv ? tmx_fi_user_tag(ep, op->info.tag) : 0;
+
+    if (recv) {
+        len = op->info.length < op->len ? op->info.length : op->len;
+        if (op->bounce != NULL) {
+            /* scatter what came into the iov */
+            size_t off = 0;
+            for (size_t i = 0; i < op->iov_count && off < len; i++) {
+                size_t n = op->iov[i].iov_len < len - off ? op->iov[i].iov_len : len - off;
+                if (n == 0) {
+                    continue;
+                }
+                memcpy(op->iov[i].iov_base, (char *)op->bounce + off, n);
+                off += n;
+            }
+        }
+        if ((op->flags & FI_DISCARD) && (s == TMX_OK || s == TMX_ERR_TRUNCATED)) {
+            s   = TMX_OK;
+            len = 0;
+        }
+    }
+    if (s == TMX_OK) {
+        if (cntr != NULL) {
+            cntr->val++;
+        }
+        if (cq != NULL && (op->flags & FI_COMPLETION)) {
+            tmx_fi_cq_push(cq, op->context, flags, len, tag);
+        }
+    } else {
+        if (cntr != NULL) {
+            cntr->err++;
+        }
+        /* an injected send has no context to report an error with */
+        if (cq != NULL && !(op->flags & FI_INJECT)) {
+            size_t olen = (s == TMX_ERR_TRUNCATED && op->info.length > op->len)
+                              ? op->info.length - op->len
+                              : 0;
+            tmx_fi_cq_push_err(cq, op->context, flags, s == TMX_ERR_TRUNCATED ? len : 0, tag,
+                               olen, tmx_fi_errno(s), (int)s);
+        }
+    }
+}
+
+static void tmx_fi_ep_drain(tmx_fi_ep_t *ep)
+{
+    while (ep->done_head != NULL) {
+        tmx_fi_op_t *op = ep->done_head;
+        ep->done_head   = op->next;
+        if (ep->done_head == NULL) {
+            ep->done_tail = NULL;
+        }
+        tmx_fi_posted_del(ep, op);
+        tmx_fi_op_complete(op);
+        if (op->req != NULL) {
+            tmx_request_free(op->req);
+        }
+        tmx_fi_op_put(op);
+    }
+}
+
+void tmx_fi_ep_progress(tmx_fi_ep_t *ep)
+{
+    if (ep->worker != NULL) {
+        tmx_worker_progress(ep->worker);
+        tmx_fi_ep_drain(ep);
+    }
+}
+
+/* ---------------------------------------------------------------- sending */
+
+static tmx_ep_h tmx_fi_ep_peer(tmx_fi_ep_t *ep, fi_addr_t addr)
+{
+    tmx_fi_av_t    *av = ep->av;
+    tmx_ep_params_t p;
+    tmx_ep_h        tep;
+    const uint8_t  *name;
+
+    if (av == NULL || addr >= av->count || !av->valid[addr]) {
+        return NULL;
+    }
+    if (addr < ep->npeers && ep->peers[addr] != NULL) {
+        return ep->peers[addr];
+    }
+    if (addr >= ep->npeers) {
+        size_t    n     = av->cap > addr ? av->cap : addr + 1;
+        tmx_ep_h *peers = realloc(ep->peers, n * sizeof(*peers));
+        if (peers == NULL) {
+            return NULL;
+        }
+        memset(peers + ep->npeers, 0, (n - ep->npeers) * sizeof(*peers));
+        ep->peers  = peers;
+        ep->npeers = n;
+    }
+    name             = av->names + addr * TMX_FI_NAME_LEN;
+    p.field_mask     = TMX_EP_PARAM_ADDRESS;
+    p.address        = name + 1;
+    p.address_length = name[0];
+    if (tmx_ep_create(ep->worker, &p, &tep) != TMX_OK) {
+        return NULL;
+    }
+    ep->peers[addr] = tep;
+    return tep;
+}
+
+static ssize_t tmx_fi_send_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count,
+                           fi_addr_t dest, uint64_t tag, void *context, uint64_t flags)
+{
+    tmx_request_params_t params;
+    tmx_request_h        req = NULL;
+    tmx_fi_op_t         *op;
+    tmx_ep_h             peer;
+    const void          *buf;
+    size_t               len = 0;
+    tmx_status_t         s;
+
+    if (!ep->enabled || count > TMX_FI_IOV_LIMIT || (count > 0 && iov == NULL)) {
+        return -FI_EINVAL;
+    }
+    for (size_t i = 0; i < count; i++) {
+        if (iov[i].iov_base == NULL && iov[i].iov_len > 0) {
+            return -FI_EINVAL;
+        }
+        len += iov[i].iov_len;
+    }
+    if (len > TMX_FI_MAX_MSG || ((flags & FI_INJECT) && len > TMX_FI_INJECT_SIZE)) {
+        return -FI_EINVAL;
+    }
+    peer = tmx_fi_ep_peer(ep, dest);
+    if (peer == NULL) {
+        return -FI_EINVAL;
+    }
+    op = tmx_fi_op_get(ep);
+    if (op == NULL) {
+        tmx_fi_ep_progress(ep);
+        return -FI_EAGAIN;
+    }
+    op->kind    = TMX_FI_OP_SEND;
+    op->flags   = flags;
+    op->context = context;
+    if (flags & FI_INJECT) {
+        size_t off = 0;
+        for (size_t i = 0; i < count; i++) {
+            if (iov[i].iov_len > 0) { /* a zero-byte element may be NULL */
+                memcpy(op->inl + off, iov[i].iov_base, iov[i].iov_len);
+                off += iov[i].iov_len;
+            }
+        }
+        buf = op->inl;
+    } else if (count > 1) {
+        size_t off = 0;
+        op->bounce = malloc(len ? len : 1);
+        if (op->bounce == NULL) {
+            tmx_fi_op_put(op);
+            return -FI_ENOMEM;
+        }
+        for (size_t i = 0; i < count; i++) {
+            if (iov[i].iov_len > 0) {
+                memcpy((char *)op->bounce + off, iov[i].iov_base, iov[i].iov_len);
+                off += iov[i].iov_len;
+            }
+        }
+        buf = op->bounce;
+    } else {
+        buf = count ? iov[0].iov_base : op->inl;
+    }
+    params.field_mask = TMX_REQ_PARAM_CALLBACK | TMX_REQ_PARAM_USER_DATA;
+    params.flags      = 0;
+    params.cb.send    = tmx_fi_send_cb;
+    params.user_data  = op;
+    s                 = tmx_tag_send_nb(peer, buf, len, tag, &params, &req);
+    if (s == TMX_OK) {
+        op->status = TMX_OK; /* completed in place: no callback */
+        tmx_fi_op_complete(op);
+        tmx_fi_op_put(op);
+        return 0;
+    }
+    if (s == TMX_INPROGRESS) {
+        op->req = req;
+        return 0;
+    }
+    tmx_fi_op_put(op);
+    if (s == TMX_ERR_NO_RESOURCE) {
+        tmx_fi_ep_progress(ep);
+    }
+    return -tmx_fi_errno(s);
+}
+
+static ssize_t tmx_fi_send(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count,
+                           fi_addr_t dest, uint64_t tag, void *context, uint64_t flags)
+{
+    tmx_fi_domain_t *dom_ = ep->dom;
+    ssize_t r_;
+    tmx_fi_lock(dom_);
+    r_ = tmx_fi_send_unlocked(ep, iov, count, dest, tag, context, flags);
+    tmx_fi_unlock(dom_);
+    return r_;
+}
+
+/* ---------------------------------------------------------------- receiving */
+
+static tmx_fi_claim_t **tmx_fi_claim_find(tmx_fi_ep_t *ep, void *context)
+{
+    tmx_fi_claim_t **pp = &ep->claims;
+    while (*pp != NULL && (*pp)->context != context) {
+        pp = &(*pp)->next;
+    }
+    return pp;
+}
+
+/* FI_PEEK (with FI_CLAIM or FI_DISCARD): the result goes to the CQ, found or not. */
+static ssize_t tmx_fi_peek(tmx_fi_ep_t *ep, uint64_t tag, uint64_t mask, void *context,
+                           uint64_t flags, uint64_t kind)
+{
+    tmx_tag_recv_info_t info;
+    tmx_message_h       msg  = NULL;
+    tmx_probe_mode_t    mode = TMX_PROBE_PEEK;
+    tmx_fi_claim_t     *claim = NULL;
+    tmx_status_t        s;
+
+    if (ep->rx_cq == NULL) {
+        return -FI_ENOCQ;
+    }
+    if (flags & FI_CLAIM) {
+        if (context == NULL) {
+            return -FI_EINVAL;
+        }
+        claim = malloc(sizeof(*claim));
+        if (claim == NULL) {
+            return -FI_ENOMEM;
+        }
+        mode = TMX_PROBE_CLAIM;
+    } else if (flags & FI_DISCARD) {
+        mode = TMX_PROBE_DISCARD;
+    }
+    tmx_fi_ep_progress(ep);
+    s = tmx_tag_probe(ep->worker, tag, mask, mode, &info, &msg);
+    if (s == TMX_OK) {
+        if (claim != NULL) {
+            claim->context = context;
+            claim->msg     = msg;
+            claim->info    = info;
+            claim->next    = ep->claims;
+            ep->claims     = claim;
+        }
+        tmx_fi_cq_push(ep->rx_cq, context, kind | FI_RECV, info.length,
+                       tmx_fi_user_tag(ep, info.tag));
+        return 0;
+    }
+    free(claim);
+    if (s == TMX_ERR_NO_MESSAGE) {
+        return tmx_fi_cq_push_err(ep->rx_cq, context, kind | FI_RECV, 0, 0, 0, FI_ENOMSG, 0);
+    }
+    return -tmx_fi_errno(s);
+}
+
+static ssize_t tmx_fi_recv_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count, uint64_t tag,
+                           uint64_t mask, void *context, uint64_t flags, uint64_t kind)
+{
+    tmx_request_params_t params;
+    tmx_request_h        req = NULL;
+    tmx_fi_op_t         *op;
+    tmx_fi_claim_t     **cp = NULL;
+    size_t               len = 0;
+    void                *buf;
+    tmx_status_t         s;
+
+    if (!ep->enabled || count > TMX_FI_IOV_LIMIT || (count > 0 && iov == NULL)) {
+        return -FI_EINVAL;
+    }
+    for (size_t i = 0; i < count; i++) {
+        if (iov[i].iov_base == NULL && iov[i].iov_len > 0) {
+            return -FI_EINVAL;
+        }
+        len += iov[i].iov_len;
+    }
+    if (flags & FI_PEEK) {
+        return tmx_fi_peek(ep, tag, mask, context, flags, kind);
+    }
+    if (flags & FI_CLAIM) {
+        cp = tmx_fi_claim_find(ep, context);
+        if (context == NULL || *cp == NULL) {
+            return -FI_EINVAL; /* nothing was claimed with this context */
+        }
+    } else if (flags & FI_DISCARD) {
+        return -FI_EINVAL;
+    }
+    op = tmx_fi_op_get(ep);
+    if (op == NULL) {
+        tmx_fi_ep_progress(ep);
+        return -FI_EAGAIN;
+    }
+    op->kind    = TMX_FI_OP_RECV;
+    op->flags   = flags | kind;
+    op->context = context;
+    if (flags & FI_DISCARD) {
+        buf = op->inl;
+        len = 0;
+    } else if (count > 1) {
+        op->bounce = malloc(len ? len : 1);
+        if (op->bounce == NULL) {
+            tmx_fi_op_put(op);
+            return -FI_ENOMEM;
+        }
+        memcpy(op->iov, iov, count * sizeof(*iov));
+        op->iov_count = count;
+        buf           = op->bounce;
+    } else {
+        buf = count ? iov[0].iov_base : op->inl;
+    }
+    op->buf           = buf;
+    op->len           = len;
+    params.field_mask = TMX_REQ_PARAM_CALLBACK | TMX_REQ_PARAM_USER_DATA;
+    params.flags      = 0;
+    params.cb.recv    = tmx_fi_recv_cb;
+    params.user_data  = op;
+    tmx_fi_posted_add(ep, op);
+    if (cp != NULL) {
+        tmx_fi_claim_t *claim = *cp;
+        *cp                   = claim->next;
+        s = tmx_tag_msg_recv_nb(ep->worker, buf, len, claim->msg, &params, &req);
+        free(claim);
+    } else {
+        s = tmx_tag_recv_nb(ep->worker, buf, len, tag, mask, &params, &req);
+    }
+    if (s != TMX_INPROGRESS) {
+        tmx_fi_posted_del(ep, op);
+        tmx_fi_op_put(op);
+        return -tmx_fi_errno(s);
+    }
+    op->req = req;
+    tmx_fi_ep_drain(ep); /* it may have matched an unexpected message at once */
+    return 0;
+}
+
+static ssize_t tmx_fi_recv(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count, uint64_t tag,
+                           uint64_t mask, void *context, uint64_t flags, uint64_t kind)
+{
+    tmx_fi_domain_t *dom_ = ep->dom;
+    ssize_t r_;
+    tmx_fi_lock(dom_);
+    r_ = tmx_fi_recv_unlocked(ep, iov, count, tag, mask, context, flags, kind);
+    tmx_fi_unlock(dom_);
+    return r_;
+}
+
+/* ---------------------------------------------------------------- tagged */
+
+static tmx_fi_ep_t *tmx_fi_ep_of(struct fid_ep *fep)
+{
+    return (tmx_fi_ep_t *)fep;
+}
+
+static uint64_t tmx_fi_comp(int selective, uint64_t op_flags, uint64_t flags)
+{
+    return (!selective || ((op_flags | flags) & FI_COMPLETION)) ? FI_COMPLETION : 0;
+}
+
+static int tmx_fi_tag_ok(const tmx_fi_ep_t *ep, uint64_t tag)
+{
+    return !(ep->caps & FI_MSG) || !(tag & TMX_FI_MSG_BIT);
+}
+
+static ssize_t tmx_fi_trecvv_flags(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count,
+                                   uint64_t tag, uint64_t ignore, void *context, uint64_t flags)
+{
+    uint64_t mask = ~ignore;
+
+    if (!(ep->caps & FI_TAGGED) || !tmx_fi_tag_ok(ep, tag & mask)) {
+        return ep->caps & FI_TAGGED ? -FI_EINVAL : -FI_ENOSYS;
+    }
+    if (ep->caps & FI_MSG) {
+        mask |= TMX_FI_MSG_BIT; /* a tagged receive never matches an untagged message */
+        tag &= mask;
+    }
+    flags |= tmx_fi_comp(ep->rx_selective, ep->rx_op_flags, flags);
+    return tmx_fi_recv(ep, iov, count, tag, mask, context, flags, FI_TAGGED);
+}
+
+static ssize_t tmx_fi_trecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
+                            fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context)
+{
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    (void)desc;
+    (void)src_addr; /* no FI_DIRECTED_RECV: the source is ignored */
+    return tmx_fi_trecvv_flags(tmx_fi_ep_of(fep), &iov, 1, tag, ignore, context, 0);
+}
+
+static ssize_t tmx_fi_trecvv(struct fid_ep *fep, const struct iovec *iov, void **desc,
+                             size_t count, fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
+                             void *context)
+{
+    (void)desc;
+    (void)src_addr;
+    return tmx_fi_trecvv_flags(tmx_fi_ep_of(fep), iov, count, tag, ignore, context, 0);
+}
+
+static ssize_t tmx_fi_trecvmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg,
+                               uint64_t flags)
+{
+    tmx_fi_ep_t *ep = tmx_fi_ep_of(fep);
+    if (msg == NULL ||
+        (flags & ~(uint64_t)(FI_COMPLETION | FI_PEEK | FI_CLAIM | FI_DISCARD)) != 0) {
+        return msg == NULL ? -FI_EINVAL : -FI_ENOSYS;
+    }
+    /* fi_trecvmsg's flags replace the endpoint's: FI_COMPLETION only when given */
+    uint64_t comp = (!ep->rx_selective || (flags & FI_COMPLETION)) ? FI_COMPLETION : 0;
+    uint64_t mask = ~msg->ignore, tag = msg->tag;
+    if (!(ep->caps & FI_TAGGED)) {
+        return -FI_ENOSYS;
+    }
+    if (!tmx_fi_tag_ok(ep, tag & mask)) {
+        return -FI_EINVAL;
+    }
+    if (ep->caps & FI_MSG) {
+        mask |= TMX_FI_MSG_BIT;
+        tag &= mask;
+    }
+    return tmx_fi_recv(ep, msg->msg_iov, msg->iov_count, tag, mask, msg->context,
+                       (flags & ~(uint64_t)FI_COMPLETION) | comp, FI_TAGGED);
+}
+
+static ssize_t tmx_fi_tsendv_flags(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count,
+                                   fi_addr_t dest, uint64_t tag, void *context, uint64_t flags)
+{
+    if (!(ep->caps & FI_TAGGED)) {
+        return -FI_ENOSYS;
+    }
+    if (!tmx_fi_tag_ok(ep, tag)) {
+        return -FI_EINVAL;
+    }
+    return tmx_fi_send(ep, iov, count, dest, tag, context, flags | FI_TAGGED);
+}
+
+static ssize_t tmx_fi_tsend(struct fid_ep *fep, const void *buf, size_t len, void *desc,
+                            fi_addr_t dest, uint64_t tag, void *context)
+{
+    tmx_fi_ep_t *ep  = tmx_fi_ep_of(fep);
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    (void)desc;
+    return tmx_fi_tsendv_flags(ep, &iov, 1, dest, tag, context,
+                               tmx_fi_comp(ep->tx_selective, ep->tx_op_flags, 0));
+}
+
+static ssize_t tmx_fi_tsendv(struct fid_ep *fep, const struct iovec *iov, void **desc,
+                             size_t count, fi_addr_t dest, uint64_t tag, void *context)
+{
+    tmx_fi_ep_t *ep = tmx_fi_ep_of(fep);
+    (void)desc;
+    return tmx_fi_tsendv_flags(ep, iov, count, dest, tag, context,
+                               tmx_fi_comp(ep->tx_selective, ep->tx_op_flags, 0));
+}
+
+static ssize_t tmx_fi_tsendmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg,
+                               uint64_t flags)
+{
+    tmx_fi_ep_t *ep = tmx_fi_ep_of(fep);
+    if (msg == NULL) {
+        return -FI_EINVAL;
+    }
+    if (flags & (FI_REMOTE_CQ_DATA | FI_MULTICAST | FI_TRIGGER | FI_FENCE)) {
+        return -FI_ENOSYS;
+    }
+    uint64_t comp = (!ep->tx_selective || (flags & FI_COMPLETION)) ? FI_COMPLETION : 0;
+    if (flags & FI_INJECT) {
+        comp = (flags & FI_COMPLETION) ? FI_COMPLETION : 0;
+    }
+    return tmx_fi_tsendv_flags(ep, msg->msg_iov, msg->iov_count, msg->addr, msg->tag,
+                               msg->context,
+                               (flags & FI_INJECT) | comp);
+}
+
+static ssize_t tmx_fi_tinject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest,
+                              uint64_t tag)
+{
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    return tmx_fi_tsendv_flags(tmx_fi_ep_of(fep), &iov, 1, dest, tag, NULL, FI_INJECT);
+}
+
+static ssize_t tmx_fi_tsenddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
+                                uint64_t data, fi_addr_t dest, uint64_t tag, void *context)
+{
+    (void)fep;
+    (void)buf;
+    (void)len;
+    (void)desc;
+    (void)data;
+    (void)dest;
+    (void)tag;
+    (void)context;
+    return -FI_ENOSYS; /* no remote CQ data (cq_data_size 0): tmx_fi(7) */
+}
+
+static ssize_t tmx_fi_tinjectdata(struct fid_ep *fep, const void *buf, size_t len,
+                                  uint64_t data, fi_addr_t dest, uint64_t tag)
+{
+    (void)fep;
+    (void)buf;
+    (void)len;
+    (void)data;
+    (void)dest;
+    (void)tag;
+    return -FI_ENOSYS;
+}
+
+static struct fi_ops_tagged tmx_fi_tagged_ops = {
+    .size       = sizeof(struct fi_ops_tagged),
+    .recv       = tmx_fi_trecv,
+    .recvv      = tmx_fi_trecvv,
+    .recvmsg    = tmx_fi_trecvmsg,
+    .send       = tmx_fi_tsend,
+    .sendv      = tmx_fi_tsendv,
+    .sendmsg    = tmx_fi_tsendmsg,
+    .inject     = tmx_fi_tinject,
+    .senddata   = tmx_fi_tsenddata,
+    .injectdata = tmx_fi_tinjectdata,
+};
+
+/* ---------------------------------------------------------------- untagged (FI_MSG) */
+
+static ssize_t tmx_fi_mrecvv_flags(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count,
+                                   void *context, uint64_t flags)
+{
+    if (!(ep->caps & FI_MSG)) {
+        return -FI_ENOSYS;
+    }
+    flags |= tmx_fi_comp(ep->rx_selective, ep->rx_op_flags, flags);
+    return tmx_fi_recv(ep, iov, count, TMX_FI_MSG_BIT, TMX_FI_MSG_BIT, context, flags, FI_MSG);
+}
+
+static ssize_t tmx_fi_mrecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
+                            fi_addr_t src_addr, void *context)
+{
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    (void)desc;
+    (void)src_addr;
+    return tmx_fi_mrecvv_flags(tmx_fi_ep_of(fep), &iov, 1, context, 0);
+}
+
+static ssize_t tmx_fi_mrecvv(struct fid_ep *fep, const struct iovec *iov, void **desc,
+                             size_t count, fi_addr_t src_addr, void *context)
+{
+    (void)desc;
+    (void)src_addr;
+    return tmx_fi_mrecvv_flags(tmx_fi_ep_of(fep), iov, count, context, 0);
+}
+
+static ssize_t tmx_fi_mrecvmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t flags)
+{
+    tmx_fi_ep_t *ep = tmx_fi_ep_of(fep);
+    if (msg == NULL || (flags & ~(uint64_t)FI_COMPLETION) != 0) {
+        return msg == NULL ? -FI_EINVAL : -FI_ENOSYS;
+    }
+    if (!(ep->caps & FI_MSG)) {
+        return -FI_ENOSYS;
+    }
+    uint64_t comp = (!ep->rx_selective || (flags & FI_COMPLETION)) ? FI_COMPLETION : 0;
+    return tmx_fi_recv(ep, msg->msg_iov, msg->iov_count, TMX_FI_MSG_BIT, TMX_FI_MSG_BIT,
+                       msg->context, comp, FI_MSG);
+}
+
+static ssize_t tmx_fi_msendv_flags(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count,
+                                   fi_addr_t dest, void *context, uint64_t flags)
+{
+    if (!(ep->caps & FI_MSG)) {
+        return -FI_ENOSYS;
+    }
+    return tmx_fi_send(ep, iov, count, dest, TMX_FI_MSG_BIT, context, flags | FI_MSG);
+}
+
+static ssize_t tmx_fi_msend(struct fid_ep *fep, const void *buf, size_t len, void *desc,
+                            fi_addr_t dest, void *context)
+{
+    tmx_fi_ep_t *ep  = tmx_fi_ep_of(fep);
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    (void)desc;
+    return tmx_fi_msendv_flags(ep, &iov, 1, dest, context,
+                               tmx_fi_comp(ep->tx_selective, ep->tx_op_flags, 0));
+}
+
+static ssize_t tmx_fi_msendv(struct fid_ep *fep, const struct iovec *iov, void **desc,
+                             size_t count, fi_addr_t dest, void *context)
+{
+    tmx_fi_ep_t *ep = tmx_fi_ep_of(fep);
+    (void)desc;
+    return tmx_fi_msendv_flags(ep, iov, count, dest, context,
+                               tmx_fi_comp(ep->tx_selective, ep->tx_op_flags, 0));
+}
+
+static ssize_t tmx_fi_msendmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t flags)
+{
+    tmx_fi_ep_t *ep = tmx_fi_ep_of(fep);
+    if (msg == NULL) {
+        return -FI_EINVAL;
+    }
+    if (flags & (FI_REMOTE_CQ_DATA | FI_MULTICAST | FI_TRIGGER | FI_FENCE)) {
+        return -FI_ENOSYS;
+    }
+    uint64_t comp = (!ep->tx_selective || (flags & FI_COMPLETION)) ? FI_COMPLETION : 0;
+    if (flags & FI_INJECT) {
+        comp = (flags & FI_COMPLETION) ? FI_COMPLETION : 0;
+    }
+    return tmx_fi_msendv_flags(ep, msg->msg_iov, msg->iov_count, msg->addr, msg->context,
+                               (flags & FI_INJECT) | comp);
+}
+
+static ssize_t tmx_fi_minject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest)
+{
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    return tmx_fi_msendv_flags(tmx_fi_ep_of(fep), &iov, 1, dest, NULL, FI_INJECT);
+}
+
+static ssize_t tmx_fi_msenddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
+                                uint64_t data, fi_addr_t dest, void *context)
+{
+    (void)fep;
+    (void)buf;
+    (void)len;
+    (void)desc;
+    (void)data;
+    (void)dest;
+    (void)context;
+    return -FI_ENOSYS;
+}
+
+static ssize_t tmx_fi_minjectdata(struct fid_ep *fep, const void *buf, size_t len,
+                                  uint64_t data, fi_addr_t dest)
+{
+    (void)fep;
+    (void)buf;
+    (void)len;
+    (void)data;
+    (void)dest;
+    return -FI_ENOSYS;
+}
+
+static struct fi_ops_msg tmx_fi_msg_ops = {
+    .size       = sizeof(struct fi_ops_msg),
+    .recv       = tmx_fi_mrecv,
+    .recvv      = tmx_fi_mrecvv,
+    .recvmsg    = tmx_fi_mrecvmsg,
+    .send       = tmx_fi_msend,
+    .sendv      = tmx_fi_msendv,
+    .sendmsg    = tmx_fi_msendmsg,
+    .inject     = tmx_fi_minject,
+    .senddata   = tmx_fi_msenddata,
+    .injectdata = tmx_fi_minjectdata,
+};
+
+/* ---------------------------------------------------------------- endpoint */
+
+static ssize_t tmx_fi_cancel_unlocked(fid_t fid, void *context)
+{
+    tmx_fi_ep_t *ep = (tmx_fi_ep_t *)fid;
+    tmx_status_t s;
+
+    for (tmx_fi_op_t *op = ep->posted; op != NULL; op = op->pnext) {
+        if (op->context == context && op->req != NULL && op->status == TMX_INPROGRESS) {
+            s = tmx_request_cancel(op->req);
+            tmx_fi_ep_drain(ep); /* the canceled receive completes with FI_ECANCELED */
+            return s == TMX_OK || s == TMX_ERR_BUSY ? 0 : -tmx_fi_errno(s);
+        }
+    }
+    return -FI_ENOENT;
+}
+
+static ssize_t tmx_fi_cancel(fid_t fid, void *context)
+{
+    tmx_fi_domain_t *dom_ = ((tmx_fi_ep_t *)fid)->dom;
+    ssize_t r_;
+    tmx_fi_lock(dom_);
+    r_ = tmx_fi_cancel_unlocked(fid, context);
+    tmx_fi_unlock(dom_);
+    return r_;
+}
+
+static int tmx_fi_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+{
+    (void)fid;
+    (void)level;
+    (void)optname;
+    (void)optval;
+    (void)optlen;
+    return -FI_ENOPROTOOPT;
+}
+
+static int tmx_fi_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
+{
+    (void)fid;
+    (void)level;
+    (void)optname;
+    (void)optval;
+    (void)optlen;
+    return -FI_ENOPROTOOPT;
+}
+
+static int tmx_fi_no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
+                            struct fid_ep **tx_ep, void *context)
+{
+    (void)sep;
+    (void)index;
+    (void)attr;
+    (void)tx_ep;
+    (void)context;
+    return -FI_ENOSYS;
+}
+
+static int tmx_fi_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
+                            struct fid_ep **rx_ep, void *context)
+{
+    (void)sep;
+    (void)index;
+    (void)attr;
+    (void)rx_ep;
+    (void)context;
+    return -FI_ENOSYS;
+}
+
+static ssize_t tmx_fi_size_left(struct fid_ep *fep)
+{
+    tmx_fi_ep_t *ep   = tmx_fi_ep_of(fep);
+    size_t       used = ep->nops, freen = 0;
+    for (tmx_fi_op_t *op = ep->free_ops; op != NULL; op = op->next) {
+        freen++;
+    }
+    return (ssize_t)(TMX_FI_QUEUE_SIZE - (used - freen));
+}
+
+static struct fi_ops_ep tmx_fi_ep_ops = {
+    .size         = sizeof(struct fi_ops_ep),
+    .cancel       = tmx_fi_cancel,
+    .getopt       = tmx_fi_getopt,
+    .setopt       = tmx_fi_setopt,
+    .tx_ctx       = tmx_fi_no_tx_ctx,
+    .rx_ctx       = tmx_fi_no_rx_ctx,
+    .rx_size_left = tmx_fi_size_left,
+    .tx_size_left = tmx_fi_size_left,
+};
+
+static int tmx_fi_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+    tmx_fi_ep_t *ep = (tmx_fi_ep_t *)fid;
+    size_t       n;
+
+    if (addrlen == NULL) {
+        return -FI_EINVAL;
+    }
+    n        = *addrlen;
+    *addrlen = TMX_FI_NAME_LEN;
+    if (n < TMX_FI_NAME_LEN) {
+        return -FI_ETOOSMALL;
+    }
+    if (addr == NULL) {
+        return -FI_EINVAL;
+    }
+    memcpy(addr, ep->name, TMX_FI_NAME_LEN);
+    return 0;
+}
+
+static int tmx_fi_no_setname(fid_t fid, void *addr, size_t addrlen)
+{
+    (void)fid;
+    (void)addr;
+    (void)addrlen;
+    return -FI_ENOSYS;
+}
+
+static int tmx_fi_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
+{
+    (void)ep;
+    (void)addr;
+    (void)addrlen;
+    return -FI_ENOSYS;
+}
+
+static int tmx_fi_no_connect(struct fid_ep *ep, const void *addr, const void *param,
+                             size_t paramlen)
+{
+    (void)ep;
+    (void)addr;
+    (void)param;
+    (void)paramlen;
+    return -FI_ENOSYS;
+}
+
+static int tmx_fi_no_listen(struct fid_pep *pep)
+{
+    (void)pep;
+    return -FI_ENOSYS;
+}
+
+static int tmx_fi_no_accept(struct fid_ep *ep, const void *param, size_t paramlen)
+{
+    (void)ep;
+    (void)param;
+    (void)paramlen;
+    return -FI_ENOSYS;
+}
+
+static int tmx_fi_no_reject(struct fid_pep *pep, fid_t handle, const void *param,
+                            size_t paramlen)
+{
+    (void)pep;
+    (void)handle;
+    (void)param;
+    (void)paramlen;
+    return -FI_ENOSYS;
+}
+
+static int tmx_fi_no_shutdown(struct fid_ep *ep, uint64_t flags)
+{
+    (void)ep;
+    (void)flags;
+    return -FI_ENOSYS;
+}
+
+static int tmx_fi_no_join(struct fid_ep *ep, const void *addr, uint64_t flags,
+                          struct fid_mc **mc, void *context)
+{
+    (void)ep;
+    (void)addr;
+    (void)flags;
+    (void)mc;
+    (void)context;
+    return -FI_ENOSYS;
+}
+
+static struct fi_ops_cm tmx_fi_cm_ops = {
+    .size     = sizeof(struct fi_ops_cm),
+    .setname  = tmx_fi_no_setname,
+    .getname  = tmx_fi_getname,
+    .getpeer  = tmx_fi_no_getpeer,
+    .connect  = tmx_fi_no_connect,
+    .listen   = tmx_fi_no_listen,
+    .accept   = tmx_fi_no_accept,
+    .reject   = tmx_fi_no_reject,
+    .shutdown = tmx_fi_no_shutdown,
+    .join     = tmx_fi_no_join,
+};
+
+static int tmx_fi_ep_close(struct fid *fid)
+{
+    tmx_fi_ep_t *ep = (tmx_fi_ep_t *)fid;
+
+    if (ep->worker != NULL) {
+        tmx_fi_ep_drain(ep);
+        for (size_t i = 0; i < ep->npeers; i++) {
+            if (ep->peers[i] != NULL) {
+                tmx_ep_close(ep->peers[i], TMX_EP_CLOSE_FLUSH);
+            }
+        }
+        tmx_fi_ep_drain(ep);
+        /* receives still posted and claimed messages go with the worker */
+        tmx_worker_destroy(ep->worker);
+    }
+    while (ep->claims != NULL) {
+        tmx_fi_claim_t *c = ep->claims;
+        ep->claims        = c->next;
+        free(c);
+    }
+    for (size_t i = 0; i < ep->nchunks; i++) {
+        tmx_fi_op_t *ops = ep->chunks[i];
+        for (int j = 0; j < 64; j++) {
+            free(ops[j].bounce);
+        }
+        free(ops);
+    }
+    free(ep->chunks);
+    free(ep->peers);
+    if (ep->tx_cq != NULL) {
+        tmx_fi_cq_detach(ep->tx_cq, ep);
+    }
+    if (ep->rx_cq != NULL && ep->rx_cq != ep->tx_cq) {
+        tmx_fi_cq_detach(ep->rx_cq, ep);
+    }
+    if (ep->tx_cntr != NULL) {
+        tmx_fi_cntr_detach(ep->tx_cntr, ep);
+    }
+    if (ep->rx_cntr != NULL && ep->rx_cntr != ep->tx_cntr) {
+        tmx_fi_cntr_detach(ep->rx_cntr, ep);
+    }
+    if (ep->av != NULL) {
+        ep->av->refs--;
+    }
+    ep->dom->refs--;
+    fi_freeinfo(ep->info);
+    free(ep);
+    return 0;
+}
+
+static int tmx_fi_ep_bind_unlocked(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+    tmx_fi_ep_t *ep = (tmx_fi_ep_t *)fid;
+    int          ret;
+
+    if (bfid == NULL) {
+        return -FI_EINVAL;
+    }
+    if (ep->enabled) {
+        return -FI_EOPBADSTATE;
+    }
+    switch (bfid->fclass) {
+    case FI_CLASS_AV:
+        if (ep->av != NULL) {
+            return -FI_EINVAL;
+        }
+        ep->av = (tmx_fi_av_t *)bfid;
+        ep->av->refs++;
+        return 0;
+    case FI_CLASS_CQ: {
+        tmx_fi_cq_t *cq = (tmx_fi_cq_t *)bfid;
+        if (!(flags & (FI_TRANSMIT | FI_RECV)) ||
+            (flags & ~(uint64_t)(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION))) {
+            return -FI_EINVAL;
+        }
+        if (((flags & FI_TRANSMIT) && ep->tx_cq != NULL) || ((flags & FI_RECV) && ep->rx_cq)) {
+            return -FI_EINVAL;
+        }
+        ret = tmx_fi_cq_attach(cq, ep);
+        if (ret != 0) {
+            return ret;
+        }
+        if (flags & FI_TRANSMIT) {
+            ep->tx_cq        = cq;
+            ep->tx_selective = !!(flags & FI_SELECTIVE_COMPLETION);
+        }
+        if (flags & FI_RECV) {
+            ep->rx_cq        = cq;
+            ep->rx_selective = !!(flags & FI_SELECTIVE_COMPLETION);
+        }
+        return 0;
+    }
+    case FI_CLASS_CNTR: {
+        tmx_fi_cntr_t *c = (tmx_fi_cntr_t *)bfid;
+        if (!(flags & (FI_SEND | FI_RECV)) || (flags & ~(uint64_t)(FI_SEND | FI_RECV))) {
+            return (flags & (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE))
+                       ? -FI_ENOSYS
+                       : -FI_EINVAL;
+        }
+        if (((flags & FI_SEND) && ep->tx_cntr != NULL) || ((flags & FI_RECV) && ep->rx_cntr)) {
+            return -FI_EINVAL;
+        }
+        ret = tmx_fi_cntr_attach(c, ep);
+        if (ret != 0) {
+            return ret;
+        }
+        if (flags & FI_SEND) {
+            ep->tx_cntr = c;
+        }
+        if (flags & FI_RECV) {
+            ep->rx_cntr = c;
+        }
+        return 0;
+    }
+    case FI_CLASS_EQ:
+        return 0; /* nothing is reported on an event queue */
+    default:
+        return -FI_ENOSYS;
+    }
+}
+
+static int tmx_fi_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+    tmx_fi_domain_t *dom_ = ((tmx_fi_ep_t *)fid)->dom;
+    int r_;
+    tmx_fi_lock(dom_);
+    r_ = tmx_fi_ep_bind_unlocked(fid, bfid, flags);
+    tmx_fi_unlock(dom_);
+    return r_;
+}
+
+static int tmx_fi_ep_control_unlocked(struct fid *fid, int command, void *arg)
+{
+    tmx_fi_ep_t *ep = (tmx_fi_ep_t *)fid;
+
+    switch (command) {
+    case FI_ENABLE:
+        if (ep->av == NULL) {
+            return -FI_ENOAV;
+        }
+        if (ep->tx_cq == NULL && ep->rx_cq == NULL && ep->tx_cntr == NULL &&
+            ep->rx_cntr == NULL) {
+            return -FI_ENOCQ;
+        }
+        ep->enabled = 1;
+        return 0;
+    case FI_GETOPSFLAG:
+    case FI_SETOPSFLAG: {
+        uint64_t *f = arg;
+        if (f == NULL) {
+            return -FI_EINVAL;
+        }
+        uint64_t *target = (*f & FI_TRANSMIT) ? &ep->tx_op_flags
+                           : (*f & FI_RECV)   ? &ep->rx_op_flags
+                                              : NULL;
+        if (target == NULL) {
+            return -FI_EINVAL;
+        }
+        if (command == FI_GETOPSFLAG) {
+            *f = *target;
+        } else {
+            *target = *f & ~(uint64_t)(FI_TRANSMIT | FI_RECV);
+        }
+        return 0;
+    }
+    default:
+        return -FI_ENOSYS;
+    }
+}
+
+static int tmx_fi_ep_control(struct fid *fid, int command, void *arg)
+{
+    tmx_fi_domain_t *dom_ = ((tmx_fi_ep_t *)fid)->dom;
+    int r_;
+    tmx_fi_lock(dom_);
+    r_ = tmx_fi_ep_control_unlocked(fid, command, arg);
+    tmx_fi_unlock(dom_);
+    return r_;
+}
+
+static int tmx_fi_ep_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
+                              void *context)
+{
+    (void)fid;
+    (void)name;
+    (void)flags;
+    (void)ops;
+    (void)context;
+    return -FI_ENOSYS;
+}
+
+static struct fi_ops tmx_fi_ep_fi_ops = {
+    .size     = sizeof(struct fi_ops),
+    .close    = tmx_fi_ep_close,
+    .bind     = tmx_fi_ep_bind,
+    .control  = tmx_fi_ep_control,
+    .ops_open = tmx_fi_ep_ops_open,
+};
+
+int tmx_fi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep_p,
+                    void *context)
+{
+    tmx_fi_domain_t *dom = (tmx_fi_domain_t *)domain;
+    tmx_fi_ep_t     *ep;
+    void            *addr;
+    size_t           len;
+    tmx_status_t     s;
+    int              ret;
+
+    if (info == NULL || ep_p == NULL || info->ep_attr == NULL ||
+        (info->ep_attr->type != FI_EP_RDM && info->ep_attr->type != FI_EP_UNSPEC) ||
+        (info->caps & ~(uint64_t)(TMX_FI_CAPS | FI_DIRECTED_RECV)) != 0) {
+        return -FI_EINVAL;
+    }
+    ep = calloc(1, sizeof(*ep));
+    if (ep == NULL) {
+        return -FI_ENOMEM;
+    }
+    ep->info = fi_dupinfo(info);
+    if (ep->info == NULL) {
+        free(ep);
+        return -FI_ENOMEM;
+    }
+    ep->caps = info->caps ? info->caps : TMX_FI_CAPS;
+    if (!(ep->caps & (FI_TAGGED | FI_MSG))) {
+        ep->caps |= FI_TAGGED | FI_MSG;
+    }
+    ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
+    ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
+    s               = tmx_worker_create(dom->ctx, NULL, &ep->worker);
+    if (s != TMX_OK) {
+        ret = -tmx_fi_errno(s);
+        goto err_info;
+    }
+    s = tmx_worker_get_address_compact(ep->worker, &addr, &len);
+    if (s != TMX_OK) {
+        ret = -tmx_fi_errno(s);
+        goto err_worker;
+    }
+    if (len >= TMX_FI_NAME_LEN) {
+        /* no room in FI_NAME_MAX: tmx_fi(7) */
+        if (fi_log_enabled(&tmx_fi_prov, FI_LOG_WARN, FI_LOG_EP_CTRL)) {
+            fi_log(&tmx_fi_prov, FI_LOG_WARN, FI_LOG_EP_CTRL, __func__, __LINE__,
+                   "endpoint: the worker's compact address has %zu bytes, more than the %d "
+                   "an endpoint name holds (soft device with named segments, "
+                   "TMX_SOFT_MEMFD=no?)\n",
+                   len, TMX_FI_NAME_LEN - 1);
+        }
+        tmx_worker_release_address(ep->worker, addr);
+        ret = -FI_EOVERFLOW;
+        goto err_worker;
+    }
+    ep->name[0] = (uint8_t)len;
+    memcpy(ep->name + 1, addr, len);
+    tmx_worker_release_address(ep->worker, addr);
+    ep->ep.fid.fclass  = FI_CLASS_EP;
+    ep->ep.fid.context = context;
+    ep->ep.fid.ops     = &tmx_fi_ep_fi_ops;
+    ep->ep.ops         = &tmx_fi_ep_ops;
+    ep->ep.cm          = &tmx_fi_cm_ops;
+    ep->ep.msg         = &tmx_fi_msg_ops;
+    ep->ep.tagged      = &tmx_fi_tagged_ops;
+    ep->dom            = dom;
+    dom->refs++;
+    *ep_p = &ep->ep;
+    return 0;
+
+err_worker:
+    tmx_worker_destroy(ep->worker);
+err_info:
+    fi_freeinfo(ep->info);
+    free(ep);
+    return ret;
+}

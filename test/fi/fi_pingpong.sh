@@ -1,0 +1,52 @@
+#!/bin/bash
+# libfabric's own client over libtmx-fi.so: fi_pingpong (Debian's libfabric-bin) between two
+# processes, `-e rdm` in tagged and in msg mode, every size it offers, data checked (-c).
+# Skipped (77) without fi_pingpong.
+. "${TMX_SRCDIR:-$(dirname "$0")/../..}/test/fi/lib.sh"
+if ! command -v fi_pingpong >/dev/null; then
+    echo "SKIP: fi_pingpong (Debian's libfabric-bin) is not installed"
+    exit 77
+fi
+# fi_info lists the provider with its attributes
+if ! command -v fi_info >/dev/null; then
+    echo "SKIP: fi_info (Debian's libfabric-bin) is not installed"
+    exit 77
+fi
+LD_PRELOAD=$TMX_FI_PRELOAD timeout -s KILL 30 fi_info -p tmx -v >"$T/info" 2>&1
+for want in "prov_name: tmx" "type: FI_EP_RDM" "FI_TAGGED" "FI_ORDER_SAS" \
+            "mem_tag_format: 0x7fffffffffffffff" "threading: FI_THREAD_DOMAIN"; do
+    if grep -q -- "$want" "$T/info"; then
+        ok "fi_info -p tmx: $want"
+    else
+        fail "fi_info -p tmx does not say $want"
+    fi
+done
+if grep -q "FI_DIRECTED_RECV\|FI_REMOTE_CQ_DATA" "$T/info"; then
+    fail "fi_info -p tmx offers FI_DIRECTED_RECV or remote CQ data by default"
+fi
+
+pp() { # mode port
+    LD_PRELOAD=$TMX_FI_PRELOAD timeout -s KILL 60 fi_pingpong -p tmx -e rdm -m "$1" -c -I 20 \
+        -B "$2" >"$T/srv" 2>&1 &
+    local srv=$!
+    sleep 0.3
+    LD_PRELOAD=$TMX_FI_PRELOAD timeout -s KILL 60 fi_pingpong -p tmx -e rdm -m "$1" -c -I 20 \
+        -P "$2" 127.0.0.1 >"$T/cli" 2>&1
+    local crc=$?
+    wait $srv
+    local src=$?
+    cat "$T/cli"
+    # sizes 64 B .. 1 MiB, one line each
+    local lines
+    lines=$(grep -cE "^[0-9]+[kmg]? +20 +=20 " "$T/cli")
+    if [ $crc -ne 0 ] || [ $src -ne 0 ] || [ "$lines" -lt 6 ]; then
+        fail "fi_pingpong -m $1: client exit $crc, server exit $src, $lines sizes"
+        sed 's/^/  srv | /' "$T/srv"
+    else
+        ok "fi_pingpong -m $1: $lines sizes, data checked"
+    fi
+}
+port=$((20000 + $$ % 20000))
+pp tagged $port
+pp msg $((port + 1))
+[ $fails -eq 0 ]

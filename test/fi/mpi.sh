@@ -1,0 +1,55 @@
+#!/bin/bash
+# Open MPI, unmodified, over libtmx-fi.so: test/fi/mpi_p2p.c built with mpicc and run with 2 and
+# 4 ranks under `--mca pml cm --mca mtl ofi` with FI_PROVIDER=tmx. Open MPI's own verbose
+# output must say that every rank selected pml cm, mtl ofi and provider tmx, so a silent fall
+# back to another transport fails. Skipped (77) without mpicc/mpirun.
+. "${TMX_SRCDIR:-$(dirname "$0")/../..}/test/fi/lib.sh"
+if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+    echo "SKIP: Open MPI (mpicc, mpirun: Debian's openmpi-bin, libopenmpi-dev) is not installed"
+    exit 77
+fi
+if ! mpirun --version 2>/dev/null | grep -q "Open MPI"; then
+    echo "SKIP: mpirun is not Open MPI's"
+    exit 77
+fi
+if ! timeout -s KILL 60 mpicc -O1 -o "$T/mpi_p2p" "$S/test/fi/mpi_p2p.c" 2>"$T/cc.err"; then
+    cat "$T/cc.err"
+    echo "FAIL: mpicc could not build mpi_p2p.c"
+    exit 1
+fi
+# shellcheck source=/dev/null
+. "$S/test/fi/mpi_env.sh"
+for np in 2 4; do
+    timeout -s KILL 120 mpirun "${TMX_MPIRUN_ARGS[@]}" -np $np "$T/mpi_p2p" >"$T/out" 2>&1
+    rc=$?
+    n_prov=$(grep -c "mtl:ofi:provider: tmx" "$T/out")
+    n_cm=$(grep -c "select: component cm selected" "$T/out")
+    if [ "$n_prov" -ne $np ] || [ "$n_cm" -ne $np ]; then
+        fail "np $np: $n_prov of $np ranks say provider tmx, $n_cm pml cm (a fallback?)"
+    fi
+    grep -E "^(ok|FAIL|PASS)" "$T/out"
+    if [ $rc -ne 0 ] || ! grep -q "^PASS: $np ranks" "$T/out"; then
+        fail "np $np: exit $rc"
+        grep -v "mca\|select" "$T/out" | tail -40
+    else
+        ok "np $np"
+    fi
+done
+# MPI_THREAD_MULTIPLE: Open MPI asks for FI_THREAD_SAFE
+if ! timeout -s KILL 60 mpicc -O1 -pthread -o "$T/mpi_threads" "$S/test/fi/mpi_threads.c" \
+        2>"$T/cc.err"; then
+    cat "$T/cc.err"
+    fail "mpicc could not build mpi_threads.c"
+else
+    timeout -s KILL 120 mpirun "${TMX_MPIRUN_ARGS[@]}" -np 2 "$T/mpi_threads" >"$T/out" 2>&1
+    rc=$?
+    n_prov=$(grep -c "mtl:ofi:provider: tmx" "$T/out")
+    grep -E "^(PASS|FAIL)" "$T/out"
+    if [ $rc -ne 0 ] || [ "$n_prov" -ne 2 ] || ! grep -q "^PASS: 2 ranks" "$T/out"; then
+        fail "MPI_THREAD_MULTIPLE: exit $rc, $n_prov of 2 ranks on provider tmx"
+        grep -v "mca\|select" "$T/out" | tail -40
+    else
+        ok "MPI_THREAD_MULTIPLE, 2 ranks"
+    fi
+fi
+[ $fails -eq 0 ]

@@ -417,3 +417,150 @@ Test(soft_order, ooo_refused_without_cap)
     ops->pd_free(pd);
     ops->dev_close(devs[0]);
 }
+
+/* ---------------------------------------------------------------- OOO placement */
+
+/* READ of the "sender's" buffer, then a SEND (the FIN of a rendezvous) on an OOO QP; when the
+ * SEND arrives, the sender reuses its buffer. Returns how many of iters reads saw the reused
+ * buffer (the SEND was placed first); checks that completions came in post order. */
+static int read_then_send_corrupt(int cma, unsigned fin_flags, int iters)
+{
+    tmx_config_t cfg;
+    loop_t       l;
+    uint8_t      src[4096], dst[4096], msg[8] = {1}, rbuf[8];
+    tmx_mr_t    *smr, *dmr, *mmr, *rmr;
+    int          corrupt = 0;
+
+    cfg_init(&cfg, cma, TMX_SOFT_DIO_WHOLE);
+    cfg.soft_ooo = 1;
+    loop_open(&l, &cfg, 1);
+    smr = loop_reg(&l, src, sizeof(src));
+    dmr = loop_reg(&l, dst, sizeof(dst));
+    mmr = loop_reg(&l, msg, sizeof(msg));
+    rmr = loop_reg(&l, rbuf, sizeof(rbuf));
+    for (int it = 0; it < iters; it++) {
+        double end = tmx_time_sec() + 5;
+        int    got_read = 0, got_send = 0, got_recv = 0;
+
+        memset(src, 0xaa, sizeof(src));
+        memset(dst, 0, sizeof(dst));
+        loop_post_recv(&l, rbuf, sizeof(rbuf), rmr->lkey, 30);
+        cr_assert_eq(loop_post(&l, TMX_WR_RDMA_READ, dst, sizeof(dst), dmr->lkey, 0, 10, src,
+                               smr->rkey),
+                     TMX_OK);
+        cr_assert_eq(loop_post(&l, TMX_WR_SEND, msg, sizeof(msg), mmr->lkey, fin_flags, 20,
+                               NULL, 0),
+                     TMX_OK);
+        while (!got_read || !got_send || !got_recv) {
+            tmx_wc_t wc;
+            int      r = l.ops->cq_poll(l.cq, 1, &wc);
+
+            cr_assert(r >= 0 && tmx_time_sec() < end);
+            if (r == 0) {
+                continue;
+            }
+            cr_assert_eq(wc.status, TMX_WC_SUCCESS);
+            if (wc.wr_id == 30) {
+                got_recv = 1;
+                memset(src, 0x55, sizeof(src)); /* the sender reuses its buffer */
+            } else if (wc.wr_id == 10) {
+                got_read = 1;
+            } else {
+                cr_assert_eq(wc.wr_id, 20);
+                cr_assert(got_read, "send completions come in post order");
+                got_send = 1;
+            }
+        }
+        corrupt += dst[0] != 0xaa || dst[sizeof(dst) - 1] != 0xaa;
+    }
+    l.ops->mr_dereg(smr);
+    l.ops->mr_dereg(dmr);
+    l.ops->mr_dereg(mmr);
+    l.ops->mr_dereg(rmr);
+    loop_close(&l);
+    return corrupt;
+}
+
+Test(soft_order, ooo_send_overtakes_read_without_fence, .timeout = 60)
+{
+    for (int cma = 0; cma < 2; cma++) {
+        cr_assert_eq(read_then_send_corrupt(cma, TMX_SEND_FENCE, 8), 0, "cma %d", cma);
+        cr_assert_gt(read_then_send_corrupt(cma, 0, 8), 0, "cma %d: never overtaken", cma);
+    }
+}
+
+static struct {
+    uint64_t first[2];
+    int      n;
+} landed;
+
+static void landed_hook(void *arg, uint64_t addr, size_t len)
+{
+    (void)arg;
+    (void)len;
+    if (landed.n < 2 && (landed.n == 0 || landed.first[0] != addr)) {
+        landed.first[landed.n++] = addr;
+    }
+}
+
+/* Two RDMA WRITEs (data, then a flag) on an OOO QP: how many of iters times the flag landed
+ * first. */
+static int write_then_write_swapped(int cma, unsigned flag_flags, int iters)
+{
+    tmx_config_t cfg;
+    loop_t       l;
+    uint8_t      src[256], dst[256], one = 1, flag = 0;
+    tmx_mr_t    *smr, *dmr, *omr, *fmr;
+    tmx_wc_t     wc[2];
+    int          swapped = 0;
+
+    cfg_init(&cfg, cma, TMX_SOFT_DIO_WHOLE);
+    cfg.soft_ooo = 1;
+    loop_open(&l, &cfg, 1);
+    memset(src, 3, sizeof(src));
+    smr = loop_reg(&l, src, sizeof(src));
+    dmr = loop_reg(&l, dst, sizeof(dst));
+    omr = loop_reg(&l, &one, 1);
+    fmr = loop_reg(&l, &flag, 1);
+    for (int it = 0; it < iters; it++) {
+        memset(&landed, 0, sizeof(landed));
+        tmx_soft_write_hook = landed_hook;
+        cr_assert_eq(loop_post(&l, TMX_WR_RDMA_WRITE, src, 8, smr->lkey, 0, 1, dst, dmr->rkey),
+                     TMX_OK);
+        cr_assert_eq(loop_post(&l, TMX_WR_RDMA_WRITE, &one, 1, omr->lkey, flag_flags, 2, &flag,
+                               fmr->rkey),
+                     TMX_OK);
+        loop_wait(&l, wc, 2);
+        tmx_soft_write_hook = NULL;
+        cr_assert(wc[0].wr_id == 1 && wc[1].wr_id == 2, "completions in post order");
+        cr_assert_eq(landed.n, 2);
+        swapped += landed.first[0] == (uintptr_t)&flag;
+    }
+    l.ops->mr_dereg(smr);
+    l.ops->mr_dereg(dmr);
+    l.ops->mr_dereg(omr);
+    l.ops->mr_dereg(fmr);
+    loop_close(&l);
+    return swapped;
+}
+
+Test(soft_order, ooo_write_overtakes_write_without_fence, .timeout = 60)
+{
+    for (int cma = 0; cma < 2; cma++) {
+        cr_assert_eq(write_then_write_swapped(cma, TMX_SEND_FENCE, 8), 0, "cma %d", cma);
+        cr_assert_gt(write_then_write_swapped(cma, 0, 8), 0, "cma %d: never overtaken", cma);
+    }
+}
+
+/* Without OOO the same sequences stay in order. */
+Test(soft_order, ooo_offered_not_enabled_answers_whole, .timeout = 60)
+{
+    tmx_config_t cfg;
+    loop_t       l;
+
+    cfg_init(&cfg, 1, TMX_SOFT_DIO_WHOLE);
+    cfg.soft_ooo = 1; /* offered, not enabled */
+    loop_open(&l, &cfg, 0);
+    cr_assert_eq(l.ops->qp_data_in_order(l.qp, TMX_WR_RDMA_WRITE), whole_bits);
+    loop_close(&l);
+}

@@ -117,6 +117,10 @@ _Static_assert(offsetof(tmx_soft_seg_hdr_t, armed) == 2 * TMX_SOFT_LINE,
  */
 enum { TMX_SOFT_DIO_WHOLE = 0, TMX_SOFT_DIO_ALIGNED128 = 1, TMX_SOFT_DIO_NONE = 2 };
 
+/* OOO placement: how long a WR overtaken by later ones (in the order the ordering table of
+ * DESIGN.md allows without a fence) is held back, so that a missing fence shows. */
+#define TMX_SOFT_OOO_HOLD_NS (5 * 1000 * 1000)
+
 #define TMX_SOFT_SCRAMBLE_GROUPS 64
 #define TMX_SOFT_MAX_PIECES      (2 * TMX_SOFT_SCRAMBLE_GROUPS)
 
@@ -351,6 +355,7 @@ typedef struct tmx_soft_swr {
     size_t          off;     /* bytes written to the ring (or received, for a READ) */
     void           *copy;    /* inline data kept while the WR waits in the queue */
     int             cma_done; /* WRITE_WITH_IMM: data written, its notice still to go */
+    uint8_t         early;    /* OOO: fully written ahead of an earlier WR held back */
     uint8_t         tm_kind;  /* TMX_SOFT_TM_WR_*: the device's own WR on a TM QP */
     uint32_t        tm_handle; /* the entry it finishes */
     uint32_t        tm_len;    /* rendezvous length (the DATA_VALID byte_len) */
@@ -442,6 +447,10 @@ typedef struct tmx_soft_qp {
     uint64_t              ibx_tail;     /* inbox tail while its lock is held */
     int                   cma;
     int                   ooo;          /* OOO placement enabled (at INIT -> RTR) */
+    int                   in_post;      /* OOO: sq_progress called from post_send */
+    int                   hold_on;      /* OOO: the WR of hold_seq is held back until */
+    uint32_t              hold_seq;     /* hold_ns while later ones overtake it */
+    uint64_t              hold_ns;
 
     /* send queue: entries complete in post order */
     tmx_soft_swr_t *sq;

@@ -1049,10 +1049,99 @@ static int tmx_soft_tx_one(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
     return 1;
 }
 
+/*
+ * OOO placement: whether b may be placed before the earlier a, i.e. the ordering table of
+ * DESIGN.md ("OOO data placement") has F in a's row and b's column and b has no FENCE. Of the
+ * operations the soft device has: after a WRITE, a WRITE or READ; after a READ, a SEND, WRITE
+ * or READ (never a WRITE_WITH_IMM, which is always ordered, as is everything after a SEND or
+ * a WRITE_WITH_IMM).
+ */
+static int tmx_soft_ooo_may_pass(const tmx_soft_swr_t *a, const tmx_soft_swr_t *b)
+{
+    if (b->flags & TMX_SEND_FENCE) {
+        return 0;
+    }
+    switch (a->opcode) {
+    case TMX_WR_RDMA_WRITE:
+        return b->opcode == TMX_WR_RDMA_WRITE || b->opcode == TMX_WR_RDMA_READ;
+    case TMX_WR_RDMA_READ:
+        return b->opcode != TMX_WR_RDMA_WRITE_WITH_IMM;
+    default:
+        return 0;
+    }
+}
+
+/*
+ * OOO placement, for a at the head of what is still to be written: 1 while a is held back
+ * (the WRs behind it that may overtake it are written meanwhile, in their order), 0 when a
+ * goes now. A WRITE or READ posted on an idle queue waits for the next poll, so that what is
+ * posted right behind it may overtake it; when something may, it does (three times in four,
+ * by the device's pseudo-random state) and a is held back for TMX_SOFT_OOO_HOLD_NS. Only
+ * untouched WRs are overtaken, and a hold ends only between WRs: records of two WRs never
+ * interleave. Completions stay in post order (tmx_soft_sq_reap).
+ */
+static int tmx_soft_ooo_hold(tmx_soft_qp_t *qp, tmx_soft_swr_t *a)
+{
+    int expired, partial = 0;
+
+    if (a->state != TMX_SOFT_SWR_QUEUED || a->off != 0 || a->cma_done ||
+        (a->opcode != TMX_WR_RDMA_WRITE && a->opcode != TMX_WR_RDMA_READ)) {
+        return 0;
+    }
+    if (!qp->hold_on || qp->hold_seq != a->seq) {
+        tmx_soft_swr_t *b;
+
+        if (a->seq + 1 == qp->next_seq) {
+            return qp->in_post; /* alone: it goes at the next poll */
+        }
+        b = tmx_soft_swr(qp, a->seq + 1);
+        if (b->state != TMX_SOFT_SWR_QUEUED || !tmx_soft_ooo_may_pass(a, b) ||
+            (tmx_soft_rand(&qp->dev->rng) & 3) == 0) {
+            return 0;
+        }
+        qp->hold_on  = 1;
+        qp->hold_seq = a->seq;
+        qp->hold_ns  = tmx_time_ns() + TMX_SOFT_OOO_HOLD_NS;
+    }
+    expired = tmx_time_ns() >= qp->hold_ns;
+    for (uint32_t s = a->seq + 1; s != qp->next_seq; s++) {
+        tmx_soft_swr_t *b = tmx_soft_swr(qp, s);
+        int             rc;
+
+        if (b->early || b->state == TMX_SOFT_SWR_DONE) {
+            continue;
+        }
+        if (!tmx_soft_ooo_may_pass(a, b) || (expired && b->off == 0 && !b->cma_done)) {
+            break;
+        }
+        rc = tmx_soft_tx_one(qp, b);
+        if (rc != 1) {
+            partial = rc == 0; /* the wire is full (TMX_SOFT_TX_GONE: a's turn finds it) */
+            break;
+        }
+        b->early = 1;
+    }
+    if (expired && !partial) {
+        qp->hold_on = 0;
+        return 0;
+    }
+    return 1;
+}
+
 static void tmx_soft_sq_progress(tmx_soft_qp_t *qp)
 {
     while (qp->tx_seq != qp->next_seq) {
-        int rc = tmx_soft_tx_one(qp, tmx_soft_swr(qp, qp->tx_seq));
+        tmx_soft_swr_t *swr = tmx_soft_swr(qp, qp->tx_seq);
+        int             rc;
+
+        if (swr->early) {
+            qp->tx_seq++;
+            continue;
+        }
+        if (qp->ooo && tmx_soft_ooo_hold(qp, swr)) {
+            break;
+        }
+        rc = tmx_soft_tx_one(qp, swr);
 
         if (rc == TMX_SOFT_TX_GONE) {
             tmx_soft_qp_gone(qp); /* the QP leaves RTS: nothing more to send */
@@ -2372,6 +2461,7 @@ static void tmx_soft_qp_reset(tmx_soft_qp_t *qp)
     qp->wfail      = 0;
     qp->out_fast   = 0;
     qp->ooo        = 0;
+    qp->hold_on    = 0;
     if (qp->super.type == TMX_QPT_RC) {
         /* a new generation: records of the old peer still in the inbox are dropped */
         qp->my_gen = atomic_fetch_add(&qp->my_ctrl->gen, 1) + 1;
@@ -2534,6 +2624,7 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
     swr->off      = 0;
     swr->copy     = NULL;
     swr->cma_done = 0;
+    swr->early    = 0;
     if (wr->num_sge > 0) {
         memcpy(swr->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(tmx_sge_t));
     }
@@ -2546,6 +2637,9 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
     qp->next_seq++;
     qp->sq_count++;
     tmx_soft_pending_add(qp);
+    if (qp->ooo && (wr->opcode == TMX_WR_RDMA_WRITE || wr->opcode == TMX_WR_RDMA_READ)) {
+        idle = 0; /* may be overtaken by what follows: it waits for a poll (tmx_soft_ooo_hold) */
+    }
     if (idle) {
         int rc = 1;
 
@@ -2577,7 +2671,9 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
         }
         tmx_soft_sge_gather(swr->sge, swr->num_sge, 0, swr->copy, total);
     }
+    qp->in_post = 1;
     tmx_soft_sq_progress(qp);
+    qp->in_post = 0;
     return TMX_OK;
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "prov/prov.h"
+#include "proto/fence.h"
 #include "prov/soft/soft.h"
 #include "util/config.h"
 #include "util/time.h"
@@ -563,4 +564,23 @@ Test(soft_order, ooo_offered_not_enabled_answers_whole, .timeout = 60)
     loop_open(&l, &cfg, 0);
     cr_assert_eq(l.ops->qp_data_in_order(l.qp, TMX_WR_RDMA_WRITE), whole_bits);
     loop_close(&l);
+}
+
+/* The planner's fence for a FIN posted right behind its READ (Read then Send: F) keeps the
+ * data safe on the OOO soft device; TMX_FENCE_DROP, which removes it, shows as corruption. */
+Test(soft_order, planner_fence_needed_and_drop_corrupts, .timeout = 60)
+{
+    tmx_config_t cfg;
+    unsigned     with, without;
+
+    cfg_init(&cfg, 1, TMX_SOFT_DIO_WHOLE);
+    with = tmx_fence_flags(1, TMX_FENCE_OP_READ, TMX_WR_SEND, cfg.fence_drop);
+    cr_assert_eq(with, TMX_SEND_FENCE);
+    cr_assert_eq(tmx_config_set(&cfg, "FENCE_DROP", "yes"), TMX_OK);
+    without = tmx_fence_flags(1, TMX_FENCE_OP_READ, TMX_WR_SEND, cfg.fence_drop);
+    cr_assert_eq(without, 0);
+    for (int cma = 0; cma < 2; cma++) {
+        cr_assert_eq(read_then_send_corrupt(cma, with, 8), 0);
+        cr_assert_gt(read_then_send_corrupt(cma, without, 8), 0);
+    }
 }

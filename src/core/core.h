@@ -130,6 +130,7 @@ typedef struct tmx_worker {
     /* Rendezvous sends waiting for a memory registration: logged once, then counted. */
     uint64_t          reg_waits;      /* registration attempts refused, since the last log */
     double            reg_wait_logged; /* when the last line said so (0: never) */
+    uint64_t          stat_ooo_eps;   /* endpoints connected with OOO placement on */
 } tmx_worker_t;
 
 /* A remote worker found failed: reported once to the error handler. */
@@ -178,7 +179,15 @@ typedef struct tmx_ep {
     uint64_t       send_events;    /* sends posted or completed: the progress a FLUSH close sees */
     double         wireup_time;    /* last wire-up request sent */
     double         connect_start;
+    int            ooo;            /* the RC QPs have out-of-order data placement on: the
+                                    * fence planner (src/proto/fence.c) fences per its table */
+    int            poll_data;      /* the receiver polls memory for data (eager-RDMA ring):
+                                    * never with ooo (tmx_ep_data_path_check) */
 } tmx_ep_t;
+
+/* DESIGN.md: a QP with OOO placement never gets the polling-on-data path. TMX_ERR_INVALID_PARAM
+ * (and an error logged) when ep would break that. */
+tmx_status_t tmx_ep_data_path_check(const tmx_ep_t *ep);
 
 typedef enum {
     TMX_REQ_SEND = 0,

@@ -134,6 +134,37 @@ static tmx_status_t tmx_ep_qp_create(tmx_ep_t *ep)
     return status;
 }
 
+/* Whether ep's RC QPs enable out-of-order data placement: TMX_OOO=auto|yes where the device
+ * offers it (yes warns once where it does not). */
+static int tmx_ep_ooo_wanted(tmx_ep_t *ep)
+{
+    static int warned;
+    int        want = ep->worker->ctx->cfg.ooo;
+
+    if (want == 0) {
+        return 0;
+    }
+    if (ep->iface->dev->attr.caps & TMX_DEV_CAP_OOO) {
+        return 1;
+    }
+    if (want == 1 && !warned) {
+        warned = 1;
+        tmx_warn("connect on %s: TMX_OOO=yes but the device offers no out-of-order placement",
+                 ep->iface->dev->name);
+    }
+    return 0;
+}
+
+tmx_status_t tmx_ep_data_path_check(const tmx_ep_t *ep)
+{
+    if (ep->ooo && ep->poll_data) {
+        tmx_error("endpoint to %016llx: polling on data with out-of-order placement on",
+                  (unsigned long long)ep->remote_uuid);
+        return TMX_ERR_INVALID_PARAM;
+    }
+    return TMX_OK;
+}
+
 static tmx_status_t tmx_ep_qp_connect_one(tmx_ep_t *ep, tmx_qp_t *qp, const void *blob,
                                           size_t len)
 {
@@ -145,10 +176,14 @@ static tmx_status_t tmx_ep_qp_connect_one(tmx_ep_t *ep, tmx_qp_t *qp, const void
     mod.state           = TMX_QPS_RTR;
     mod.remote_addr     = blob;
     mod.remote_addr_len = len;
-    status = ops->qp_modify(qp, &mod, TMX_QP_ATTR_STATE | TMX_QP_ATTR_REMOTE);
+    mod.ooo             = tmx_ep_ooo_wanted(ep);
+    status = ops->qp_modify(qp, &mod,
+                            TMX_QP_ATTR_STATE | TMX_QP_ATTR_REMOTE |
+                                (mod.ooo ? TMX_QP_ATTR_OOO : 0));
     if (status != TMX_OK) {
         return status;
     }
+    ep->ooo |= mod.ooo;
     mod.state = TMX_QPS_RTS;
     return ops->qp_modify(qp, &mod, TMX_QP_ATTR_STATE);
 }
@@ -162,11 +197,20 @@ static tmx_status_t tmx_ep_qp_connect(tmx_ep_t *ep, const tmx_wireup_msg_t *msg,
     tmx_status_t   status;
 
     if (!ep->iface->tm_on) {
-        return tmx_ep_qp_connect_one(ep, ep->qp, qp_addr, msg->qp_addr_len);
+        status = tmx_ep_qp_connect_one(ep, ep->qp, qp_addr, msg->qp_addr_len);
+    } else {
+        status = tmx_ep_qp_connect_one(ep, ep->qp, tm_addr, msg->tm_addr_len);
+        if (status == TMX_OK) {
+            status = tmx_ep_qp_connect_one(ep, ep->tm_qp, qp_addr, msg->qp_addr_len);
+        }
     }
-    status = tmx_ep_qp_connect_one(ep, ep->qp, tm_addr, msg->tm_addr_len);
     if (status == TMX_OK) {
-        status = tmx_ep_qp_connect_one(ep, ep->tm_qp, qp_addr, msg->qp_addr_len);
+        if (ep->ooo) {
+            ep->worker->stat_ooo_eps++;
+            tmx_info("endpoint to %016llx: out-of-order placement on; data path: completions",
+                     (unsigned long long)ep->remote_uuid);
+        }
+        status = tmx_ep_data_path_check(ep);
     }
     return status;
 }

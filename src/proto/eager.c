@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "proto/fence.h"
 #include "proto/proto.h"
 #include "util/copy.h"
 #include "util/log.h"
@@ -81,6 +82,9 @@ static tmx_status_t tmx_proto_post_wire(tmx_ep_t *ep, const void *h1, size_t l1,
         wr.send_flags = TMX_SEND_SIGNALED;
         wr.wr_id      = TMX_WRID(TMX_WRID_TX_BUF, idx);
     }
+    /* EAGER, RTS and the control messages all come through here: SENDs after SENDs */
+    wr.send_flags |= tmx_fence_flags_for_step(ep->ooo, TMX_FENCE_STEP_EAGER,
+                                              ep->worker->ctx->cfg.fence_drop);
     status = iface->ops->post_send(ep->qp, &wr, &bad);
     if (status != TMX_OK && (wr.send_flags & TMX_SEND_SIGNALED)) {
         iface->tx_free[iface->tx_free_top++] = idx;

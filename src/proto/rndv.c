@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "proto/fence.h"
 #include "proto/proto.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -158,7 +159,9 @@ void tmx_proto_rndv_recv(tmx_request_t *rreq, tmx_ep_t *ep, uint64_t sreq_id, ui
         wr.sg_list          = &sge;
         wr.num_sge          = 1;
         wr.opcode           = TMX_WR_RDMA_READ;
-        wr.send_flags       = TMX_SEND_SIGNALED;
+        wr.send_flags       = TMX_SEND_SIGNALED |
+                              tmx_fence_flags_for_step(ep->ooo, TMX_FENCE_STEP_RNDV_READ,
+                                                       w->ctx->cfg.fence_drop);
         wr.rdma.remote_addr = addr + off;
         wr.rdma.rkey        = rkey;
         status = iface->ops->post_send(ep->qp, &wr, &bad);

@@ -68,6 +68,11 @@ static const tmx_config_enum_t tmx_config_wait_modes[] = {
     {"sleep", TMX_WAIT_SLEEP}, {NULL, 0},
 };
 
+/* TMX_SOFT_DIO_* (src/prov/soft/soft.h) */
+static const tmx_config_enum_t tmx_config_data_in_order[] = {
+    {"whole", 0}, {"aligned128", 1}, {"none", 2}, {NULL, 0},
+};
+
 /* tmx_topo_level_t (src/topo/topo.h) */
 static const tmx_config_enum_t tmx_config_bind_levels[] = {
     {"unknown", -1}, {"none", 0}, {"core", 1}, {"numa", 2}, {"socket", 3}, {NULL, 0},
@@ -131,6 +136,13 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "Receives with a smaller buffer are matched in software, never offered to "
                       "the device's tag list."),
      .flags = TMX_CONFIG_F_MIN, .min = 64},
+    {TMX_CONFIG_FIELD("OOO", TMX_CONFIG_ENUM, "auto", ooo,
+                      "Out-of-order data placement on RC queue pairs: auto and yes enable it "
+                      "where the device offers it (yes warns where none does); no never."),
+     .words = tmx_config_ternary},
+    {TMX_CONFIG_FIELD("FENCE_DROP", TMX_CONFIG_BOOL, "no", fence_drop,
+                      "For tests only: the fence planner sets no fence, so that data placed out "
+                      "of order shows as corruption.")},
     {TMX_CONFIG_FIELD("SOFT_RING_SIZE", TMX_CONFIG_SIZE, "256k", soft_ring_size,
                       "Soft device: bytes of each per-peer fast ring."),
      .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_POW2, .min = 4096},
@@ -172,6 +184,16 @@ static const tmx_config_field_t tmx_config_table[] = {
     {TMX_CONFIG_FIELD("SOFT_TM_INJECT", TMX_CONFIG_STRING, "", soft_tm_inject,
                       "Soft device, for tests: make every Nth tag list operation of a kind fail "
                       "when posted, e.g. add=7,del=3,sync=2; empty: none.")},
+    {TMX_CONFIG_FIELD("SOFT_DATA_IN_ORDER", TMX_CONFIG_ENUM, "whole", soft_data_in_order,
+                      "Soft device: what a queue pair answers to the data-in-order query, and how "
+                      "RDMA writes land: whole (like mlx5), aligned128 (like EFA) or none (like "
+                      "rxe: bytes land scrambled)."),
+     .words = tmx_config_data_in_order},
+    {TMX_CONFIG_FIELD("SOFT_OOO", TMX_CONFIG_BOOL, "no", soft_ooo,
+                      "Soft device: offer out-of-order data placement (enabled per queue pair).")},
+    {TMX_CONFIG_FIELD("SOFT_SCRAMBLE_SEED", TMX_CONFIG_UINT, "0", soft_scramble_seed,
+                      "Soft device, for tests: seed of the order in which scrambled data lands; "
+                      "0 takes one from the pid and the clock.")},
     {TMX_CONFIG_FIELD("RANK", TMX_CONFIG_INT, "-1", rank,
                       "Rank of this process in the job (set by tmxrun); -1 means not launched."),
      .flags = TMX_CONFIG_F_MIN, .min = -1},

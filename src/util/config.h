@@ -30,6 +30,9 @@ typedef struct tmx_config {
     /* tag-matching offload (TM SRQ) */
     int      tm_offload;       /* TMX_TM_OFFLOAD: -1 auto, 0 no, 1 yes */
     size_t   tm_thresh;        /* TMX_TM_THRESH: smallest receive offered to the device */
+    /* out-of-order data placement */
+    int      ooo;              /* TMX_OOO: -1 auto, 0 no, 1 yes */
+    int      fence_drop;       /* TMX_FENCE_DROP: debug, the planner sets no fence */
     /* soft device */
     size_t   soft_ring_size;   /* TMX_SOFT_RING_SIZE: bytes of each per-peer fast ring */
     size_t   soft_inbox_size;  /* TMX_SOFT_INBOX_SIZE: bytes of the shared receive ring */
@@ -44,6 +47,9 @@ typedef struct tmx_config {
     unsigned soft_tm_sync_gap; /* TMX_SOFT_TM_SYNC_GAP: unexpected lag that asks for a SYNC */
     int      soft_tm_rndv;     /* TMX_SOFT_TM_RNDV: rendezvous offload */
     char     soft_tm_inject[64]; /* TMX_SOFT_TM_INJECT: list op failures for tests */
+    int      soft_data_in_order; /* TMX_SOFT_DATA_IN_ORDER: TMX_SOFT_DIO_* (soft.h) */
+    int      soft_ooo;         /* TMX_SOFT_OOO: the soft device offers OOO placement */
+    unsigned soft_scramble_seed; /* TMX_SOFT_SCRAMBLE_SEED: 0 = from the pid and the clock */
     /* job bootstrap (set by tmxrun) */
     int      rank;             /* TMX_RANK: -1 unset */
     int      size;             /* TMX_SIZE: -1 unset */

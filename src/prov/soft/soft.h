@@ -87,7 +87,8 @@ typedef struct tmx_soft_seg_hdr {
     uint64_t rings_off;  /* fast rings */
     uint64_t total;
     uint64_t start_time; /* the owner's start time (clock ticks after boot), 0 if unknown */
-    uint8_t  pad_hdr[2 * TMX_SOFT_LINE - 120];
+    uint32_t data_order; /* TMX_SOFT_DIO_*: how RDMA writes into this device land (CMA) */
+    uint32_t pad_hdr;
     /* The wake line, alone in its cache line (offset 128) so that it stays shared in every
      * producer's cache: written only by the owner when it arms before a sleep, and by the one
      * producer that finds it armed and wakes it (tmx_soft_wake_peer). */
@@ -97,6 +98,50 @@ typedef struct tmx_soft_seg_hdr {
 
 _Static_assert(offsetof(tmx_soft_seg_hdr_t, armed) == 2 * TMX_SOFT_LINE,
                "the wake line is the header's third line");
+
+/*
+ * ---------------------------------------------------------------- data-in-order (tmx_config(7))
+ *
+ * How the bytes of one RDMA write become visible to a CPU polling the target memory, as the
+ * data-in-order query answers for the target's QP. A write is cut into pieces written one
+ * after the other (each piece forward, in one copy):
+ * - WHOLE: everything but the aligned 8 bytes that hold the last byte, then those: the last
+ *   byte implies all earlier ones;
+ * - ALIGNED128: the 128-byte aligned blocks (grouped into at most TMX_SOFT_SCRAMBLE_GROUPS
+ *   runs of whole blocks), in a pseudo-random order, the last never last when there are two
+ *   or more; each run written forward with its final aligned 8 bytes split off and written
+ *   after the rest of the run;
+ * - NONE (and any QP with OOO placement on): the bytes in at most TMX_SOFT_SCRAMBLE_GROUPS
+ *   pieces of a multiple of 8 bytes, in a pseudo-random order, the last never last.
+ * The values are TMX_SOFT_DATA_IN_ORDER's words (config.c).
+ */
+enum { TMX_SOFT_DIO_WHOLE = 0, TMX_SOFT_DIO_ALIGNED128 = 1, TMX_SOFT_DIO_NONE = 2 };
+
+/* OOO placement: how long a WR overtaken by later ones (in the order the ordering table of
+ * DESIGN.md allows without a fence) is held back, so that a missing fence shows. */
+#define TMX_SOFT_OOO_HOLD_NS (5 * 1000 * 1000)
+
+#define TMX_SOFT_SCRAMBLE_GROUPS 64
+#define TMX_SOFT_MAX_PIECES      (2 * TMX_SOFT_SCRAMBLE_GROUPS)
+
+typedef struct tmx_soft_piece {
+    size_t off; /* from the start of the write */
+    size_t len;
+} tmx_soft_piece_t;
+
+/* The pieces (at most TMX_SOFT_MAX_PIECES) a write of len bytes at addr is made of under mode
+ * (TMX_SOFT_DIO_*), in the order they are written; *rng is the pseudo-random state. */
+size_t tmx_soft_scramble_plan(unsigned mode, uint64_t addr, size_t len, uint64_t *rng,
+                              tmx_soft_piece_t *out);
+
+/* The next pseudo-random number of the state *s (xorshift64*; *s never 0). */
+uint64_t tmx_soft_rand(uint64_t *s);
+
+/* For tests: called after each piece of an RDMA write landed (the CMA path then writes one
+ * piece per system call), with the target address and length of the piece. NULL: none. */
+typedef void (*tmx_soft_write_hook_t)(void *arg, uint64_t addr, size_t len);
+extern tmx_soft_write_hook_t tmx_soft_write_hook;
+extern void                 *tmx_soft_write_hook_arg;
 
 /* Registered memory, in the owner's segment so a CMA initiator checks the TARGET's table. */
 typedef struct tmx_soft_mr_ent {
@@ -310,6 +355,7 @@ typedef struct tmx_soft_swr {
     size_t          off;     /* bytes written to the ring (or received, for a READ) */
     void           *copy;    /* inline data kept while the WR waits in the queue */
     int             cma_done; /* WRITE_WITH_IMM: data written, its notice still to go */
+    uint8_t         early;    /* OOO: fully written ahead of an earlier WR held back */
     uint8_t         tm_kind;  /* TMX_SOFT_TM_WR_*: the device's own WR on a TM QP */
     uint32_t        tm_handle; /* the entry it finishes */
     uint32_t        tm_len;    /* rendezvous length (the DATA_VALID byte_len) */
@@ -400,6 +446,11 @@ typedef struct tmx_soft_qp {
     uint64_t              out_consumed; /* cached */
     uint64_t              ibx_tail;     /* inbox tail while its lock is held */
     int                   cma;
+    int                   ooo;          /* OOO placement enabled (at INIT -> RTR) */
+    int                   in_post;      /* OOO: sq_progress called from post_send */
+    int                   hold_on;      /* OOO: the WR of hold_seq is held back until */
+    uint32_t              hold_seq;     /* hold_ns while later ones overtake it */
+    uint64_t              hold_ns;
 
     /* send queue: entries complete in post order */
     tmx_soft_swr_t *sq;
@@ -428,6 +479,9 @@ struct tmx_soft_dev {
     uint64_t            boot_hash;
     uint64_t            lock_id;     /* pid | start time << 32: this process in a lock word */
     size_t              max_payload; /* of one RC record */
+    unsigned            data_order;  /* TMX_SOFT_DIO_* (TMX_SOFT_DATA_IN_ORDER) */
+    uint64_t            rng;         /* scrambling and OOO choices (tmx_soft_rand) */
+    unsigned long       stat_ooo_qps; /* QPs that enabled OOO placement */
 
     tmx_soft_qp_t     **qps;     /* by control line slot */
     unsigned            qp_next; /* where the search for a free slot starts (next fit) */
@@ -646,6 +700,7 @@ tmx_status_t tmx_soft_qp_create(tmx_pd_t *pd, const tmx_qp_init_attr_t *attr, tm
 void tmx_soft_qp_destroy(tmx_qp_t *qp);
 tmx_status_t tmx_soft_qp_get_addr(tmx_qp_t *qp, void *buf, size_t *len_p);
 tmx_status_t tmx_soft_qp_modify(tmx_qp_t *qp, const tmx_qp_attr_t *attr, unsigned attr_mask);
+unsigned tmx_soft_qp_data_in_order(tmx_qp_t *qp, tmx_wr_opcode_t op);
 tmx_status_t tmx_soft_post_send(tmx_qp_t *qp, tmx_send_wr_t *wr, tmx_send_wr_t **bad_p);
 tmx_status_t tmx_soft_post_recv(tmx_qp_t *qp, tmx_recv_wr_t *wr, tmx_recv_wr_t **bad_p);
 void tmx_soft_rx_arrivals(tmx_soft_dev_t *dev);

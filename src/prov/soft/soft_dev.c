@@ -30,6 +30,7 @@
 #include "prov/soft/soft.h"
 #include "topo/topo.h"
 #include "util/log.h"
+#include "util/time.h"
 
 /* The device address blob: everything a peer needs to find our segment and to tell whether
  * it can reach us at all (same boot of the same host, same user). */
@@ -447,6 +448,7 @@ static tmx_status_t tmx_soft_seg_create(tmx_soft_dev_t *dev, const tmx_config_t 
     dev->hdr->rings_off = rings_off;
     dev->hdr->total    = off;
     dev->hdr->start_time = tmx_soft_start_time(getpid());
+    dev->hdr->data_order = (uint32_t)cfg->soft_data_in_order;
     dev->mrs           = (tmx_soft_mr_ent_t *)((uint8_t *)dev->base + mr_off);
     /* Magic last, by a release store: a peer that maps a half-built segment rejects it. (A
      * release store rather than a fence and a plain store: ThreadSanitizer cannot see fences,
@@ -543,6 +545,16 @@ static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t
         dev->super.attr.tm.max_ops           = cfg->soft_tm_ops;
         dev->super.attr.tm.max_sge           = 1;
         dev->super.attr.tm.max_rndv_hdr_size = 64;
+    }
+    if (cfg->soft_ooo) {
+        dev->super.attr.caps |= TMX_DEV_CAP_OOO;
+    }
+    dev->data_order = (unsigned)cfg->soft_data_in_order;
+    dev->rng        = cfg->soft_scramble_seed != 0
+                          ? cfg->soft_scramble_seed
+                          : (uint64_t)getpid() << 32 ^ tmx_time_ns();
+    if (dev->rng == 0) {
+        dev->rng = 1;
     }
     devs[0] = &dev->super;
     *num_p  = 1;
@@ -1450,7 +1462,7 @@ const tmx_prov_ops_t tmx_soft_ops = {
     .qp_destroy       = tmx_soft_qp_destroy,
     .qp_get_addr      = tmx_soft_qp_get_addr,
     .qp_modify        = tmx_soft_qp_modify,
-    .qp_data_in_order = tmx_prov_no_data_in_order,
+    .qp_data_in_order = tmx_soft_qp_data_in_order,
     .post_send        = tmx_soft_post_send,
     .post_recv        = tmx_soft_post_recv,
     .ah_create        = tmx_soft_ah_create,

@@ -133,6 +133,119 @@ static int tmx_soft_sge_check(tmx_soft_dev_t *dev, const tmx_sge_t *sge, int n, 
     return 0;
 }
 
+/* ---------------------------------------------------------------- data-in-order (soft.h) */
+
+tmx_soft_write_hook_t tmx_soft_write_hook;
+void                 *tmx_soft_write_hook_arg;
+
+uint64_t tmx_soft_rand(uint64_t *s)
+{
+    uint64_t x = *s;
+
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
+
+/* The aligned 8 bytes holding the last byte of [addr, end): how many of them the write has. */
+static inline size_t tmx_soft_tail(uint64_t addr, uint64_t end)
+{
+    uint64_t t = (end - 1) & ~(uint64_t)7;
+
+    return (size_t)(end - (t > addr ? t : addr));
+}
+
+size_t tmx_soft_scramble_plan(unsigned mode, uint64_t addr, size_t len, uint64_t *rng,
+                              tmx_soft_piece_t *out)
+{
+    uint8_t  order[TMX_SOFT_SCRAMBLE_GROUPS];
+    uint64_t end = addr + len, base, unit;
+    size_t   groups, n = 0;
+
+    if (len == 0) {
+        return 0;
+    }
+    if (mode == TMX_SOFT_DIO_WHOLE) {
+        size_t tail = tmx_soft_tail(addr, end);
+
+        if (tail < len) {
+            out[n++] = (tmx_soft_piece_t){0, len - tail};
+        }
+        out[n++] = (tmx_soft_piece_t){len - tail, tail};
+        return n;
+    }
+    if (mode == TMX_SOFT_DIO_ALIGNED128) {
+        uint64_t blocks;
+
+        base   = addr & ~(uint64_t)127;
+        blocks = (end - base + 127) / 128;
+        unit   = 128 * ((blocks + TMX_SOFT_SCRAMBLE_GROUPS - 1) / TMX_SOFT_SCRAMBLE_GROUPS);
+    } else {
+        base = addr;
+        unit = ((len + TMX_SOFT_SCRAMBLE_GROUPS - 1) / TMX_SOFT_SCRAMBLE_GROUPS + 7) &
+               ~(uint64_t)7;
+    }
+    groups = (size_t)((end - base + unit - 1) / unit);
+    for (size_t i = 0; i < groups; i++) {
+        order[i] = (uint8_t)i;
+    }
+    for (size_t i = groups; i > 1; i--) { /* Fisher-Yates */
+        size_t  j = (size_t)(tmx_soft_rand(rng) % i);
+        uint8_t t = order[i - 1];
+
+        order[i - 1] = order[j];
+        order[j]     = t;
+    }
+    if (groups > 1 && order[groups - 1] == groups - 1) {
+        /* the last group never lands last: a reader trusting its end must be caught */
+        size_t j = (size_t)(tmx_soft_rand(rng) % (groups - 1));
+
+        order[groups - 1] = order[j];
+        order[j]          = (uint8_t)(groups - 1);
+    }
+    for (size_t i = 0; i < groups; i++) {
+        uint64_t a = base + order[i] * unit, b = a + unit;
+
+        a = a < addr ? addr : a;
+        b = b > end ? end : b;
+        if (mode == TMX_SOFT_DIO_ALIGNED128) {
+            size_t tail = tmx_soft_tail(a, b);
+
+            if (tail < b - a) {
+                out[n++] = (tmx_soft_piece_t){(size_t)(a - addr), (size_t)(b - a) - tail};
+            }
+            out[n++] = (tmx_soft_piece_t){(size_t)(b - addr) - tail, tail};
+        } else {
+            out[n++] = (tmx_soft_piece_t){(size_t)(a - addr), (size_t)(b - a)};
+        }
+    }
+    return n;
+}
+
+/* How writes into a device whose TMX_SOFT_DATA_IN_ORDER is mode land through qp. */
+static inline unsigned tmx_soft_write_mode(const tmx_soft_qp_t *qp, uint32_t mode)
+{
+    return qp->ooo || mode > TMX_SOFT_DIO_NONE ? TMX_SOFT_DIO_NONE : mode;
+}
+
+/* The fallback path's RDMA write of one record's bytes: the target (we) places them. */
+static void tmx_soft_place(tmx_soft_qp_t *qp, uint64_t addr, const uint8_t *src, size_t len)
+{
+    tmx_soft_piece_t pieces[TMX_SOFT_MAX_PIECES];
+    size_t           n = tmx_soft_scramble_plan(tmx_soft_write_mode(qp, qp->dev->data_order),
+                                                addr, len, &qp->dev->rng, pieces);
+
+    for (size_t i = 0; i < n; i++) {
+        memcpy((uint8_t *)(uintptr_t)addr + pieces[i].off, src + pieces[i].off, pieces[i].len);
+        atomic_thread_fence(memory_order_release); /* the pieces land in this order */
+        if (tmx_soft_write_hook != NULL) {
+            tmx_soft_write_hook(tmx_soft_write_hook_arg, addr + pieces[i].off, pieces[i].len);
+        }
+    }
+}
+
 /* ---------------------------------------------------------------- QP bookkeeping */
 
 /*
@@ -719,6 +832,71 @@ static int tmx_soft_cma_target_gone(tmx_soft_rseg_t *r)
     return 0;
 }
 
+/* The local iovecs of bytes [off, off + len) of swr's data, appended at iov[*n]. */
+static void tmx_soft_iov_range(const tmx_soft_swr_t *swr, size_t off, size_t len,
+                               struct iovec *iov, int *n)
+{
+    for (int i = 0; i < swr->num_sge && len > 0; i++) {
+        size_t l = swr->sge[i].length, take;
+
+        if (off >= l) {
+            off -= l;
+            continue;
+        }
+        take              = l - off < len ? l - off : len;
+        iov[*n].iov_base  = (uint8_t *)(uintptr_t)swr->sge[i].addr + off;
+        iov[*n].iov_len   = take;
+        (*n)++;
+        len -= take;
+        off = 0;
+    }
+}
+
+/* The data of an RDMA WRITE into the target by cross-memory attach, in the pieces and order
+ * the target's data-in-order answer asks for (tmx_soft_scramble_plan): the kernel copies the
+ * remote iovecs of one call in their order. Bytes written, or -1 with errno. */
+static ssize_t tmx_soft_cma_write(tmx_soft_qp_t *qp, const tmx_soft_swr_t *swr)
+{
+    tmx_soft_rseg_t *r = qp->rseg;
+    tmx_soft_piece_t pieces[TMX_SOFT_MAX_PIECES];
+    struct iovec     liov[TMX_SOFT_MAX_PIECES + TMX_SOFT_MAX_SGE], riov[TMX_SOFT_MAX_PIECES];
+    size_t           np, done = 0, batch = 0; /* bytes of the pieces before this call's */
+    int              nl = 0, nr = 0;
+
+    if (swr->total == 0) {
+        return 0;
+    }
+    np = tmx_soft_scramble_plan(tmx_soft_write_mode(qp, r->h.data_order), swr->raddr,
+                                swr->total, &qp->dev->rng, pieces);
+    for (size_t i = 0; i < np; i++) {
+        ssize_t n;
+
+        tmx_soft_iov_range(swr, pieces[i].off, pieces[i].len, liov, &nl);
+        riov[nr].iov_base = (void *)(uintptr_t)(swr->raddr + pieces[i].off);
+        riov[nr].iov_len  = pieces[i].len;
+        nr++;
+        done += pieces[i].len;
+        if (i + 1 < np && tmx_soft_write_hook == NULL &&
+            nl + TMX_SOFT_MAX_SGE <= (int)(sizeof(liov) / sizeof(liov[0]))) {
+            continue; /* more pieces in the same call */
+        }
+        n = process_vm_writev(r->pid, liov, (unsigned long)nl, riov, (unsigned long)nr, 0);
+        if (n < 0) {
+            return -1;
+        }
+        if ((size_t)n != done - batch) {
+            return (ssize_t)(batch + (size_t)n); /* short: the caller fails the WR */
+        }
+        batch = done;
+        if (tmx_soft_write_hook != NULL) {
+            tmx_soft_write_hook(tmx_soft_write_hook_arg, swr->raddr + pieces[i].off,
+                                pieces[i].len);
+        }
+        nl = nr = 0;
+    }
+    return (ssize_t)done;
+}
+
 /* RDMA by cross-memory attach, checked against the target's own MR table. 1 when done, 0
  * when it must wait for ring space (a WRITE_WITH_IMM whose data went, and whose notice waits:
  * the next call sends only the notice), TMX_SOFT_TX_GONE when the target process is gone (the
@@ -745,12 +923,15 @@ static int tmx_soft_tx_cma(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
         swr->status = TMX_WC_REM_ACCESS_ERR;
         return 1;
     }
-    cnt           = tmx_soft_iov(swr, liov);
-    riov.iov_base = (void *)(uintptr_t)swr->raddr;
-    riov.iov_len  = swr->total;
-    if (swr->total != 0) {
-        n = read ? process_vm_readv(r->pid, liov, (unsigned long)cnt, &riov, 1, 0)
-                 : process_vm_writev(r->pid, liov, (unsigned long)cnt, &riov, 1, 0);
+    if (read) {
+        cnt           = tmx_soft_iov(swr, liov);
+        riov.iov_base = (void *)(uintptr_t)swr->raddr;
+        riov.iov_len  = swr->total;
+        if (swr->total != 0) {
+            n = process_vm_readv(r->pid, liov, (unsigned long)cnt, &riov, 1, 0);
+        }
+    } else {
+        n = tmx_soft_cma_write(qp, swr);
     }
     if (n != (ssize_t)swr->total) {
         int err = n < 0 ? errno : 0;
@@ -868,10 +1049,99 @@ static int tmx_soft_tx_one(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
     return 1;
 }
 
+/*
+ * OOO placement: whether b may be placed before the earlier a, i.e. the ordering table of
+ * DESIGN.md ("OOO data placement") has F in a's row and b's column and b has no FENCE. Of the
+ * operations the soft device has: after a WRITE, a WRITE or READ; after a READ, a SEND, WRITE
+ * or READ (never a WRITE_WITH_IMM, which is always ordered, as is everything after a SEND or
+ * a WRITE_WITH_IMM).
+ */
+static int tmx_soft_ooo_may_pass(const tmx_soft_swr_t *a, const tmx_soft_swr_t *b)
+{
+    if (b->flags & TMX_SEND_FENCE) {
+        return 0;
+    }
+    switch (a->opcode) {
+    case TMX_WR_RDMA_WRITE:
+        return b->opcode == TMX_WR_RDMA_WRITE || b->opcode == TMX_WR_RDMA_READ;
+    case TMX_WR_RDMA_READ:
+        return b->opcode != TMX_WR_RDMA_WRITE_WITH_IMM;
+    default:
+        return 0;
+    }
+}
+
+/*
+ * OOO placement, for a at the head of what is still to be written: 1 while a is held back
+ * (the WRs behind it that may overtake it are written meanwhile, in their order), 0 when a
+ * goes now. A WRITE or READ posted on an idle queue waits for the next poll, so that what is
+ * posted right behind it may overtake it; when something may, it does (three times in four,
+ * by the device's pseudo-random state) and a is held back for TMX_SOFT_OOO_HOLD_NS. Only
+ * untouched WRs are overtaken, and a hold ends only between WRs: records of two WRs never
+ * interleave. Completions stay in post order (tmx_soft_sq_reap).
+ */
+static int tmx_soft_ooo_hold(tmx_soft_qp_t *qp, tmx_soft_swr_t *a)
+{
+    int expired, partial = 0;
+
+    if (a->state != TMX_SOFT_SWR_QUEUED || a->off != 0 || a->cma_done ||
+        (a->opcode != TMX_WR_RDMA_WRITE && a->opcode != TMX_WR_RDMA_READ)) {
+        return 0;
+    }
+    if (!qp->hold_on || qp->hold_seq != a->seq) {
+        tmx_soft_swr_t *b;
+
+        if (a->seq + 1 == qp->next_seq) {
+            return qp->in_post; /* alone: it goes at the next poll */
+        }
+        b = tmx_soft_swr(qp, a->seq + 1);
+        if (b->state != TMX_SOFT_SWR_QUEUED || !tmx_soft_ooo_may_pass(a, b) ||
+            (tmx_soft_rand(&qp->dev->rng) & 3) == 0) {
+            return 0;
+        }
+        qp->hold_on  = 1;
+        qp->hold_seq = a->seq;
+        qp->hold_ns  = tmx_time_ns() + TMX_SOFT_OOO_HOLD_NS;
+    }
+    expired = tmx_time_ns() >= qp->hold_ns;
+    for (uint32_t s = a->seq + 1; s != qp->next_seq; s++) {
+        tmx_soft_swr_t *b = tmx_soft_swr(qp, s);
+        int             rc;
+
+        if (b->early || b->state == TMX_SOFT_SWR_DONE) {
+            continue;
+        }
+        if (!tmx_soft_ooo_may_pass(a, b) || (expired && b->off == 0 && !b->cma_done)) {
+            break;
+        }
+        rc = tmx_soft_tx_one(qp, b);
+        if (rc != 1) {
+            partial = rc == 0; /* the wire is full (TMX_SOFT_TX_GONE: a's turn finds it) */
+            break;
+        }
+        b->early = 1;
+    }
+    if (expired && !partial) {
+        qp->hold_on = 0;
+        return 0;
+    }
+    return 1;
+}
+
 static void tmx_soft_sq_progress(tmx_soft_qp_t *qp)
 {
     while (qp->tx_seq != qp->next_seq) {
-        int rc = tmx_soft_tx_one(qp, tmx_soft_swr(qp, qp->tx_seq));
+        tmx_soft_swr_t *swr = tmx_soft_swr(qp, qp->tx_seq);
+        int             rc;
+
+        if (swr->early) {
+            qp->tx_seq++;
+            continue;
+        }
+        if (qp->ooo && tmx_soft_ooo_hold(qp, swr)) {
+            break;
+        }
+        rc = tmx_soft_tx_one(qp, swr);
 
         if (rc == TMX_SOFT_TX_GONE) {
             tmx_soft_qp_gone(qp); /* the QP leaves RTS: nothing more to send */
@@ -1310,7 +1580,7 @@ static int tmx_soft_rx_wdata(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
         }
     }
     if (!qp->wfail) {
-        memcpy((void *)(uintptr_t)ext->raddr, (const uint8_t *)rec + TMX_SOFT_HDR_EXT, len);
+        tmx_soft_place(qp, ext->raddr, (const uint8_t *)rec + TMX_SOFT_HDR_EXT, len);
     }
     if (last) {
         r         = tmx_soft_resp_add(qp);
@@ -2190,6 +2460,8 @@ static void tmx_soft_qp_reset(tmx_soft_qp_t *qp)
     qp->rx_busy    = 0;
     qp->wfail      = 0;
     qp->out_fast   = 0;
+    qp->ooo        = 0;
+    qp->hold_on    = 0;
     if (qp->super.type == TMX_QPT_RC) {
         /* a new generation: records of the old peer still in the inbox are dropped */
         qp->my_gen = atomic_fetch_add(&qp->my_ctrl->gen, 1) + 1;
@@ -2206,6 +2478,15 @@ tmx_status_t tmx_soft_qp_modify(tmx_qp_t *q, const tmx_qp_attr_t *attr, unsigned
         return TMX_ERR_INVALID_PARAM;
     }
     cur = qp->super.state;
+    if ((attr_mask & TMX_QP_ATTR_OOO) && attr->ooo) {
+        /* OOO placement: only at INIT -> RTR of an RC QP, where the device offers it */
+        if (attr->state != TMX_QPS_RTR || cur != TMX_QPS_INIT || qp->super.type != TMX_QPT_RC) {
+            return TMX_ERR_INVALID_PARAM;
+        }
+        if (!(qp->dev->super.attr.caps & TMX_DEV_CAP_OOO)) {
+            return TMX_ERR_UNSUPPORTED;
+        }
+    }
     switch (attr->state) {
     case TMX_QPS_INIT:
         if (cur != TMX_QPS_RESET) {
@@ -2221,6 +2502,10 @@ tmx_status_t tmx_soft_qp_modify(tmx_qp_t *q, const tmx_qp_attr_t *attr, unsigned
         }
         if (status == TMX_OK) {
             tmx_soft_active_add(qp);
+            if ((attr_mask & TMX_QP_ATTR_OOO) && attr->ooo) {
+                qp->ooo = 1;
+                qp->dev->stat_ooo_qps++;
+            }
         }
         break;
     case TMX_QPS_RTS:
@@ -2246,6 +2531,27 @@ tmx_status_t tmx_soft_qp_modify(tmx_qp_t *q, const tmx_qp_attr_t *attr, unsigned
         qp->super.state = attr->state;
     }
     return status;
+}
+
+/* What ibv_query_qp_data_in_order answers (capability form), from RTS on: the soft device
+ * keeps (and answers) its TMX_SOFT_DATA_IN_ORDER promise for RDMA writes into this QP (both
+ * bits for whole, as mlx5); sends and reads land with no promise; OOO placement: none. */
+unsigned tmx_soft_qp_data_in_order(tmx_qp_t *q, tmx_wr_opcode_t op)
+{
+    tmx_soft_qp_t *qp = (tmx_soft_qp_t *)q;
+
+    if (qp == NULL || qp->super.state != TMX_QPS_RTS || qp->super.type != TMX_QPT_RC ||
+        qp->ooo || (op != TMX_WR_RDMA_WRITE && op != TMX_WR_RDMA_WRITE_WITH_IMM)) {
+        return 0;
+    }
+    switch (qp->dev->data_order) {
+    case TMX_SOFT_DIO_WHOLE:
+        return TMX_DATA_IN_ORDER_WHOLE_MSG | TMX_DATA_IN_ORDER_ALIGNED_128_BYTES;
+    case TMX_SOFT_DIO_ALIGNED128:
+        return TMX_DATA_IN_ORDER_ALIGNED_128_BYTES;
+    default:
+        return 0;
+    }
 }
 
 /* Validates one WR; *total_p gets its length. */
@@ -2318,6 +2624,7 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
     swr->off      = 0;
     swr->copy     = NULL;
     swr->cma_done = 0;
+    swr->early    = 0;
     if (wr->num_sge > 0) {
         memcpy(swr->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(tmx_sge_t));
     }
@@ -2330,6 +2637,9 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
     qp->next_seq++;
     qp->sq_count++;
     tmx_soft_pending_add(qp);
+    if (qp->ooo && (wr->opcode == TMX_WR_RDMA_WRITE || wr->opcode == TMX_WR_RDMA_READ)) {
+        idle = 0; /* may be overtaken by what follows: it waits for a poll (tmx_soft_ooo_hold) */
+    }
     if (idle) {
         int rc = 1;
 
@@ -2361,7 +2671,9 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
         }
         tmx_soft_sge_gather(swr->sge, swr->num_sge, 0, swr->copy, total);
     }
+    qp->in_post = 1;
     tmx_soft_sq_progress(qp);
+    qp->in_post = 0;
     return TMX_OK;
 }
 

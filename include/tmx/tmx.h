@@ -6,9 +6,10 @@
  * blobs) and the posted/unexpected receive queues. Every params/attr struct starts with a
  * field_mask saying which fields the caller set.
  *
- * Matching: a message with tag T matches a receive (tag R, mask M) when (T & M) == (R & M).
- * Messages from one endpoint to one worker match in the order they were sent; receives match
- * in the order they were posted, wildcards included.
+ * Matching: a message with tag T matches a receive (tag R, mask M) when (T & M) == (R & M),
+ * and, for a receive that names a source (TMX_REQ_PARAM_SOURCE, API 1.3), when it was sent by
+ * the worker that endpoint connects to. Messages from one endpoint to one worker match in the
+ * order they were sent; receives match in the order they were posted, wildcards included.
  */
 #ifndef TMX_TMX_H
 #define TMX_TMX_H
@@ -290,6 +291,10 @@ TMX_API tmx_status_t tmx_ep_close(tmx_ep_h ep, tmx_ep_close_mode_t mode);
 typedef struct tmx_tag_recv_info {
     tmx_tag_t tag;    /**< the sender's tag */
     size_t    length; /**< the sender's length; may exceed the buffer (TMX_ERR_TRUNCATED) */
+    /** The sending worker's id (API 1.3): its TMX_WORKER_ATTR_ID, the peer_id an error handler
+     *  reports for it; never 0 for a message. A directed receive that failed with
+     *  TMX_ERR_PEER_FAILED before a match reports its source's id. */
+    uint64_t  sender;
 } tmx_tag_recv_info_t;
 
 typedef void (*tmx_send_cb_t)(tmx_request_h request, tmx_status_t status, void *user_data);
@@ -300,6 +305,9 @@ enum tmx_request_params_field {
     TMX_REQ_PARAM_CALLBACK  = 1u << 0, /**< cb.send or cb.recv */
     TMX_REQ_PARAM_USER_DATA = 1u << 1,
     TMX_REQ_PARAM_FLAGS     = 1u << 2,
+    /** source (API 1.3): a receive that takes only messages of the worker source connects
+     *  to (a directed receive); receives only (tmx_tag_recv_nb). */
+    TMX_REQ_PARAM_SOURCE    = 1u << 3,
 };
 
 enum tmx_request_flags {
@@ -315,6 +323,10 @@ typedef struct tmx_request_params {
         tmx_recv_cb_t recv;
     } cb;
     void *user_data;
+    /** TMX_REQ_PARAM_SOURCE: an endpoint of this worker (not closed). The receive matches
+     *  only messages sent by the remote worker it connects to, whichever connection they
+     *  arrive on (that worker's own endpoint to us included). */
+    tmx_ep_h source;
 } tmx_request_params_t;
 
 /**
@@ -334,7 +346,11 @@ TMX_API tmx_status_t tmx_tag_send_nb(tmx_ep_h ep, const void *buf, size_t len, t
  *         delivered, info.length is the real length), TMX_ERR_CANCELED, TMX_ERR_PEER_FAILED
  *         (the sender died before its data came). While it waits for a match, test and wait
  *         return TMX_ERR_PEER_FAILED_PENDING once after a peer failed (the receive stays
- *         posted).
+ *         posted). A directed receive (TMX_REQ_PARAM_SOURCE) is not told of other peers'
+ *         failures: it completes with TMX_ERR_PEER_FAILED when its source fails before a
+ *         match (at once if it failed before, and no message of it is queued).
+ *         TMX_ERR_INVALID_HANDLE for a closed source, TMX_ERR_INVALID_PARAM for a NULL one
+ *         or one of another worker.
  */
 TMX_API tmx_status_t tmx_tag_recv_nb(tmx_worker_h worker, void *buf, size_t len, tmx_tag_t tag,
                                      tmx_tag_t mask, const tmx_request_params_t *params,
@@ -354,7 +370,18 @@ TMX_API tmx_status_t tmx_tag_probe(tmx_worker_h worker, tmx_tag_t tag, tmx_tag_t
                                    tmx_probe_mode_t mode, tmx_tag_recv_info_t *info,
                                    tmx_message_h *message_p);
 
-/** Receives a message claimed by tmx_tag_probe; same returns as tmx_tag_recv_nb. */
+/**
+ * tmx_tag_probe for messages of one sender (API 1.3): source NULL is any sender (then it is
+ * tmx_tag_probe); else only messages sent by the worker that endpoint of this worker connects
+ * to, the oldest matching one first. TMX_ERR_INVALID_HANDLE for a closed source,
+ * TMX_ERR_INVALID_PARAM for one of another worker.
+ */
+TMX_API tmx_status_t tmx_tag_probe_ex(tmx_worker_h worker, tmx_tag_t tag, tmx_tag_t mask,
+                                      tmx_ep_h source, tmx_probe_mode_t mode,
+                                      tmx_tag_recv_info_t *info, tmx_message_h *message_p);
+
+/** Receives a message claimed by tmx_tag_probe; same returns as tmx_tag_recv_nb
+ *  (TMX_REQ_PARAM_SOURCE is refused with TMX_ERR_INVALID_PARAM: the message is chosen). */
 TMX_API tmx_status_t tmx_tag_msg_recv_nb(tmx_worker_h worker, void *buf, size_t len,
                                          tmx_message_h message, const tmx_request_params_t *params,
                                          tmx_request_h *request_p);

@@ -13,6 +13,9 @@ tmx_status_t tmx_request_params_check(const tmx_request_params_t *params, int is
     if (params == NULL) {
         return TMX_OK;
     }
+    if (!is_send) {
+        known |= TMX_REQ_PARAM_SOURCE; /* checked by the receive call, which knows the worker */
+    }
     if (params->field_mask & ~known) {
         return TMX_ERR_INVALID_PARAM;
     }
@@ -52,6 +55,7 @@ tmx_request_t *tmx_request_alloc(tmx_worker_t *w, tmx_req_type_t type,
     req->tag               = 0;
     req->info.tag          = 0;
     req->info.length       = 0;
+    req->info.sender       = 0;
     req->cb.send           = NULL;
     req->cb.recv           = NULL;
     req->user_data         = NULL;
@@ -124,7 +128,8 @@ static int tmx_request_check(const tmx_request_t *req)
 
 /* ULFM's "failure pending": a receive still waiting for a match when a peer failed cannot
  * know whether that peer was its sender (matching is by tag), so test and wait say so once per
- * failure seen, and the receive stays posted. One that has matched is past that question. */
+ * failure seen, and the receive stays posted. One that has matched is past that question, and
+ * so is a directed one: it fails when its own source does (tmx_worker_peer_failed). */
 static int tmx_request_failure_pending(tmx_request_t *req)
 {
     tmx_worker_t *w = req->worker;
@@ -141,7 +146,8 @@ static int tmx_request_failure_pending(tmx_request_t *req)
     tmx_worker_lock(w);
     pending = (req->flags & (TMX_REQ_FLAG_EXPECTED | TMX_REQ_FLAG_COMPLETED)) ==
                   TMX_REQ_FLAG_EXPECTED &&
-              atomic_exchange_explicit(&req->fail_epoch, epoch, memory_order_relaxed) != epoch;
+              atomic_exchange_explicit(&req->fail_epoch, epoch, memory_order_relaxed) != epoch &&
+              req->exp.src == 0;
     tmx_worker_unlock(w);
     return pending;
 }

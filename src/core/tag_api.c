@@ -86,6 +86,23 @@ out:
     return status;
 }
 
+/* The sender a directed receive or probe names: the remote worker of an endpoint of w. Its
+ * id is fixed when the endpoint is created, so no lock is needed. *src_p = 0 for none. */
+static tmx_status_t tmx_source_resolve(tmx_worker_t *w, tmx_ep_h ep, uint64_t *src_p)
+{
+    if (ep == NULL) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (ep->magic != TMX_MAGIC_EP) {
+        return TMX_ERR_INVALID_HANDLE;
+    }
+    if (ep->worker != w || ep->passive) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    *src_p = ep->remote_uuid;
+    return TMX_OK;
+}
+
 /* The checks shared by the two receive calls, in the order the API promises: NULL
  * arguments, then a dead worker, then the buffer, then the request params. */
 static tmx_status_t tmx_recv_args_check(tmx_worker_t *w, void *buf, size_t len,
@@ -114,8 +131,12 @@ TMX_API tmx_status_t tmx_tag_recv_nb(tmx_worker_h w, void *buf, size_t len, tmx_
     tmx_request_t *req;
     tmx_tag_unexp_t *u;
     tmx_status_t status;
+    uint64_t src = 0;
 
     status = tmx_recv_args_check(w, buf, len, params, request_p);
+    if (status == TMX_OK && params != NULL && (params->field_mask & TMX_REQ_PARAM_SOURCE)) {
+        status = tmx_source_resolve(w, params->source, &src);
+    }
     if (status != TMX_OK) {
         return status;
     }
@@ -128,10 +149,15 @@ TMX_API tmx_status_t tmx_tag_recv_nb(tmx_worker_h w, void *buf, size_t len, tmx_
     req->buf   = buf;
     req->len   = len;
     req->tag   = tag;
-    *request_p = req; /* set first: a callback may run inside the match below */
-    u          = tmx_tag_unexp_match(&w->tm, tag, mask, 1);
+    req->exp.src = src;
+    *request_p   = req; /* set first: a callback may run inside the match below */
+    u            = tmx_tag_unexp_match(&w->tm, tag, mask, src, 1);
     if (u != NULL) {
         tmx_proto_recv_matched(req, tmx_container_of(u, tmx_message_t, unexp));
+    } else if (src != 0 && tmx_hash_get(&w->failed_peers, src) != NULL) {
+        /* its source failed before, and left no message that matches: none will come */
+        req->info.sender = src;
+        tmx_request_complete(req, TMX_ERR_PEER_FAILED);
     } else {
         req->exp.tag  = tag;
         req->exp.mask = mask;
@@ -149,8 +175,17 @@ TMX_API tmx_status_t tmx_tag_probe(tmx_worker_h w, tmx_tag_t tag, tmx_tag_t mask
                                    tmx_probe_mode_t mode, tmx_tag_recv_info_t *info,
                                    tmx_message_h *message_p)
 {
+    return tmx_tag_probe_ex(w, tag, mask, NULL, mode, info, message_p);
+}
+
+TMX_API tmx_status_t tmx_tag_probe_ex(tmx_worker_h w, tmx_tag_t tag, tmx_tag_t mask,
+                                      tmx_ep_h source, tmx_probe_mode_t mode,
+                                      tmx_tag_recv_info_t *info, tmx_message_h *message_p)
+{
     tmx_tag_unexp_t *u;
     tmx_message_t *msg;
+    tmx_status_t status;
+    uint64_t src = 0;
 
     if (w == NULL) {
         return TMX_ERR_INVALID_PARAM;
@@ -161,8 +196,14 @@ TMX_API tmx_status_t tmx_tag_probe(tmx_worker_h w, tmx_tag_t tag, tmx_tag_t mask
     if ((unsigned)mode > TMX_PROBE_DISCARD || (mode == TMX_PROBE_CLAIM && message_p == NULL)) {
         return TMX_ERR_INVALID_PARAM;
     }
+    if (source != NULL) {
+        status = tmx_source_resolve(w, source, &src);
+        if (status != TMX_OK) {
+            return status;
+        }
+    }
     tmx_worker_lock(w);
-    u = tmx_tag_unexp_match(&w->tm, tag, mask, mode != TMX_PROBE_PEEK);
+    u = tmx_tag_unexp_match(&w->tm, tag, mask, src, mode != TMX_PROBE_PEEK);
     if (u == NULL) {
         tmx_worker_unlock(w);
         return TMX_ERR_NO_MESSAGE;
@@ -171,6 +212,7 @@ TMX_API tmx_status_t tmx_tag_probe(tmx_worker_h w, tmx_tag_t tag, tmx_tag_t mask
     if (info != NULL) {
         info->tag    = msg->unexp.tag;
         info->length = msg->length;
+        info->sender = msg->unexp.src;
     }
     if (mode == TMX_PROBE_CLAIM) {
         tmx_list_add_tail(&w->claimed, &msg->claimed_link);
@@ -190,8 +232,9 @@ TMX_API tmx_status_t tmx_tag_msg_recv_nb(tmx_worker_h w, void *buf, size_t len, 
     tmx_status_t status;
     tmx_list_t *l;
 
-    if (msg == NULL) {
-        return TMX_ERR_INVALID_PARAM;
+    if (msg == NULL ||
+        (params != NULL && (params->field_mask & TMX_REQ_PARAM_SOURCE))) {
+        return TMX_ERR_INVALID_PARAM; /* the message is chosen already */
     }
     status = tmx_recv_args_check(w, buf, len, params, request_p);
     if (status != TMX_OK) {

@@ -383,7 +383,8 @@ static uint64_t tmx_worker_new_uuid(void)
     clock_gettime(CLOCK_REALTIME, &ts);
     seed = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^
            (uint64_t)(uintptr_t)&seed;
-    return tmx_hash_u64(seed);
+    seed = tmx_hash_u64(seed);
+    return seed != 0 ? seed : 1; /* 0 means "any sender" to the tag engine */
 }
 
 TMX_API tmx_status_t tmx_worker_create(tmx_context_h ctx, const tmx_worker_params_t *params,
@@ -505,7 +506,7 @@ static void tmx_worker_drop_unexpected(tmx_worker_t *w)
 {
     tmx_tag_unexp_t *u;
 
-    while ((u = tmx_tag_unexp_match(&w->tm, 0, 0, 1)) != NULL) {
+    while ((u = tmx_tag_unexp_match(&w->tm, 0, 0, 0, 1)) != NULL) {
         tmx_message_t *msg = tmx_container_of(u, tmx_message_t, unexp);
         msg->magic         = TMX_MAGIC_DEAD;
         free(msg);
@@ -963,6 +964,7 @@ static void tmx_iface_dispatch(tmx_iface_t *iface, const tmx_wc_t *wc)
 void tmx_worker_peer_failed(tmx_worker_t *w, uint64_t uuid, tmx_status_t status)
 {
     tmx_peer_failure_t *f;
+    tmx_tag_exp_t      *x;
 
     if (tmx_hash_get(&w->failed_peers, uuid) != NULL) {
         return;
@@ -973,12 +975,25 @@ void tmx_worker_peer_failed(tmx_worker_t *w, uint64_t uuid, tmx_status_t status)
         tmx_error("out of memory recording the failure of peer %016llx: the error handler "
                   "will not hear of it", (unsigned long long)uuid);
         free(f);
-        return;
+    } else {
+        f->uuid   = uuid;
+        f->status = status;
+        tmx_list_add_tail(&w->failures, &f->list);
+        w->failures_unreported++;
     }
-    f->uuid   = uuid;
-    f->status = status;
-    tmx_list_add_tail(&w->failures, &f->list);
-    w->failures_unreported++;
+    /* Receives directed at that worker wait for nothing now: they fail (never offered to a
+     * device's tag list, they are in software alone). Last, as their callbacks may post
+     * again: a receive directed at it now fails at once (tmx_tag_recv_nb). */
+    while ((x = tmx_tag_exp_take_src(&w->tm, uuid)) != NULL) {
+        tmx_request_t *rreq = tmx_container_of(x, tmx_request_t, exp);
+
+        rreq->flags &= (uint16_t)~TMX_REQ_FLAG_EXPECTED;
+        if (w->tm_iface != NULL) {
+            tmx_tm_sw_left(&w->tm_iface->tm, &rreq->tme);
+        }
+        rreq->info.sender = uuid;
+        tmx_request_complete(rreq, TMX_ERR_PEER_FAILED);
+    }
 }
 
 /* The error handler hears of each failed remote worker once, after the round that found it,

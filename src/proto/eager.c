@@ -452,6 +452,7 @@ void tmx_proto_recv_matched(tmx_request_t *rreq, tmx_message_t *msg)
     tmx_worker_t *w = rreq->worker;
 
     rreq->flags |= TMX_REQ_FLAG_MATCHED;
+    rreq->info.sender = msg->unexp.src;
     if (msg->op == TMX_PROTO_RTS) {
         tmx_ep_t *ep = tmx_hash_get(&w->ep_by_id, msg->ep_id);
         rreq->info.tag = msg->unexp.tag;
@@ -502,6 +503,7 @@ static tmx_message_t *tmx_proto_message_new(tmx_ep_t *ep, uint8_t op, int sync, 
     memset(msg, 0, sizeof(*msg));
     msg->magic     = TMX_MAGIC_MSG;
     msg->unexp.tag = tag;
+    msg->unexp.src = ep->remote_uuid;
     msg->op        = op;
     msg->sync      = (uint8_t)sync;
     msg->ep_id     = ep->id;
@@ -550,6 +552,7 @@ static void tmx_proto_rx_matched(tmx_request_t *rreq, tmx_ep_t *ep, uint8_t op, 
         return;
     }
     rreq->flags |= TMX_REQ_FLAG_MATCHED;
+    rreq->info.sender = ep->remote_uuid;
     tmx_proto_credit_return(ep);
     if (op == TMX_PROTO_RTS) {
         rreq->info.tag = tag;
@@ -563,7 +566,7 @@ void tmx_proto_rx_eager(tmx_ep_t *ep, uint64_t tag, const void *data, size_t len
                         uint64_t sreq_id)
 {
     tmx_worker_t  *w   = ep->worker;
-    tmx_tag_exp_t *exp = tmx_tag_exp_match(&w->tm, tag);
+    tmx_tag_exp_t *exp = tmx_tag_exp_match(&w->tm, tag, ep->remote_uuid);
     tmx_message_t *msg;
 
     if (exp != NULL) {
@@ -580,7 +583,7 @@ void tmx_proto_rx_eager(tmx_ep_t *ep, uint64_t tag, const void *data, size_t len
 void tmx_proto_rx_rts(tmx_ep_t *ep, const tmx_proto_rts_hdr_t *rts)
 {
     tmx_worker_t  *w   = ep->worker;
-    tmx_tag_exp_t *exp = tmx_tag_exp_match(&w->tm, rts->base.tag);
+    tmx_tag_exp_t *exp = tmx_tag_exp_match(&w->tm, rts->base.tag, ep->remote_uuid);
     tmx_message_t *msg;
 
     if (exp != NULL) {

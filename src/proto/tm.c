@@ -49,7 +49,7 @@ void tmx_proto_tm_hold(tmx_request_t *rreq, tmx_message_t *msg)
  * this does not happen: the held entry is not eligible until its DEL is posted.) */
 static void tmx_proto_tm_rematch(tmx_worker_t *w, tmx_message_t *msg)
 {
-    tmx_tag_exp_t *exp = tmx_tag_exp_match(&w->tm, msg->unexp.tag);
+    tmx_tag_exp_t *exp = tmx_tag_exp_match(&w->tm, msg->unexp.tag, msg->unexp.src);
     tmx_request_t *rreq;
 
     if (exp == NULL) {
@@ -77,7 +77,11 @@ void tmx_proto_tm_offer(tmx_worker_t *w, tmx_request_t *rreq)
     rreq->tme.mask = rreq->exp.mask;
     rreq->tme.buf  = rreq->buf;
     rreq->tme.len  = rreq->len;
-    if (!(iface->dev->attr.caps & TMX_DEV_CAP_TM_RNDV) && rreq->len > w->eager_max) {
+    /* A device's tag list matches tags only: a directed receive is never offered. Kept in
+     * software, it keeps the younger receives its tag overlaps out of the list too (MPI
+     * order), as any receive kept in software does. */
+    if (rreq->exp.src != 0 ||
+        (!(iface->dev->attr.caps & TMX_DEV_CAP_TM_RNDV) && rreq->len > w->eager_max)) {
         tmx_tm_sw_add(&iface->tm, &rreq->tme);
         return;
     }
@@ -224,6 +228,7 @@ void tmx_proto_tm_matched(tmx_iface_t *iface, const tmx_wc_t *wc)
         }
         rreq->flags |= TMX_REQ_FLAG_MATCHED;
         rreq->info.tag     = wc->tm_info.tag;
+        rreq->info.sender  = ep != NULL ? ep->remote_uuid : 0;
         rreq->rndv_sreq_id = wc->tm_info.priv; /* app_ctx, whole */
         rreq->rndv_ep_id   = ep != NULL ? ep->id : 0;
         if (ep != NULL) {

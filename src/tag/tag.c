@@ -61,6 +61,7 @@ tmx_status_t tmx_tag_engine_init(tmx_tag_engine_t *e, unsigned hash_bits)
     e->exp_bins   = exp_bins;
     e->unexp_bins = unexp_bins;
     tmx_list_init(&e->exp_wild);
+    tmx_list_init(&e->exp_src);
     tmx_list_init(&e->unexp_all);
     e->bin_mask    = nbins - 1;
     e->next_seq    = 0;
@@ -149,13 +150,33 @@ void tmx_tag_exp_post(tmx_tag_engine_t *e, tmx_tag_exp_t *entry)
     } else {
         tmx_list_add_tail(&e->exp_wild, &entry->list);
     }
+    if (entry->src != 0) {
+        tmx_list_add_tail(&e->exp_src, &entry->src_list);
+    }
     e->exp_count++;
     if (entry->exact) {
         tmx_tag_maybe_grow(e, e->exp_count);
     }
 }
 
-tmx_tag_exp_t *tmx_tag_exp_match(tmx_tag_engine_t *e, uint64_t msg_tag)
+/* Out of the expected queue (and of the directed list, for a directed receive). */
+static inline void tmx_tag_exp_unlink(tmx_tag_engine_t *e, tmx_tag_exp_t *entry)
+{
+    tmx_list_del(&entry->list);
+    if (entry->src != 0) {
+        tmx_list_del(&entry->src_list);
+    }
+    assert(e->exp_count > 0);
+    e->exp_count--;
+}
+
+/* Whether a receive takes a message from src: one compare for a receive without a source. */
+static inline int tmx_tag_src_ok(uint64_t want, uint64_t src)
+{
+    return (want == 0) || (want == src);
+}
+
+tmx_tag_exp_t *tmx_tag_exp_match(tmx_tag_engine_t *e, uint64_t msg_tag, uint64_t msg_src)
 {
     tmx_tag_exp_t *cand = NULL;
     tmx_list_t    *bin  = &e->exp_bins[tmx_tag_bin_index(e, msg_tag)];
@@ -164,31 +185,47 @@ tmx_tag_exp_t *tmx_tag_exp_match(tmx_tag_engine_t *e, uint64_t msg_tag)
     /* A bin holds other tags too (collisions); its first entry with our tag is its oldest. */
     tmx_list_for_each(pos, bin) {
         tmx_tag_exp_t *x = tmx_container_of(pos, tmx_tag_exp_t, list);
-        if (x->tag == msg_tag) {
+        if ((x->tag == msg_tag) && tmx_tag_src_ok(x->src, msg_src)) {
             cand = x;
             break;
         }
     }
     /*
      * The wildcard list is in post order: once its entries are younger than the exact
-     * candidate, none of them can win, so the walk stops there.
+     * candidate, none of them can win, so the walk stops there. Directed receives of other
+     * senders are passed over in both lists: they keep their place for their own sender.
      */
     tmx_list_for_each(pos, &e->exp_wild) {
         tmx_tag_exp_t *x = tmx_container_of(pos, tmx_tag_exp_t, list);
         if ((cand != NULL) && (x->seq > cand->seq)) {
             break;
         }
-        if ((msg_tag & x->mask) == x->tag) {
+        if (((msg_tag & x->mask) == x->tag) && tmx_tag_src_ok(x->src, msg_src)) {
             cand = x;
             break;
         }
     }
     if (cand != NULL) {
-        tmx_list_del(&cand->list);
-        assert(e->exp_count > 0);
-        e->exp_count--;
+        tmx_tag_exp_unlink(e, cand);
     }
     return cand;
+}
+
+tmx_tag_exp_t *tmx_tag_exp_take_src(tmx_tag_engine_t *e, uint64_t src)
+{
+    tmx_list_t *pos;
+
+    if (src == 0) {
+        return NULL;
+    }
+    tmx_list_for_each(pos, &e->exp_src) {
+        tmx_tag_exp_t *x = tmx_container_of(pos, tmx_tag_exp_t, src_list);
+        if (x->src == src) {
+            tmx_tag_exp_unlink(e, x);
+            return x;
+        }
+    }
+    return NULL;
 }
 
 void tmx_tag_exp_remove(tmx_tag_engine_t *e, tmx_tag_exp_t *entry)
@@ -200,9 +237,7 @@ void tmx_tag_exp_remove(tmx_tag_engine_t *e, tmx_tag_exp_t *entry)
     if (entry->list.next == &entry->list) {
         return;
     }
-    tmx_list_del(&entry->list);
-    assert(e->exp_count > 0);
-    e->exp_count--;
+    tmx_tag_exp_unlink(e, entry);
 }
 
 void tmx_tag_unexp_add(tmx_tag_engine_t *e, tmx_tag_unexp_t *entry)
@@ -222,7 +257,7 @@ static void tmx_tag_unexp_unlink(tmx_tag_engine_t *e, tmx_tag_unexp_t *entry)
 }
 
 tmx_tag_unexp_t *tmx_tag_unexp_match(tmx_tag_engine_t *e, uint64_t tag, uint64_t mask,
-                                     int remove)
+                                     uint64_t src, int remove)
 {
     tmx_tag_unexp_t *found = NULL;
     tmx_list_t      *pos;
@@ -231,7 +266,7 @@ tmx_tag_unexp_t *tmx_tag_unexp_match(tmx_tag_engine_t *e, uint64_t tag, uint64_t
         /* Bin order is arrival order, so the first hit is the oldest message with this tag. */
         tmx_list_for_each(pos, &e->unexp_bins[tmx_tag_bin_index(e, tag)]) {
             tmx_tag_unexp_t *u = tmx_container_of(pos, tmx_tag_unexp_t, bin_list);
-            if (u->tag == tag) {
+            if ((u->tag == tag) && tmx_tag_src_ok(src, u->src)) {
                 found = u;
                 break;
             }
@@ -240,7 +275,7 @@ tmx_tag_unexp_t *tmx_tag_unexp_match(tmx_tag_engine_t *e, uint64_t tag, uint64_t
         tag &= mask;
         tmx_list_for_each(pos, &e->unexp_all) {
             tmx_tag_unexp_t *u = tmx_container_of(pos, tmx_tag_unexp_t, all_list);
-            if ((u->tag & mask) == tag) {
+            if (((u->tag & mask) == tag) && tmx_tag_src_ok(src, u->src)) {
                 found = u;
                 break;
             }

@@ -251,7 +251,7 @@ static int cf_recv_check(cf_t *cf, tmx_tag_t tag, tmx_tag_t mask, size_t buflen,
                          tmx_tag_t want_tag, size_t want_len, const char *what)
 {
     unsigned char      *buf = cf_alloc(cf, buflen);
-    tmx_tag_recv_info_t info = {0, 0};
+    tmx_tag_recv_info_t info = {0};
     tmx_status_t        status;
     tmx_status_t        want = (want_len > buflen) ? TMX_ERR_TRUNCATED : TMX_OK;
     size_t              n    = (want_len > buflen) ? buflen : want_len;
@@ -275,7 +275,7 @@ static int cf_recv_check(cf_t *cf, tmx_tag_t tag, tmx_tag_t mask, size_t buflen,
 static int cf_recv_check_from(cf_t *cf, int from, tmx_tag_t tag, size_t len, const char *what)
 {
     unsigned char      *buf  = cf_alloc(cf, len);
-    tmx_tag_recv_info_t info = {0, 0};
+    tmx_tag_recv_info_t info = {0};
     tmx_status_t        status;
 
     status = cf_recv_wait(cf, buf, len, tag, CF_FULL_MASK, &info);
@@ -1172,6 +1172,275 @@ out:
     return rc;
 }
 
+/* ------------------------------------------------------------------ directed receives */
+
+/* Every rank's worker id (what tmx_tag_recv_info_t.sender reports). */
+static int cf_ids(cf_t *cf, uint64_t *ids)
+{
+    tmx_worker_attr_t wa = {.field_mask = TMX_WORKER_ATTR_ID};
+
+    if (tmx_worker_query(cf->worker, &wa) != TMX_OK ||
+        tmx_job_allgather(cf->job, &wa.id, sizeof(wa.id), ids) != TMX_OK) {
+        return cf_fail(cf, "worker ids: query or allgather failed");
+    }
+    return CF_PASS;
+}
+
+/* A receive of one 8-byte value that takes messages of rank `from` only (-1: anyone). */
+static tmx_status_t cf_recv_from(cf_t *cf, int from, uint64_t *v, tmx_tag_t tag, tmx_tag_t mask,
+                                 tmx_request_h *req_p)
+{
+    tmx_request_params_t rp = {.field_mask = TMX_REQ_PARAM_SOURCE};
+    tmx_request_h        req = NULL;
+    tmx_status_t         status;
+
+    *v = 0;
+    if (from < 0) {
+        return cf_recv(cf, v, sizeof(*v), tag, mask, req_p);
+    }
+    rp.source = cf->eps[from];
+    status    = tmx_tag_recv_nb(cf->worker, v, sizeof(*v), tag, mask, &rp, &req);
+    if (status == TMX_INPROGRESS) {
+        cf_track(cf, req);
+    } else {
+        req = NULL;
+    }
+    *req_p = req;
+    return status;
+}
+
+/* Sends the 8-byte values vals[0..n) with tag to rank 0. */
+static int cf_send_vals(cf_t *cf, const uint64_t *vals, size_t n, tmx_tag_t tag)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t     *buf = cf_alloc(cf, sizeof(*buf));
+        tmx_request_h req;
+        tmx_status_t  status;
+
+        *buf   = vals[i];
+        status = cf_send(cf, cf->eps[0], buf, sizeof(*buf), tag, 0, &req);
+        if (status != TMX_OK && status != TMX_INPROGRESS) {
+            return cf_fail(cf, "send to rank 0: %s", cf_status_name(status));
+        }
+        status = cf_wait(cf, req, NULL);
+        if (status != TMX_OK) {
+            return cf_fail(cf, "send to rank 0 completed with %s", cf_status_name(status));
+        }
+    }
+    return CF_PASS;
+}
+
+/* Rank 0 posts receives directed at ranks 2 and 1, in that order, for one tag; rank 1 sends
+ * first, and rank 2 only after rank 1's message matched: the receive of rank 2, the older,
+ * must let rank 1's message pass. Then directed and undirected receives interleaved: every
+ * receive gets a message of a sender it accepts, each sender's messages in post order. */
+static int cf_case_directed(cf_t *cf)
+{
+    const tmx_tag_t     t1 = cf_tag(cf, 1), t2 = cf_tag(cf, 2);
+    uint64_t           *ids = NULL;
+    uint64_t            v[5];
+    tmx_request_h       r[5];
+    tmx_tag_recv_info_t info[5];
+    tmx_status_t        status;
+    int                 rc;
+
+    if (cf->size < 3) {
+        return cf_skip(cf, "needs 3 ranks");
+    }
+    ids = calloc((size_t)cf->size, sizeof(*ids));
+    if (ids == NULL) {
+        abort();
+    }
+    rc = cf_ids(cf, ids);
+    if (rc != CF_PASS) {
+        goto out;
+    }
+    /* Part 1: the older directed receive is passed over. */
+    if (cf->rank == 0) {
+        status = cf_recv_from(cf, 2, &v[0], t1, CF_FULL_MASK, &r[0]);
+        CF_REQUIRE(cf, status == TMX_INPROGRESS, "post from 2: %s", cf_status_name(status));
+        status = cf_recv_from(cf, 1, &v[1], t1, CF_FULL_MASK, &r[1]);
+        CF_REQUIRE(cf, status == TMX_INPROGRESS, "post from 1: %s", cf_status_name(status));
+    }
+    CF_REQUIRE(cf, tmx_job_barrier(cf->job) == TMX_OK, "barrier");
+    if (cf->rank == 1) {
+        rc = cf_send_vals(cf, (const uint64_t[]){0x100}, 1, t1);
+    }
+    if (cf->rank == 0) {
+        double deadline = cf_now() + cf->timeout_s;
+        int    done0 = 0, done1 = 0;
+
+        while (!done0 && !done1 && cf_now() < deadline) {
+            tmx_worker_progress(cf->worker);
+            done0 = tmx_request_test(r[0], NULL) != TMX_INPROGRESS;
+            done1 = tmx_request_test(r[1], NULL) != TMX_INPROGRESS;
+        }
+        CF_REQUIRE(cf, !done0, "the receive directed at rank 2 took rank 1's message (0x%" PRIx64
+                   ")", v[0]);
+        CF_REQUIRE(cf, done1, "the receive directed at rank 1 never completed");
+        memset(&info[1], 0, sizeof(info[1]));
+        status = cf_wait(cf, r[1], &info[1]);
+        CF_REQUIRE(cf, status == TMX_OK && v[1] == 0x100 && info[1].sender == ids[1] &&
+                           info[1].tag == t1 && info[1].length == 8,
+                   "receive from 1: %s value 0x%" PRIx64 " sender %016" PRIx64 " (want %016"
+                   PRIx64 ")", cf_status_name(status), v[1], info[1].sender, ids[1]);
+    }
+    CF_REQUIRE(cf, tmx_job_barrier(cf->job) == TMX_OK, "barrier");
+    if (rc == CF_PASS && cf->rank == 2) {
+        rc = cf_send_vals(cf, (const uint64_t[]){0x200}, 1, t1);
+    }
+    if (cf->rank == 0) {
+        status = cf_wait(cf, r[0], &info[0]);
+        CF_REQUIRE(cf, status == TMX_OK && v[0] == 0x200 && info[0].sender == ids[2],
+                   "receive from 2: %s value 0x%" PRIx64 " sender %016" PRIx64,
+                   cf_status_name(status), v[0], info[0].sender);
+    }
+    /* Part 2: from 2, anyone, from 1, from 2, anyone; rank 1 sends 2 messages, rank 2 three,
+     * in any interleaving. */
+    if (cf->rank == 0) {
+        static const int from[5] = {2, -1, 1, 2, -1};
+        for (int i = 0; i < 5; i++) {
+            status = cf_recv_from(cf, from[i], &v[i], t2, CF_FULL_MASK, &r[i]);
+            CF_REQUIRE(cf, status == TMX_INPROGRESS, "post %d: %s", i, cf_status_name(status));
+        }
+    }
+    CF_REQUIRE(cf, tmx_job_barrier(cf->job) == TMX_OK, "barrier");
+    if (rc == CF_PASS && cf->rank == 1) {
+        rc = cf_send_vals(cf, (const uint64_t[]){0x110, 0x111}, 2, t2);
+    } else if (rc == CF_PASS && cf->rank == 2) {
+        rc = cf_send_vals(cf, (const uint64_t[]){0x210, 0x211, 0x212}, 3, t2);
+    }
+    if (cf->rank == 0) {
+        uint64_t last[3] = {0, 0x10f, 0x20f}; /* each sender's last value seen */
+        for (int i = 0; i < 5; i++) {
+            int s;
+            memset(&info[i], 0, sizeof(info[i]));
+            status = cf_wait(cf, r[i], &info[i]);
+            s      = (int)(v[i] >> 8);
+            CF_REQUIRE(cf, status == TMX_OK && (s == 1 || s == 2) && info[i].sender == ids[s],
+                       "receive %d: %s value 0x%" PRIx64 " sender %016" PRIx64,
+                       i, cf_status_name(status), v[i], info[i].sender);
+            CF_REQUIRE(cf, v[i] == last[s] + 1, "receive %d got 0x%" PRIx64 " after 0x%" PRIx64
+                       " (per-sender order in post order)", i, v[i], last[s]);
+            last[s] = v[i];
+        }
+        CF_REQUIRE(cf, v[0] == 0x210 && (v[2] >> 8) == 1 && (v[3] >> 8) == 2,
+                   "directed receives took 0x%" PRIx64 ", 0x%" PRIx64 ", 0x%" PRIx64, v[0],
+                   v[2], v[3]);
+    }
+out:
+    free(ids);
+    return rc;
+}
+
+/* Probes naming a sender: peek, claim and discard see only that sender's messages, and report
+ * it; a directed receive takes an unexpected message of its sender past older ones. */
+static int cf_case_directed_probe(cf_t *cf)
+{
+    const tmx_tag_t      t3 = cf_tag(cf, 3), t4 = cf_tag(cf, 4);
+    uint64_t            *ids = NULL;
+    uint64_t             v   = 0;
+    tmx_request_params_t rp  = {.field_mask = TMX_REQ_PARAM_SOURCE, .source = NULL};
+    tmx_tag_recv_info_t  info;
+    tmx_message_h        msg;
+    tmx_request_h        req;
+    tmx_status_t         status;
+    int                  rc;
+
+    if (cf->size < 3) {
+        return cf_skip(cf, "needs 3 ranks");
+    }
+    ids = calloc((size_t)cf->size, sizeof(*ids));
+    if (ids == NULL) {
+        abort();
+    }
+    rc = cf_ids(cf, ids);
+    if (rc != CF_PASS) {
+        goto out;
+    }
+    if (cf->rank == 1) {
+        rc = cf_send_vals(cf, (const uint64_t[]){0x120}, 1, t3);
+        if (rc == CF_PASS) {
+            rc = cf_send_vals(cf, (const uint64_t[]){0x121}, 1, t4);
+        }
+    } else if (cf->rank == 2) {
+        rc = cf_send_vals(cf, (const uint64_t[]){0x220}, 1, t3);
+    } else if (cf->rank == 0) {
+        double deadline = cf_now() + cf->timeout_s;
+        int    got1 = 0, got2 = 0;
+
+        /* bad input first: a source with nothing in it, a source for a send or a claim */
+        status = tmx_tag_recv_nb(cf->worker, &v, sizeof(v), t3, CF_FULL_MASK, &rp, &req);
+        CF_REQUIRE(cf, status == TMX_ERR_INVALID_PARAM, "receive with a NULL source: %s",
+                   cf_status_name(status));
+        rp.source = cf->eps[1];
+        status    = tmx_tag_send_nb(cf->eps[0], &v, sizeof(v), t3, &rp, &req);
+        CF_REQUIRE(cf, status == TMX_ERR_INVALID_PARAM, "send with a source: %s",
+                   cf_status_name(status));
+        /* rank 1's second message arrived after its first (per-sender order) */
+        while (!(got1 && got2) && cf_now() < deadline) {
+            tmx_worker_progress(cf->worker);
+            got1 = tmx_tag_probe_ex(cf->worker, t4, CF_FULL_MASK, cf->eps[1], TMX_PROBE_PEEK,
+                                    NULL, NULL) == TMX_OK;
+            got2 = tmx_tag_probe_ex(cf->worker, t3, CF_FULL_MASK, cf->eps[2], TMX_PROBE_PEEK,
+                                    NULL, NULL) == TMX_OK;
+        }
+        CF_REQUIRE(cf, got1 && got2, "messages never arrived (rank 1: %d, rank 2: %d)", got1,
+                   got2);
+        memset(&info, 0, sizeof(info));
+        status = tmx_tag_probe_ex(cf->worker, t3, CF_FULL_MASK, cf->eps[2], TMX_PROBE_PEEK,
+                                  &info, NULL);
+        CF_REQUIRE(cf, status == TMX_OK && info.sender == ids[2] && info.tag == t3 &&
+                           info.length == 8,
+                   "peek from 2: %s sender %016" PRIx64, cf_status_name(status), info.sender);
+        status = tmx_tag_probe_ex(cf->worker, cf_tag(cf, 0), CF_CASE_MASK, cf->eps[1],
+                                  TMX_PROBE_PEEK, &info, NULL);
+        CF_REQUIRE(cf, status == TMX_OK && info.sender == ids[1] && info.tag == t3,
+                   "peek any tag from 1: %s sender %016" PRIx64 " tag 0x%" PRIx64,
+                   cf_status_name(status), info.sender, info.tag);
+        status = tmx_tag_probe_ex(cf->worker, t4, CF_FULL_MASK, cf->eps[2], TMX_PROBE_PEEK,
+                                  &info, NULL);
+        CF_REQUIRE(cf, status == TMX_ERR_NO_MESSAGE, "peek of t4 from 2: %s",
+                   cf_status_name(status));
+        status = tmx_tag_probe_ex(cf->worker, t3, CF_FULL_MASK, cf->eps[2], TMX_PROBE_CLAIM,
+                                  &info, &msg);
+        CF_REQUIRE(cf, status == TMX_OK && info.sender == ids[2], "claim from 2: %s",
+                   cf_status_name(status));
+        status = tmx_tag_msg_recv_nb(cf->worker, &v, sizeof(v), msg, &rp, &req);
+        CF_REQUIRE(cf, status == TMX_ERR_INVALID_PARAM, "receive of a claimed message with a "
+                   "source: %s", cf_status_name(status));
+        status = tmx_tag_msg_recv_nb(cf->worker, &v, sizeof(v), msg, NULL, &req);
+        CF_REQUIRE(cf, status == TMX_INPROGRESS, "receive of the claimed message: %s",
+                   cf_status_name(status));
+        cf_track(cf, req);
+        memset(&info, 0, sizeof(info));
+        status = cf_wait(cf, req, &info);
+        CF_REQUIRE(cf, status == TMX_OK && v == 0x220 && info.sender == ids[2],
+                   "claimed message: %s value 0x%" PRIx64 " sender %016" PRIx64,
+                   cf_status_name(status), v, info.sender);
+        status = tmx_tag_probe_ex(cf->worker, cf_tag(cf, 0), CF_CASE_MASK, cf->eps[2],
+                                  TMX_PROBE_PEEK, &info, NULL);
+        CF_REQUIRE(cf, status == TMX_ERR_NO_MESSAGE, "peek from 2 after the claim: %s",
+                   cf_status_name(status));
+        /* directed receive of an unexpected message: any case tag from 1 is its oldest */
+        status = cf_recv_from(cf, 1, &v, cf_tag(cf, 0), CF_CASE_MASK, &req);
+        CF_REQUIRE(cf, status == TMX_INPROGRESS, "post from 1: %s", cf_status_name(status));
+        status = cf_wait(cf, req, &info);
+        CF_REQUIRE(cf, status == TMX_OK && v == 0x120 && info.sender == ids[1],
+                   "receive from 1: %s value 0x%" PRIx64, cf_status_name(status), v);
+        status = tmx_tag_probe_ex(cf->worker, t4, CF_FULL_MASK, cf->eps[1], TMX_PROBE_DISCARD,
+                                  &info, NULL);
+        CF_REQUIRE(cf, status == TMX_OK && info.sender == ids[1], "discard from 1: %s",
+                   cf_status_name(status));
+        status = tmx_tag_probe(cf->worker, cf_tag(cf, 0), CF_CASE_MASK, TMX_PROBE_PEEK, &info,
+                               NULL);
+        CF_REQUIRE(cf, status == TMX_ERR_NO_MESSAGE, "left over: %s", cf_status_name(status));
+    }
+out:
+    free(ids);
+    return rc;
+}
+
 const cf_case_t cf_cases[] = {
     {"exact", "exact tag send/recv, posted in another order than sent", cf_case_exact},
     {"masked", "partial masks (bytes, nibbles, high bits)", cf_case_masked},
@@ -1197,6 +1466,10 @@ const cf_case_t cf_cases[] = {
      cf_case_sync_unexpected},
     {"callbacks", "completion callbacks: once, status, info, user_data", cf_case_callbacks},
     {"self_send", "messages to one's own worker", cf_case_self_send},
+    {"directed", "receives naming their source (3+ ranks): order, mixed with wildcards",
+     cf_case_directed},
+    {"directed_probe", "probes naming their source (3+ ranks): peek, claim, discard",
+     cf_case_directed_probe},
     {"random", "random schedules checked against the reference model (-s, -n)",
      cf_case_random},
 };

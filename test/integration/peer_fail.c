@@ -7,6 +7,10 @@
  *             still matches a later message, the others cancel), a receive posted after the
  *             failure is not told; the error handler names the endpoint to rank 1 once.
  *   blocking  rank 1 dies while rank 0 is in tmx_tag_recv: it returns TMX_ERR_PEER_FAILED.
+ *   directed  rank 1 sends one message and dies: rank 0's receive directed at rank 1 completes
+ *             with TMX_ERR_PEER_FAILED (not PENDING) naming rank 1, one directed at itself is
+ *             not told, a wildcard is told PENDING; after the failure a directed receive takes
+ *             rank 1's queued message, and the next one fails at once.
  *   passive   rank 0 has no endpoint to rank 1 (only rank 1's connection to it) when rank 1
  *             dies: the handler gets a NULL endpoint and rank 1's worker id; rank 0 closing
  *             its endpoint in order earlier was no failure for rank 1's handler.
@@ -405,12 +409,77 @@ static int mode_unreachable(void)
     return errors == 0 ? 0 : 1;
 }
 
+static tmx_status_t recv_from(env_t *e, tmx_ep_h src, int *buf, tmx_tag_t tag,
+                              tmx_request_h *req)
+{
+    tmx_request_params_t rp = {.field_mask = TMX_REQ_PARAM_SOURCE, .source = src};
+
+    return tmx_tag_recv_nb(e->w, buf, sizeof(*buf), tag, ~(tmx_tag_t)0, &rp, req);
+}
+
+static int mode_directed(env_t *e)
+{
+    tmx_request_h       r_dead, r_self, r_wild, r_after;
+    tmx_tag_recv_info_t info;
+    int                 a = 0, b = 0, c = 0, d = 0, v = 7;
+    double              end;
+
+    if (rank == 1) {
+        EXPECT(tmx_tag_send(e->eps[0], &v, sizeof(v), 302), TMX_OK);
+    } else {
+        EXPECT(recv_from(e, e->eps[1], &a, 300, &r_dead), TMX_INPROGRESS);
+        EXPECT(recv_from(e, e->eps[0], &b, 300, &r_self), TMX_INPROGRESS);
+        EXPECT(tmx_tag_recv_nb(e->w, &c, sizeof(c), 301, ~(tmx_tag_t)0, NULL, &r_wild),
+               TMX_INPROGRESS);
+        /* rank 1's message is queued before it dies */
+        end = now() + 30;
+        while (tmx_tag_probe_ex(e->w, 302, ~(tmx_tag_t)0, e->eps[1], TMX_PROBE_PEEK, NULL,
+                                NULL) != TMX_OK && now() < end) {
+            tmx_worker_progress(e->w);
+        }
+    }
+    EXPECT(tmx_job_barrier(e->job), TMX_OK);
+    if (rank == 1) {
+        die();
+    }
+    memset(&info, 0, sizeof(info));
+    EXPECT(tmx_request_wait(r_dead, &info), TMX_ERR_PEER_FAILED);
+    CHECK(info.sender == e->ids[1], "failed directed receive names %016llx, want %016llx",
+          (unsigned long long)info.sender, (unsigned long long)e->ids[1]);
+    EXPECT(tmx_request_test(r_self, NULL), TMX_INPROGRESS); /* not PENDING: not from rank 1 */
+    EXPECT(tmx_request_test(r_wild, NULL), TMX_ERR_PEER_FAILED_PENDING);
+    /* what rank 1 sent before dying is still delivered to a receive directed at it */
+    EXPECT(recv_from(e, e->eps[1], &d, 302, &r_after), TMX_INPROGRESS);
+    memset(&info, 0, sizeof(info));
+    EXPECT(tmx_request_wait(r_after, &info), TMX_OK);
+    CHECK(d == 7 && info.sender == e->ids[1], "queued message: %d from %016llx", d,
+          (unsigned long long)info.sender);
+    tmx_request_free(r_after);
+    /* nothing more will come from it */
+    EXPECT(recv_from(e, e->eps[1], &d, 302, &r_after), TMX_INPROGRESS);
+    EXPECT(tmx_request_test(r_after, NULL), TMX_ERR_PEER_FAILED);
+    tmx_request_free(r_after);
+    EXPECT(tmx_tag_probe_ex(e->w, 0, 0, e->eps[1], TMX_PROBE_PEEK, NULL, NULL),
+           TMX_ERR_NO_MESSAGE);
+    /* the receive directed at ourselves still matches */
+    EXPECT(tmx_tag_send(e->eps[0], &v, sizeof(v), 300), TMX_OK);
+    memset(&info, 0, sizeof(info));
+    EXPECT(tmx_request_wait(r_self, &info), TMX_OK);
+    CHECK(b == 7 && info.sender == e->ids[0], "self: %d from %016llx", b,
+          (unsigned long long)info.sender);
+    EXPECT(tmx_request_cancel(r_wild), TMX_OK);
+    tmx_request_free(r_dead);
+    tmx_request_free(r_self);
+    tmx_request_free(r_wild);
+    return teardown(e, 0);
+}
+
 int main(int argc, char **argv)
 {
     env_t e;
 
     if (argc < 2) {
-        fprintf(stderr, "usage: peer_fail pending|blocking|passive|flush|rndvmany [N K]|unreachable\n");
+        fprintf(stderr, "usage: peer_fail pending|blocking|directed|passive|flush|rndvmany [N K]|unreachable\n");
         return 2;
     }
     mode = argv[1];
@@ -425,6 +494,8 @@ int main(int argc, char **argv)
         return mode_pending(&e);
     } else if (strcmp(mode, "blocking") == 0) {
         return mode_blocking(&e);
+    } else if (strcmp(mode, "directed") == 0) {
+        return mode_directed(&e);
     } else if (strcmp(mode, "passive") == 0) {
         return mode_passive(&e);
     } else if (strcmp(mode, "flush") == 0) {

@@ -66,11 +66,13 @@ static int queue_build(bench_queue_t *q, unsigned hash_bits, size_t depth, int n
     for (i = 0; i < (size_t)n_wild; i++) {
         q->wild[i].tag  = (1ULL << 63) | ((uint64_t)i << 32);
         q->wild[i].mask = 0xffffffff00000000ULL; /* "any tag from one source" */
+        q->wild[i].src  = 0;
         tmx_tag_exp_post(&q->e, &q->wild[i]);
     }
     for (i = 0; i + 1 < depth; i++) {
         q->others[i].tag  = (1ULL << 61) | (uint64_t)i;
         q->others[i].mask = TMX_TAG_MASK_FULL;
+        q->others[i].src  = 0;
         tmx_tag_exp_post(&q->e, &q->others[i]);
     }
     ret = 0;
@@ -116,9 +118,10 @@ static double queue_round(bench_queue_t *q, long iters)
 
         target.tag  = tag;
         target.mask = TMX_TAG_MASK_FULL;
+        target.src  = 0;
         tmx_tag_exp_post(&q->e, &target);
         /* Checking the result also keeps the compiler from dropping the work. */
-        if (tmx_tag_exp_match(&q->e, tag) != &target) {
+        if (tmx_tag_exp_match(&q->e, tag, 1) != &target) {
             fprintf(stderr, "bench_tag: wrong match at depth %zu\n", q->depth);
             return -1.0;
         }

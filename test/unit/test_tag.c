@@ -36,33 +36,67 @@ typedef struct test_msg {
     int             id;
 } test_msg_t;
 
-static void post(tmx_tag_engine_t *e, test_recv_t *r, int id, uint64_t tag, uint64_t mask)
+/* The sender of messages whose test does not care (the engine's senders are never 0). */
+#define SENDER 1
+
+/* A receive from src (0: any sender). */
+static void post_src(tmx_tag_engine_t *e, test_recv_t *r, int id, uint64_t tag, uint64_t mask,
+                     uint64_t src)
 {
     r->id       = id;
     r->exp.tag  = tag;
     r->exp.mask = mask;
+    r->exp.src  = src;
     tmx_tag_exp_post(e, &r->exp);
+}
+
+static void post(tmx_tag_engine_t *e, test_recv_t *r, int id, uint64_t tag, uint64_t mask)
+{
+    post_src(e, r, id, tag, mask, 0);
+}
+
+static void arrive_src(tmx_tag_engine_t *e, test_msg_t *m, int id, uint64_t tag, uint64_t src)
+{
+    m->id        = id;
+    m->unexp.tag = tag;
+    m->unexp.src = src;
+    tmx_tag_unexp_add(e, &m->unexp);
 }
 
 static void arrive(tmx_tag_engine_t *e, test_msg_t *m, int id, uint64_t tag)
 {
-    m->id        = id;
-    m->unexp.tag = tag;
-    tmx_tag_unexp_add(e, &m->unexp);
+    arrive_src(e, m, id, tag, SENDER);
 }
 
-/* Id of the receive matched by msg_tag, -1 if none. */
-static int match_id(tmx_tag_engine_t *e, uint64_t msg_tag)
+/* Id of the receive matched by a message (msg_tag, from src), -1 if none. */
+static int match_src(tmx_tag_engine_t *e, uint64_t msg_tag, uint64_t src)
 {
-    tmx_tag_exp_t *x = tmx_tag_exp_match(e, msg_tag);
+    tmx_tag_exp_t *x = tmx_tag_exp_match(e, msg_tag, src);
     return (x == NULL) ? -1 : tmx_container_of(x, test_recv_t, exp)->id;
 }
 
-/* Id of the message found by (tag, mask), -1 if none. */
+static int match_id(tmx_tag_engine_t *e, uint64_t msg_tag)
+{
+    return match_src(e, msg_tag, SENDER);
+}
+
+/* Id of the message found by (tag, mask) from src (0: any), -1 if none. */
+static int unexp_src(tmx_tag_engine_t *e, uint64_t tag, uint64_t mask, uint64_t src, int remove)
+{
+    tmx_tag_unexp_t *u = tmx_tag_unexp_match(e, tag, mask, src, remove);
+    return (u == NULL) ? -1 : tmx_container_of(u, test_msg_t, unexp)->id;
+}
+
 static int unexp_id(tmx_tag_engine_t *e, uint64_t tag, uint64_t mask, int remove)
 {
-    tmx_tag_unexp_t *u = tmx_tag_unexp_match(e, tag, mask, remove);
-    return (u == NULL) ? -1 : tmx_container_of(u, test_msg_t, unexp)->id;
+    return unexp_src(e, tag, mask, 0, remove);
+}
+
+/* Id of the oldest receive directed at src, taken out; -1 if none. */
+static int take_src(tmx_tag_engine_t *e, uint64_t src)
+{
+    tmx_tag_exp_t *x = tmx_tag_exp_take_src(e, src);
+    return (x == NULL) ? -1 : tmx_container_of(x, test_recv_t, exp)->id;
 }
 
 /* ---------------------------------------------------------------- basics */
@@ -385,6 +419,99 @@ Test(tag, growth_keeps_order)
     tmx_tag_engine_cleanup(&e);
 }
 
+/* ---------------------------------------------------------------- directed receives */
+
+/* Receives naming senders 2 and 1 (in that order) for one tag, then an undirected exact one
+ * and an undirected masked one: each message goes to the oldest receive that takes its
+ * sender. */
+Test(tag, directed_post_order)
+{
+    tmx_tag_engine_t e;
+    test_recv_t      r[4];
+
+    cr_assert_eq(tmx_tag_engine_init(&e, 4), TMX_OK);
+    post_src(&e, &r[0], 0, 5, TMX_TAG_MASK_FULL, 2);
+    post_src(&e, &r[1], 1, 5, TMX_TAG_MASK_FULL, 1);
+    post_src(&e, &r[2], 2, 5, TMX_TAG_MASK_FULL, 0);
+    post_src(&e, &r[3], 3, 0, 0, 0);
+    cr_assert_eq(match_src(&e, 5, 1), 1); /* skips the receive of sender 2 */
+    cr_assert_eq(match_src(&e, 5, 1), 2); /* sender 1's is taken: the undirected one */
+    cr_assert_eq(match_src(&e, 5, 2), 0); /* the oldest of all, kept for sender 2 */
+    cr_assert_eq(match_src(&e, 5, 3), 3);
+    cr_assert_eq(match_src(&e, 5, 3), -1);
+    cr_assert_eq(e.exp_count, 0);
+    tmx_tag_engine_cleanup(&e);
+}
+
+/* Post order across the bins and the wildcard list with directed receives on both sides. */
+Test(tag, directed_bins_and_wildcards)
+{
+    tmx_tag_engine_t e;
+    test_recv_t      r[4];
+
+    cr_assert_eq(tmx_tag_engine_init(&e, 4), TMX_OK);
+    post_src(&e, &r[0], 0, 5, MASK_ANY_SRC, 2);     /* wildcard list, sender 2 */
+    post_src(&e, &r[1], 1, 5, TMX_TAG_MASK_FULL, 3); /* bin, sender 3 */
+    post_src(&e, &r[2], 2, 5, TMX_TAG_MASK_FULL, 0); /* bin, anyone */
+    post_src(&e, &r[3], 3, 5, MASK_ANY_SRC, 0);     /* wildcard list, anyone */
+    cr_assert_eq(match_src(&e, 5, 1), 2);
+    cr_assert_eq(match_src(&e, 5, 3), 1); /* older than the wildcard r[3] */
+    cr_assert_eq(match_src(&e, 5, 3), 3);
+    cr_assert_eq(match_src(&e, 5, 3), -1);
+    cr_assert_eq(match_src(&e, 5, 2), 0);
+    cr_assert_eq(e.exp_count, 0);
+    tmx_tag_engine_cleanup(&e);
+}
+
+/* A directed receive or probe takes the oldest matching message of its sender. */
+Test(tag, directed_unexpected)
+{
+    tmx_tag_engine_t e;
+    test_msg_t       m[4];
+
+    cr_assert_eq(tmx_tag_engine_init(&e, 4), TMX_OK);
+    arrive_src(&e, &m[0], 0, 5, 1);
+    arrive_src(&e, &m[1], 1, 5, 2);
+    arrive_src(&e, &m[2], 2, 6, 2);
+    arrive_src(&e, &m[3], 3, 5, 2);
+    cr_assert_eq(unexp_src(&e, 5, TMX_TAG_MASK_FULL, 3, 1), -1);
+    cr_assert_eq(unexp_src(&e, 5, TMX_TAG_MASK_FULL, 2, 0), 1); /* peek */
+    cr_assert_eq(unexp_src(&e, 5, TMX_TAG_MASK_FULL, 2, 1), 1);
+    cr_assert_eq(unexp_src(&e, 0, 0, 2, 1), 2);                 /* any tag from 2 */
+    cr_assert_eq(unexp_src(&e, 0, 0, 1, 0), 0);
+    cr_assert_eq(unexp_src(&e, 5, TMX_TAG_MASK_FULL, 0, 1), 0); /* anyone: the oldest */
+    cr_assert_eq(unexp_src(&e, 5, TMX_TAG_MASK_FULL, 1, 1), -1);
+    cr_assert_eq(unexp_src(&e, 5, TMX_TAG_MASK_FULL, 2, 1), 3);
+    cr_assert_eq(e.unexp_count, 0);
+    tmx_tag_engine_cleanup(&e);
+}
+
+/* A failed sender's receives: the directed ones, oldest first, none taken twice. */
+Test(tag, directed_take_src)
+{
+    tmx_tag_engine_t e;
+    test_recv_t      r[5];
+
+    cr_assert_eq(tmx_tag_engine_init(&e, 4), TMX_OK);
+    post_src(&e, &r[0], 0, 5, TMX_TAG_MASK_FULL, 2);
+    post_src(&e, &r[1], 1, 5, 0, 2);
+    post_src(&e, &r[2], 2, 5, TMX_TAG_MASK_FULL, 1);
+    post_src(&e, &r[3], 3, 5, TMX_TAG_MASK_FULL, 0);
+    post_src(&e, &r[4], 4, 7, TMX_TAG_MASK_FULL, 2);
+    cr_assert_eq(match_src(&e, 5, 2), 0);
+    tmx_tag_exp_remove(&e, &r[4].exp); /* canceled */
+    tmx_tag_exp_remove(&e, &r[4].exp);
+    cr_assert_eq(take_src(&e, 0), -1);
+    cr_assert_eq(take_src(&e, 3), -1);
+    cr_assert_eq(take_src(&e, 2), 1);
+    cr_assert_eq(take_src(&e, 2), -1);
+    cr_assert_eq(e.exp_count, 2);
+    cr_assert_eq(match_src(&e, 5, 2), 3);
+    cr_assert_eq(take_src(&e, 1), 2);
+    cr_assert_eq(e.exp_count, 0);
+    tmx_tag_engine_cleanup(&e);
+}
+
 /* ---------------------------------------------------------------- randomized */
 
 /*
@@ -421,21 +548,35 @@ static uint64_t rnd_mask(uint64_t *s)
     return masks[rnd_next(s) % (sizeof(masks) / sizeof(masks[0]))];
 }
 
-static int model_exp_find(rnd_state_t *st, uint64_t msg_tag)
+/* Senders 1..3; a receive names one in 2 cases of 5 (0: any). */
+static uint64_t rnd_sender(uint64_t *s)
+{
+    return 1 + rnd_next(s) % 3;
+}
+
+static uint64_t rnd_recv_src(uint64_t *s)
+{
+    uint64_t r = rnd_next(s) % 5;
+    return (r < 3) ? 0 : 1 + rnd_next(s) % 3;
+}
+
+static int model_exp_find(rnd_state_t *st, uint64_t msg_tag, uint64_t src)
 {
     for (int i = 0; i < st->n_exp; i++) {
         test_recv_t *r = &st->recvs[st->model_exp[i]];
-        if ((msg_tag & r->exp.mask) == (r->exp.tag & r->exp.mask)) {
+        if ((msg_tag & r->exp.mask) == (r->exp.tag & r->exp.mask) &&
+            (r->exp.src == 0 || r->exp.src == src)) {
             return i;
         }
     }
     return -1;
 }
 
-static int model_unexp_find(rnd_state_t *st, uint64_t tag, uint64_t mask)
+static int model_unexp_find(rnd_state_t *st, uint64_t tag, uint64_t mask, uint64_t src)
 {
     for (int i = 0; i < st->n_unexp; i++) {
-        if ((st->msgs[st->model_unexp[i]].unexp.tag & mask) == (tag & mask)) {
+        test_msg_t *m = &st->msgs[st->model_unexp[i]];
+        if ((m->unexp.tag & mask) == (tag & mask) && (src == 0 || m->unexp.src == src)) {
             return i;
         }
     }
@@ -500,33 +641,54 @@ static void run_random(unsigned hash_bits)
             /* Post a receive the way the core does: unexpected queue first. */
             uint64_t tag  = rnd_tag(&st.rng);
             uint64_t mask = rnd_mask(&st.rng);
-            idx           = model_unexp_find(&st, tag, mask);
+            uint64_t src  = rnd_recv_src(&st.rng);
+            idx           = model_unexp_find(&st, tag, mask, src);
             want          = (idx < 0) ? -1 : st.model_unexp[idx];
-            got           = unexp_id(&st.e, tag, mask, 1);
+            got           = unexp_src(&st.e, tag, mask, src, 1);
             cr_assert_eq(got, want, "seed %" PRIu64 " op %ld: recv %#" PRIx64 "/%#" PRIx64
-                         " took message %d, model says %d", seed, op, tag, mask, got, want);
+                         " from %" PRIu64 " took message %d, model says %d", seed, op, tag, mask,
+                         src, got, want);
             if (idx >= 0) {
                 n_hit_unexp++;
                 model_drop(st.model_unexp, &st.n_unexp, idx);
             } else {
-                post(&st.e, &st.recvs[id], id, tag, mask);
+                post_src(&st.e, &st.recvs[id], id, tag, mask, src);
                 st.model_exp[st.n_exp++] = id;
             }
         } else if (kind < 75) {
             /* A message arrives: expected queue first, else it is queued unexpected. */
             uint64_t tag = rnd_tag(&st.rng);
-            idx          = model_exp_find(&st, tag);
+            uint64_t src = rnd_sender(&st.rng);
+            idx          = model_exp_find(&st, tag, src);
             want         = (idx < 0) ? -1 : st.model_exp[idx];
-            got          = match_id(&st.e, tag);
-            cr_assert_eq(got, want, "seed %" PRIu64 " op %ld: message %#" PRIx64
-                         " matched receive %d, model says %d", seed, op, tag, got, want);
+            got          = match_src(&st.e, tag, src);
+            cr_assert_eq(got, want, "seed %" PRIu64 " op %ld: message %#" PRIx64 " from %" PRIu64
+                         " matched receive %d, model says %d", seed, op, tag, src, got, want);
             if (idx >= 0) {
                 n_hit_exp++;
                 model_drop(st.model_exp, &st.n_exp, idx);
             } else {
                 n_miss++;
-                arrive(&st.e, &st.msgs[id], id, tag);
+                arrive_src(&st.e, &st.msgs[id], id, tag, src);
                 st.model_unexp[st.n_unexp++] = id;
+            }
+        } else if (kind < 77) {
+            /* A sender fails: its directed receives leave, oldest first. */
+            uint64_t src = rnd_sender(&st.rng);
+            for (;;) {
+                for (idx = 0; idx < st.n_exp; idx++) {
+                    if (st.recvs[st.model_exp[idx]].exp.src == src) {
+                        break;
+                    }
+                }
+                want = (idx < st.n_exp) ? st.model_exp[idx] : -1;
+                got  = take_src(&st.e, src);
+                cr_assert_eq(got, want, "seed %" PRIu64 " op %ld: sender %" PRIu64 " failed: "
+                             "took receive %d, model says %d", seed, op, src, got, want);
+                if (want < 0) {
+                    break;
+                }
+                model_drop(st.model_exp, &st.n_exp, idx);
             }
         } else if (kind < 85) {
             /* Cancel a random posted receive. */
@@ -546,10 +708,11 @@ static void run_random(unsigned hash_bits)
             /* Probe: peek or claim. */
             uint64_t tag    = rnd_tag(&st.rng);
             uint64_t mask   = rnd_mask(&st.rng);
+            uint64_t src    = rnd_recv_src(&st.rng);
             int      remove = (int)(rnd_next(&st.rng) % 2);
-            idx             = model_unexp_find(&st, tag, mask);
+            idx             = model_unexp_find(&st, tag, mask, src);
             want            = (idx < 0) ? -1 : st.model_unexp[idx];
-            got             = unexp_id(&st.e, tag, mask, remove);
+            got             = unexp_src(&st.e, tag, mask, src, remove);
             cr_assert_eq(got, want, "seed %" PRIu64 " op %ld: probe %#" PRIx64 "/%#" PRIx64
                          " remove=%d found %d, model says %d", seed, op, tag, mask, remove,
                          got, want);
@@ -570,8 +733,9 @@ static void run_random(unsigned hash_bits)
     while (st.n_exp > 0) {
         test_recv_t *r = &st.recvs[st.model_exp[0]];
         uint64_t     t = r->exp.tag; /* already masked: matches its own receive */
-        idx            = model_exp_find(&st, t);
-        cr_assert_eq(match_id(&st.e, t), st.model_exp[idx], "seed %" PRIu64 " drain", seed);
+        uint64_t     s = (r->exp.src != 0) ? r->exp.src : SENDER;
+        idx            = model_exp_find(&st, t, s);
+        cr_assert_eq(match_src(&st.e, t, s), st.model_exp[idx], "seed %" PRIu64 " drain", seed);
         model_drop(st.model_exp, &st.n_exp, idx);
     }
     while (st.n_unexp > 0) {

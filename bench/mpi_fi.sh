@@ -36,7 +36,7 @@ common=(-np 2 --bind-to core)
 stacks=(tmx vader)
 declare -A args
 args[tmx]="--mca pml cm --mca mtl ofi --mca mtl_ofi_tag_mode ofi_tag_1 --mca mtl_base_verbose 100
-           -x FI_PROVIDER=tmx -x FI_TMX_DIRECTED_RECV=1 -x FI_PROVIDER_PATH -x LD_LIBRARY_PATH"
+           -x FI_PROVIDER=tmx -x FI_PROVIDER_PATH -x LD_LIBRARY_PATH"
 args[vader]="--mca pml ob1 --mca btl self,vader"
 if ompi_info 2>/dev/null | grep -q "MCA pml: ucx"; then
     stacks+=(ucx)

@@ -11,19 +11,6 @@
 
 uint32_t tmx_fi_api_version = FI_VERSION(1, 0);
 
-/* FI_TMX_DIRECTED_RECV=1: offer FI_DIRECTED_RECV although receives do not filter by source
- * address (tmx matches on tags only). Right only for applications that put the source in the
- * tag, as Open MPI's mtl ofi does when the provider has no remote CQ data (ofi_tag_1) -- but
- * Open MPI 4.1 asks for FI_DIRECTED_RECV anyway. Off by default: tmx_fi(7). */
-static int tmx_fi_directed_recv(void)
-{
-    int v = 0;
-    if (fi_param_get_bool(&tmx_fi_prov, "directed_recv", &v) != FI_SUCCESS) {
-        v = 0;
-    }
-    return v;
-}
-
 int tmx_fi_errno(tmx_status_t s)
 {
     switch (s) {
@@ -73,7 +60,13 @@ static struct fi_info *tmx_fi_info_alloc(uint32_t version, const struct fi_info 
     if (fi == NULL) {
         return NULL;
     }
-    caps = TMX_FI_CAPS | (tmx_fi_directed_recv() ? FI_DIRECTED_RECV : 0);
+    caps = TMX_FI_CAPS;
+    /* FI_DIRECTED_RECV (exact: tmx receives name their source, tmx_fi(7)) is a secondary
+     * capability: given to who asks for it, or asks for nothing in particular, so that an
+     * application that did not ask keeps src_addr ignored. */
+    if (hints != NULL && hints->caps != 0 && !(hints->caps & FI_DIRECTED_RECV)) {
+        caps &= ~(uint64_t)FI_DIRECTED_RECV;
+    }
     /* An application that asks for tags but not for untagged messages gets all 64 tag bits;
      * with FI_MSG the top bit is the provider's (mem_tag_format says so). */
     if (hints != NULL && hints->caps != 0 && !(hints->caps & FI_MSG)) {
@@ -156,21 +149,12 @@ static int tmx_fi_hints_ok(const struct fi_info *h)
     if (h == NULL) {
         return 1;
     }
-    if ((h->caps & FI_DIRECTED_RECV) && !tmx_fi_directed_recv()) {
-        if (fi_log_enabled(&tmx_fi_prov, FI_LOG_INFO, FI_LOG_CORE)) {
-            fi_log(&tmx_fi_prov, FI_LOG_INFO, FI_LOG_CORE, __func__, __LINE__,
-                   "FI_DIRECTED_RECV is not offered: receives do not filter by source; "
-                   "FI_TMX_DIRECTED_RECV=1 offers it to applications that put the source in "
-                   "the tag (Open MPI's mtl ofi)\n");
-        }
-        return 0;
-    }
-    if ((h->caps & ~(uint64_t)(TMX_FI_CAPS | FI_DIRECTED_RECV)) != 0) {
-        /* FI_DIRECTED_RECV, FI_SOURCE, FI_RMA, ... are not offered */
+    if ((h->caps & ~(uint64_t)TMX_FI_CAPS) != 0) {
+        /* FI_SOURCE, FI_RMA, ... are not offered */
         if (fi_log_enabled(&tmx_fi_prov, FI_LOG_INFO, FI_LOG_CORE)) {
             fi_log(&tmx_fi_prov, FI_LOG_INFO, FI_LOG_CORE, __func__, __LINE__,
                    "capabilities not offered: %s\n",
-                   fi_tostr(&(uint64_t){h->caps & ~(uint64_t)(TMX_FI_CAPS | FI_DIRECTED_RECV)},
+                   fi_tostr(&(uint64_t){h->caps & ~(uint64_t)TMX_FI_CAPS},
                             FI_TYPE_CAPS));
         }
         return 0;
@@ -1424,9 +1408,5 @@ struct fi_provider tmx_fi_prov = {
 
 FI_EXT_INI
 {
-    fi_param_define(&tmx_fi_prov, "directed_recv", FI_PARAM_BOOL,
-                    "offer FI_DIRECTED_RECV although receives match on tags only, not on the "
-                    "source address: for applications that put the source in the tag, as Open "
-                    "MPI's mtl ofi does (default: no)");
     return &tmx_fi_prov;
 }

@@ -42,7 +42,7 @@
 #define TMX_FI_CQ_MAX_EPS  16
 
 #define TMX_FI_CAPS                                                                               \
-    (FI_TAGGED | FI_MSG | FI_SEND | FI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM)
+    (FI_TAGGED | FI_MSG | FI_SEND | FI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_DIRECTED_RECV)
 
 extern struct fi_provider tmx_fi_prov;
 extern uint32_t           tmx_fi_api_version; /* the highest version an application asked for */

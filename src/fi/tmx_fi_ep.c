@@ -344,9 +344,24 @@ static tmx_fi_claim_t **tmx_fi_claim_find(tmx_fi_ep_t *ep, void *context)
     return pp;
 }
 
+static tmx_ep_h tmx_fi_ep_peer(tmx_fi_ep_t *ep, fi_addr_t addr);
+
+/* FI_DIRECTED_RECV: the receive's source, the tmx endpoint of its AV entry (connected on
+ * first use, as for a send), whose remote worker tmx matches messages by; NULL for any source
+ * (FI_ADDR_UNSPEC, or an endpoint without FI_DIRECTED_RECV, which ignores src_addr). */
+static int tmx_fi_source(tmx_fi_ep_t *ep, fi_addr_t src_addr, tmx_ep_h *source_p)
+{
+    *source_p = NULL;
+    if (!(ep->caps & FI_DIRECTED_RECV) || src_addr == FI_ADDR_UNSPEC) {
+        return 0;
+    }
+    *source_p = tmx_fi_ep_peer(ep, src_addr);
+    return *source_p != NULL ? 0 : -FI_EINVAL;
+}
+
 /* FI_PEEK (with FI_CLAIM or FI_DISCARD): the result goes to the CQ, found or not. */
-static ssize_t tmx_fi_peek(tmx_fi_ep_t *ep, uint64_t tag, uint64_t mask, void *context,
-                           uint64_t flags, uint64_t kind)
+static ssize_t tmx_fi_peek(tmx_fi_ep_t *ep, uint64_t tag, uint64_t mask, tmx_ep_h source,
+                           void *context, uint64_t flags, uint64_t kind)
 {
     tmx_tag_recv_info_t info;
     tmx_message_h       msg  = NULL;
@@ -370,7 +385,7 @@ static ssize_t tmx_fi_peek(tmx_fi_ep_t *ep, uint64_t tag, uint64_t mask, void *c
         mode = TMX_PROBE_DISCARD;
     }
     tmx_fi_ep_progress(ep);
-    s = tmx_tag_probe(ep->worker, tag, mask, mode, &info, &msg);
+    s = tmx_tag_probe_ex(ep->worker, tag, mask, source, mode, &info, &msg);
     if (s == TMX_OK) {
         if (claim != NULL) {
             claim->context = context;
@@ -391,9 +406,11 @@ static ssize_t tmx_fi_peek(tmx_fi_ep_t *ep, uint64_t tag, uint64_t mask, void *c
 }
 
 static ssize_t tmx_fi_recv_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count, uint64_t tag,
-                           uint64_t mask, void *context, uint64_t flags, uint64_t kind)
+                           uint64_t mask, fi_addr_t src_addr, void *context, uint64_t flags,
+                           uint64_t kind)
 {
     tmx_request_params_t params;
+    tmx_ep_h             source = NULL;
     tmx_request_h        req = NULL;
     tmx_fi_op_t         *op;
     tmx_fi_claim_t     **cp = NULL;
@@ -410,8 +427,14 @@ static ssize_t tmx_fi_recv_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
         }
         len += iov[i].iov_len;
     }
+    if (!(flags & FI_CLAIM) || (flags & FI_PEEK)) {
+        int ret = tmx_fi_source(ep, src_addr, &source);
+        if (ret != 0) {
+            return ret;
+        }
+    }
     if (flags & FI_PEEK) {
-        return tmx_fi_peek(ep, tag, mask, context, flags, kind);
+        return tmx_fi_peek(ep, tag, mask, source, context, flags, kind);
     }
     if (flags & FI_CLAIM) {
         cp = tmx_fi_claim_find(ep, context);
@@ -450,10 +473,15 @@ static ssize_t tmx_fi_recv_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
     params.flags      = 0;
     params.cb.recv    = tmx_fi_recv_cb;
     params.user_data  = op;
+    params.source     = source;
+    if (source != NULL) {
+        params.field_mask |= TMX_REQ_PARAM_SOURCE;
+    }
     tmx_fi_posted_add(ep, op);
     if (cp != NULL) {
         tmx_fi_claim_t *claim = *cp;
         *cp                   = claim->next;
+        params.field_mask &= ~(uint64_t)TMX_REQ_PARAM_SOURCE; /* the message is chosen */
         s = tmx_tag_msg_recv_nb(ep->worker, buf, len, claim->msg, &params, &req);
         free(claim);
     } else {
@@ -470,12 +498,13 @@ static ssize_t tmx_fi_recv_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
 }
 
 static ssize_t tmx_fi_recv(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count, uint64_t tag,
-                           uint64_t mask, void *context, uint64_t flags, uint64_t kind)
+                           uint64_t mask, fi_addr_t src_addr, void *context, uint64_t flags,
+                           uint64_t kind)
 {
     tmx_fi_domain_t *dom_ = ep->dom;
     ssize_t r_;
     tmx_fi_lock(dom_);
-    r_ = tmx_fi_recv_unlocked(ep, iov, count, tag, mask, context, flags, kind);
+    r_ = tmx_fi_recv_unlocked(ep, iov, count, tag, mask, src_addr, context, flags, kind);
     tmx_fi_unlock(dom_);
     return r_;
 }
@@ -498,7 +527,8 @@ static int tmx_fi_tag_ok(const tmx_fi_ep_t *ep, uint64_t tag)
 }
 
 static ssize_t tmx_fi_trecvv_flags(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count,
-                                   uint64_t tag, uint64_t ignore, void *context, uint64_t flags)
+                                   fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
+                                   void *context, uint64_t flags)
 {
     uint64_t mask = ~ignore;
 
@@ -510,7 +540,7 @@ static ssize_t tmx_fi_trecvv_flags(tmx_fi_ep_t *ep, const struct iovec *iov, siz
         tag &= mask;
     }
     flags |= tmx_fi_comp(ep->rx_selective, ep->rx_op_flags, flags);
-    return tmx_fi_recv(ep, iov, count, tag, mask, context, flags, FI_TAGGED);
+    return tmx_fi_recv(ep, iov, count, tag, mask, src_addr, context, flags, FI_TAGGED);
 }
 
 static ssize_t tmx_fi_trecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
@@ -518,8 +548,7 @@ static ssize_t tmx_fi_trecv(struct fid_ep *fep, void *buf, size_t len, void *des
 {
     struct iovec iov = {.iov_base = buf, .iov_len = len};
     (void)desc;
-    (void)src_addr; /* no FI_DIRECTED_RECV: the source is ignored */
-    return tmx_fi_trecvv_flags(tmx_fi_ep_of(fep), &iov, 1, tag, ignore, context, 0);
+    return tmx_fi_trecvv_flags(tmx_fi_ep_of(fep), &iov, 1, src_addr, tag, ignore, context, 0);
 }
 
 static ssize_t tmx_fi_trecvv(struct fid_ep *fep, const struct iovec *iov, void **desc,
@@ -527,8 +556,7 @@ static ssize_t tmx_fi_trecvv(struct fid_ep *fep, const struct iovec *iov, void *
                              void *context)
 {
     (void)desc;
-    (void)src_addr;
-    return tmx_fi_trecvv_flags(tmx_fi_ep_of(fep), iov, count, tag, ignore, context, 0);
+    return tmx_fi_trecvv_flags(tmx_fi_ep_of(fep), iov, count, src_addr, tag, ignore, context, 0);
 }
 
 static ssize_t tmx_fi_trecvmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg,
@@ -552,7 +580,7 @@ static ssize_t tmx_fi_trecvmsg(struct fid_ep *fep, const struct fi_msg_tagged *m
         mask |= TMX_FI_MSG_BIT;
         tag &= mask;
     }
-    return tmx_fi_recv(ep, msg->msg_iov, msg->iov_count, tag, mask, msg->context,
+    return tmx_fi_recv(ep, msg->msg_iov, msg->iov_count, tag, mask, msg->addr, msg->context,
                        (flags & ~(uint64_t)FI_COMPLETION) | comp, FI_TAGGED);
 }
 
@@ -655,13 +683,14 @@ static struct fi_ops_tagged tmx_fi_tagged_ops = {
 /* ---------------------------------------------------------------- untagged (FI_MSG) */
 
 static ssize_t tmx_fi_mrecvv_flags(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count,
-                                   void *context, uint64_t flags)
+                                   fi_addr_t src_addr, void *context, uint64_t flags)
 {
     if (!(ep->caps & FI_MSG)) {
         return -FI_ENOSYS;
     }
     flags |= tmx_fi_comp(ep->rx_selective, ep->rx_op_flags, flags);
-    return tmx_fi_recv(ep, iov, count, TMX_FI_MSG_BIT, TMX_FI_MSG_BIT, context, flags, FI_MSG);
+    return tmx_fi_recv(ep, iov, count, TMX_FI_MSG_BIT, TMX_FI_MSG_BIT, src_addr, context, flags,
+                       FI_MSG);
 }
 
 static ssize_t tmx_fi_mrecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
@@ -669,16 +698,14 @@ static ssize_t tmx_fi_mrecv(struct fid_ep *fep, void *buf, size_t len, void *des
 {
     struct iovec iov = {.iov_base = buf, .iov_len = len};
     (void)desc;
-    (void)src_addr;
-    return tmx_fi_mrecvv_flags(tmx_fi_ep_of(fep), &iov, 1, context, 0);
+    return tmx_fi_mrecvv_flags(tmx_fi_ep_of(fep), &iov, 1, src_addr, context, 0);
 }
 
 static ssize_t tmx_fi_mrecvv(struct fid_ep *fep, const struct iovec *iov, void **desc,
                              size_t count, fi_addr_t src_addr, void *context)
 {
     (void)desc;
-    (void)src_addr;
-    return tmx_fi_mrecvv_flags(tmx_fi_ep_of(fep), iov, count, context, 0);
+    return tmx_fi_mrecvv_flags(tmx_fi_ep_of(fep), iov, count, src_addr, context, 0);
 }
 
 static ssize_t tmx_fi_mrecvmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t flags)
@@ -692,7 +719,7 @@ static ssize_t tmx_fi_mrecvmsg(struct fid_ep *fep, const struct fi_msg *msg, uin
     }
     uint64_t comp = (!ep->rx_selective || (flags & FI_COMPLETION)) ? FI_COMPLETION : 0;
     return tmx_fi_recv(ep, msg->msg_iov, msg->iov_count, TMX_FI_MSG_BIT, TMX_FI_MSG_BIT,
-                       msg->context, comp, FI_MSG);
+                       msg->addr, msg->context, comp, FI_MSG);
 }
 
 static ssize_t tmx_fi_msendv_flags(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count,
@@ -1185,7 +1212,7 @@ int tmx_fi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_
 
     if (info == NULL || ep_p == NULL || info->ep_attr == NULL ||
         (info->ep_attr->type != FI_EP_RDM && info->ep_attr->type != FI_EP_UNSPEC) ||
-        (info->caps & ~(uint64_t)(TMX_FI_CAPS | FI_DIRECTED_RECV)) != 0) {
+        (info->caps & ~(uint64_t)TMX_FI_CAPS) != 0) {
         return -FI_EINVAL;
     }
     ep = calloc(1, sizeof(*ep));

@@ -28,7 +28,9 @@ static struct fid_av     *av;
 static struct fid_cq     *cq;
 static struct fid_cntr   *txc, *rxc;
 static struct fid_ep     *ep;
+static struct fid_ep     *ep2;   /* rank 0's second endpoint: another source for rank 1 */
 static fi_addr_t          peer;
+static fi_addr_t          peer2; /* rank 1: rank 0's ep2 */
 static struct fi_cq_err_entry last_err;
 
 #define CHECK(cond, ...)                                                                          \
@@ -163,15 +165,20 @@ static int check_fill(const char *buf, size_t len, int seed)
     return 1;
 }
 
-static void send_wait(const void *buf, size_t len, uint64_t tag, void *ctx)
+static void send_wait_on(struct fid_ep *e, const void *buf, size_t len, uint64_t tag, void *ctx)
 {
     ssize_t r;
-    while ((r = fi_tsend(ep, buf, len, NULL, peer, tag, ctx)) == -FI_EAGAIN) {
+    while ((r = fi_tsend(e, buf, len, NULL, peer, tag, ctx)) == -FI_EAGAIN) {
         struct fi_cq_tagged_entry e;
         (void)fi_cq_read(cq, &e, 0);
     }
     CHECK(r == 0, "fi_tsend %zu: %s", len, fi_strerror((int)-r));
     expect_comp(ctx, FI_SEND | FI_TAGGED, 0, 0, 0, "send completion");
+}
+
+static void send_wait(const void *buf, size_t len, uint64_t tag, void *ctx)
+{
+    send_wait_on(ep, buf, len, tag, ctx);
 }
 
 static void setup(void)
@@ -183,7 +190,7 @@ static void setup(void)
     char              name[FI_NAME_MAX], pname[FI_NAME_MAX];
     size_t            len;
 
-    hints->caps                 = FI_TAGGED | FI_MSG;
+    hints->caps                 = FI_TAGGED | FI_MSG | FI_DIRECTED_RECV;
     hints->ep_attr->type        = FI_EP_RDM;
     hints->mode                 = FI_CONTEXT;
     hints->fabric_attr->prov_name = strdup("tmx");
@@ -198,10 +205,16 @@ static void setup(void)
     /* what the provider does not offer is not promised */
     {
         struct fi_info *h = fi_allocinfo(), *i = NULL;
-        h->caps                      = FI_TAGGED | FI_DIRECTED_RECV;
+        h->caps                      = FI_TAGGED | FI_SOURCE;
         h->fabric_attr->prov_name    = strdup("tmx");
         CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &i) == -FI_ENODATA,
-              "FI_DIRECTED_RECV offered");
+              "FI_SOURCE offered");
+        h->caps = FI_TAGGED | FI_DIRECTED_RECV;
+        CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &i) == 0 && i != NULL &&
+                  (i->caps & FI_DIRECTED_RECV),
+              "FI_DIRECTED_RECV not offered");
+        fi_freeinfo(i);
+        i                           = NULL;
         h->caps                     = FI_TAGGED;
         h->domain_attr->cq_data_size = 4;
         CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &i) == -FI_ENODATA,
@@ -246,12 +259,27 @@ static void setup(void)
     DIE_IF(write(ctl, name, len) != (ssize_t)len, "send name");
     DIE_IF(read(ctl, pname, len) != (ssize_t)len, "receive name");
     DIE_IF(fi_av_insert(av, pname, 1, &peer, 0, NULL) != 1, "fi_av_insert");
+    /* rank 0 opens a second endpoint (its own tmx worker): rank 1 sees two sources */
+    if (rank == 0) {
+        DIE_IF(fi_endpoint(domain, info, &ep2, NULL) != 0, "fi_endpoint 2");
+        DIE_IF(fi_ep_bind(ep2, &cq->fid, FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION) != 0,
+               "bind cq 2");
+        DIE_IF(fi_ep_bind(ep2, &av->fid, 0) != 0, "bind av 2");
+        DIE_IF(fi_enable(ep2) != 0, "fi_enable 2");
+        len = sizeof(name);
+        DIE_IF(fi_getname(&ep2->fid, name, &len) != 0, "fi_getname 2");
+        DIE_IF(write(ctl, name, len) != (ssize_t)len, "send name 2");
+    } else {
+        DIE_IF(read(ctl, pname, len) != (ssize_t)len, "receive name 2");
+        DIE_IF(fi_av_insert(av, pname, 1, &peer2, 0, NULL) != 1, "fi_av_insert 2");
+    }
 }
 
 static void teardown(void)
 {
     CHECK(fi_close(&domain->fid) == -FI_EBUSY, "domain closed with objects open");
     CHECK(fi_close(&ep->fid) == 0, "close ep");
+    CHECK(ep2 == NULL || fi_close(&ep2->fid) == 0, "close ep 2");
     CHECK(fi_close(&cq->fid) == 0, "close cq");
     CHECK(fi_close(&av->fid) == 0, "close av");
     CHECK(fi_close(&txc->fid) == 0, "close counter");
@@ -421,6 +449,75 @@ static void test_peek_claim_discard(void)
         send_wait(out, 64, 0x6, &ctx);
         send_wait(out, 64, 0x8, &ctx);
         send_wait(out, 64, 0x9, &ctx);
+    }
+    sync_peers();
+}
+
+/* A peek (flags: FI_CLAIM, FI_DISCARD or 0) of messages from src only, until one is there. */
+static int peek_from_until(fi_addr_t src, uint64_t tag, uint64_t flags, void *ctx)
+{
+    double t0 = now();
+    while (now() - t0 < 20) {
+        struct iovec              iov = {NULL, 0};
+        struct fi_msg_tagged      m   = tmsg(&iov, 0, tag, 0, ctx);
+        struct fi_cq_tagged_entry e;
+        m.addr = src;
+        CHECK(fi_trecvmsg(ep, &m, FI_PEEK | FI_COMPLETION | flags) == 0, "directed peek");
+        int r = get_comp(&e, 20);
+        if (r == 1) {
+            return e.op_context == ctx && e.tag == tag && e.len == sizeof(int);
+        }
+        if (r != -FI_EAVAIL || last_err.err != FI_ENOMSG) {
+            CHECK(0, "directed peek: %d err %d", r, last_err.err);
+            return 0;
+        }
+    }
+    return 0;
+}
+
+/* FI_DIRECTED_RECV: receives and peeks naming a source take only its messages. Rank 1 posts a
+ * receive from rank 0's ep2, then one from its ep, for one tag; ep sends first: the older
+ * receive must let that message pass. */
+static void test_directed(void)
+{
+    int a = 0, b = 0, c = 0, one = 1, two = 2, three = 3, four = 4, ctx_a, ctx_b, ctx_c;
+    if (rank == 1) {
+        CHECK(info->caps & FI_DIRECTED_RECV, "FI_DIRECTED_RECV not in the endpoint's caps");
+        CHECK(fi_trecv(ep, &a, sizeof(a), NULL, peer2, 0x33, 0, &ctx_a) == 0, "trecv from ep2");
+        CHECK(fi_trecv(ep, &b, sizeof(b), NULL, peer, 0x33, 0, &ctx_b) == 0, "trecv from ep");
+        sync_peers();
+        expect_comp(&ctx_b, FI_RECV | FI_TAGGED, sizeof(int), 0x33, 1, "directed receive (ep)");
+        CHECK(b == 1 && a == 0, "directed receives: from ep got %d, from ep2 got %d", b, a);
+        sync_peers();
+        expect_comp(&ctx_a, FI_RECV | FI_TAGGED, sizeof(int), 0x33, 1, "directed receive (ep2)");
+        CHECK(a == 2, "directed receive from ep2 got %d", a);
+        sync_peers();
+        sync_peers(); /* both 0x34 messages sent: ep's first */
+        CHECK(peek_from_until(peer2, 0x34, FI_CLAIM, &ctx_c), "directed peek+claim from ep2");
+        struct iovec         riov = {&c, sizeof(c)};
+        struct fi_msg_tagged m    = tmsg(&riov, 1, 0x34, 0, &ctx_c);
+        CHECK(fi_trecvmsg(ep, &m, FI_CLAIM | FI_COMPLETION) == 0, "receive claimed");
+        expect_comp(&ctx_c, FI_RECV | FI_TAGGED, sizeof(int), 0x34, 1, "claimed from ep2");
+        CHECK(c == 3, "claimed from ep2: got %d", c);
+        struct iovec         iov = {NULL, 0};
+        m                        = tmsg(&iov, 0, 0x34, 0, &ctx_c);
+        m.addr                   = peer2;
+        CHECK(fi_trecvmsg(ep, &m, FI_PEEK | FI_COMPLETION) == 0, "peek from ep2");
+        expect_err(&ctx_c, FI_ENOMSG, "nothing more from ep2");
+        CHECK(fi_trecv(ep, &c, sizeof(c), NULL, FI_ADDR_UNSPEC, 0x34, 0, &ctx_c) == 0, "trecv");
+        expect_comp(&ctx_c, FI_RECV | FI_TAGGED, sizeof(int), 0x34, 1, "any source");
+        CHECK(c == 4, "any source: got %d", c);
+        CHECK(fi_trecv(ep, &c, sizeof(c), NULL, 1000, 0x34, 0, &ctx_c) == -FI_EINVAL,
+              "receive from an address not in the AV");
+    } else {
+        sync_peers();
+        send_wait(&one, sizeof(one), 0x33, &ctx_a);
+        sync_peers();
+        send_wait_on(ep2, &two, sizeof(two), 0x33, &ctx_b);
+        sync_peers();
+        send_wait(&four, sizeof(four), 0x34, &ctx_a);
+        send_wait_on(ep2, &three, sizeof(three), 0x34, &ctx_b);
+        sync_peers();
     }
     sync_peers();
 }
@@ -626,6 +723,7 @@ int main(void)
     test_wildcard_order();
     test_msg_and_iov();
     test_peek_claim_discard();
+    test_directed();
     test_truncation(100, 40);
     test_truncation(1 << 20, 1000);
     test_inject();

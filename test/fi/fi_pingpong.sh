@@ -21,8 +21,13 @@ for want in "prov_name: tmx" "type: FI_EP_RDM" "FI_TAGGED" "FI_ORDER_SAS" \
         fail "fi_info -p tmx does not say $want"
     fi
 done
-if grep -q "FI_DIRECTED_RECV\|FI_REMOTE_CQ_DATA" "$T/info"; then
-    fail "fi_info -p tmx offers FI_DIRECTED_RECV or remote CQ data by default"
+if grep -q "FI_REMOTE_CQ_DATA" "$T/info"; then
+    fail "fi_info -p tmx offers remote CQ data"
+fi
+if grep -q "FI_DIRECTED_RECV" "$T/info"; then
+    ok "fi_info -p tmx: FI_DIRECTED_RECV by default"
+else
+    fail "fi_info -p tmx does not offer FI_DIRECTED_RECV"
 fi
 
 pp() { # mode port

@@ -1186,7 +1186,9 @@ static int cf_ids(cf_t *cf, uint64_t *ids)
     return CF_PASS;
 }
 
-/* A receive of one 8-byte value that takes messages of rank `from` only (-1: anyone). */
+/* A receive of one 8-byte value, into a buffer of CF_DIR_BUF values (large enough for a
+ * device's tag list under run_tm.sh), that takes messages of rank `from` only (-1: anyone). */
+#define CF_DIR_BUF 8
 static tmx_status_t cf_recv_from(cf_t *cf, int from, uint64_t *v, tmx_tag_t tag, tmx_tag_t mask,
                                  tmx_request_h *req_p)
 {
@@ -1196,10 +1198,10 @@ static tmx_status_t cf_recv_from(cf_t *cf, int from, uint64_t *v, tmx_tag_t tag,
 
     *v = 0;
     if (from < 0) {
-        return cf_recv(cf, v, sizeof(*v), tag, mask, req_p);
+        return cf_recv(cf, v, CF_DIR_BUF * sizeof(*v), tag, mask, req_p);
     }
     rp.source = cf->eps[from];
-    status    = tmx_tag_recv_nb(cf->worker, v, sizeof(*v), tag, mask, &rp, &req);
+    status    = tmx_tag_recv_nb(cf->worker, v, CF_DIR_BUF * sizeof(*v), tag, mask, &rp, &req);
     if (status == TMX_INPROGRESS) {
         cf_track(cf, req);
     } else {
@@ -1238,7 +1240,7 @@ static int cf_case_directed(cf_t *cf)
 {
     const tmx_tag_t     t1 = cf_tag(cf, 1), t2 = cf_tag(cf, 2);
     uint64_t           *ids = NULL;
-    uint64_t            v[5];
+    uint64_t            vb[5][CF_DIR_BUF];
     tmx_request_h       r[5];
     tmx_tag_recv_info_t info[5];
     tmx_status_t        status;
@@ -1257,9 +1259,9 @@ static int cf_case_directed(cf_t *cf)
     }
     /* Part 1: the older directed receive is passed over. */
     if (cf->rank == 0) {
-        status = cf_recv_from(cf, 2, &v[0], t1, CF_FULL_MASK, &r[0]);
+        status = cf_recv_from(cf, 2, vb[0], t1, CF_FULL_MASK, &r[0]);
         CF_REQUIRE(cf, status == TMX_INPROGRESS, "post from 2: %s", cf_status_name(status));
-        status = cf_recv_from(cf, 1, &v[1], t1, CF_FULL_MASK, &r[1]);
+        status = cf_recv_from(cf, 1, vb[1], t1, CF_FULL_MASK, &r[1]);
         CF_REQUIRE(cf, status == TMX_INPROGRESS, "post from 1: %s", cf_status_name(status));
     }
     CF_REQUIRE(cf, tmx_job_barrier(cf->job) == TMX_OK, "barrier");
@@ -1276,14 +1278,14 @@ static int cf_case_directed(cf_t *cf)
             done1 = tmx_request_test(r[1], NULL) != TMX_INPROGRESS;
         }
         CF_REQUIRE(cf, !done0, "the receive directed at rank 2 took rank 1's message (0x%" PRIx64
-                   ")", v[0]);
+                   ")", vb[0][0]);
         CF_REQUIRE(cf, done1, "the receive directed at rank 1 never completed");
         memset(&info[1], 0, sizeof(info[1]));
         status = cf_wait(cf, r[1], &info[1]);
-        CF_REQUIRE(cf, status == TMX_OK && v[1] == 0x100 && info[1].sender == ids[1] &&
+        CF_REQUIRE(cf, status == TMX_OK && vb[1][0] == 0x100 && info[1].sender == ids[1] &&
                            info[1].tag == t1 && info[1].length == 8,
                    "receive from 1: %s value 0x%" PRIx64 " sender %016" PRIx64 " (want %016"
-                   PRIx64 ")", cf_status_name(status), v[1], info[1].sender, ids[1]);
+                   PRIx64 ")", cf_status_name(status), vb[1][0], info[1].sender, ids[1]);
     }
     CF_REQUIRE(cf, tmx_job_barrier(cf->job) == TMX_OK, "barrier");
     if (rc == CF_PASS && cf->rank == 2) {
@@ -1291,16 +1293,16 @@ static int cf_case_directed(cf_t *cf)
     }
     if (cf->rank == 0) {
         status = cf_wait(cf, r[0], &info[0]);
-        CF_REQUIRE(cf, status == TMX_OK && v[0] == 0x200 && info[0].sender == ids[2],
+        CF_REQUIRE(cf, status == TMX_OK && vb[0][0] == 0x200 && info[0].sender == ids[2],
                    "receive from 2: %s value 0x%" PRIx64 " sender %016" PRIx64,
-                   cf_status_name(status), v[0], info[0].sender);
+                   cf_status_name(status), vb[0][0], info[0].sender);
     }
     /* Part 2: from 2, anyone, from 1, from 2, anyone; rank 1 sends 2 messages, rank 2 three,
      * in any interleaving. */
     if (cf->rank == 0) {
         static const int from[5] = {2, -1, 1, 2, -1};
         for (int i = 0; i < 5; i++) {
-            status = cf_recv_from(cf, from[i], &v[i], t2, CF_FULL_MASK, &r[i]);
+            status = cf_recv_from(cf, from[i], vb[i], t2, CF_FULL_MASK, &r[i]);
             CF_REQUIRE(cf, status == TMX_INPROGRESS, "post %d: %s", i, cf_status_name(status));
         }
     }
@@ -1316,17 +1318,17 @@ static int cf_case_directed(cf_t *cf)
             int s;
             memset(&info[i], 0, sizeof(info[i]));
             status = cf_wait(cf, r[i], &info[i]);
-            s      = (int)(v[i] >> 8);
+            s      = (int)(vb[i][0] >> 8);
             CF_REQUIRE(cf, status == TMX_OK && (s == 1 || s == 2) && info[i].sender == ids[s],
                        "receive %d: %s value 0x%" PRIx64 " sender %016" PRIx64,
-                       i, cf_status_name(status), v[i], info[i].sender);
-            CF_REQUIRE(cf, v[i] == last[s] + 1, "receive %d got 0x%" PRIx64 " after 0x%" PRIx64
-                       " (per-sender order in post order)", i, v[i], last[s]);
-            last[s] = v[i];
+                       i, cf_status_name(status), vb[i][0], info[i].sender);
+            CF_REQUIRE(cf, vb[i][0] == last[s] + 1, "receive %d got 0x%" PRIx64 " after 0x%" PRIx64
+                       " (per-sender order in post order)", i, vb[i][0], last[s]);
+            last[s] = vb[i][0];
         }
-        CF_REQUIRE(cf, v[0] == 0x210 && (v[2] >> 8) == 1 && (v[3] >> 8) == 2,
-                   "directed receives took 0x%" PRIx64 ", 0x%" PRIx64 ", 0x%" PRIx64, v[0],
-                   v[2], v[3]);
+        CF_REQUIRE(cf, vb[0][0] == 0x210 && (vb[2][0] >> 8) == 1 && (vb[3][0] >> 8) == 2,
+                   "directed receives took 0x%" PRIx64 ", 0x%" PRIx64 ", 0x%" PRIx64, vb[0][0],
+                   vb[2][0], vb[3][0]);
     }
 out:
     free(ids);
@@ -1339,7 +1341,7 @@ static int cf_case_directed_probe(cf_t *cf)
 {
     const tmx_tag_t      t3 = cf_tag(cf, 3), t4 = cf_tag(cf, 4);
     uint64_t            *ids = NULL;
-    uint64_t             v   = 0;
+    uint64_t             vb[CF_DIR_BUF] = {0};
     tmx_request_params_t rp  = {.field_mask = TMX_REQ_PARAM_SOURCE, .source = NULL};
     tmx_tag_recv_info_t  info;
     tmx_message_h        msg;
@@ -1370,11 +1372,11 @@ static int cf_case_directed_probe(cf_t *cf)
         int    got1 = 0, got2 = 0;
 
         /* bad input first: a source with nothing in it, a source for a send or a claim */
-        status = tmx_tag_recv_nb(cf->worker, &v, sizeof(v), t3, CF_FULL_MASK, &rp, &req);
+        status = tmx_tag_recv_nb(cf->worker, vb, sizeof(vb), t3, CF_FULL_MASK, &rp, &req);
         CF_REQUIRE(cf, status == TMX_ERR_INVALID_PARAM, "receive with a NULL source: %s",
                    cf_status_name(status));
         rp.source = cf->eps[1];
-        status    = tmx_tag_send_nb(cf->eps[0], &v, sizeof(v), t3, &rp, &req);
+        status    = tmx_tag_send_nb(cf->eps[0], vb, sizeof(vb), t3, &rp, &req);
         CF_REQUIRE(cf, status == TMX_ERR_INVALID_PARAM, "send with a source: %s",
                    cf_status_name(status));
         /* rank 1's second message arrived after its first (per-sender order) */
@@ -1406,28 +1408,28 @@ static int cf_case_directed_probe(cf_t *cf)
                                   &info, &msg);
         CF_REQUIRE(cf, status == TMX_OK && info.sender == ids[2], "claim from 2: %s",
                    cf_status_name(status));
-        status = tmx_tag_msg_recv_nb(cf->worker, &v, sizeof(v), msg, &rp, &req);
+        status = tmx_tag_msg_recv_nb(cf->worker, vb, sizeof(vb), msg, &rp, &req);
         CF_REQUIRE(cf, status == TMX_ERR_INVALID_PARAM, "receive of a claimed message with a "
                    "source: %s", cf_status_name(status));
-        status = tmx_tag_msg_recv_nb(cf->worker, &v, sizeof(v), msg, NULL, &req);
+        status = tmx_tag_msg_recv_nb(cf->worker, vb, sizeof(vb), msg, NULL, &req);
         CF_REQUIRE(cf, status == TMX_INPROGRESS, "receive of the claimed message: %s",
                    cf_status_name(status));
         cf_track(cf, req);
         memset(&info, 0, sizeof(info));
         status = cf_wait(cf, req, &info);
-        CF_REQUIRE(cf, status == TMX_OK && v == 0x220 && info.sender == ids[2],
+        CF_REQUIRE(cf, status == TMX_OK && vb[0] == 0x220 && info.sender == ids[2],
                    "claimed message: %s value 0x%" PRIx64 " sender %016" PRIx64,
-                   cf_status_name(status), v, info.sender);
+                   cf_status_name(status), vb[0], info.sender);
         status = tmx_tag_probe_ex(cf->worker, cf_tag(cf, 0), CF_CASE_MASK, cf->eps[2],
                                   TMX_PROBE_PEEK, &info, NULL);
         CF_REQUIRE(cf, status == TMX_ERR_NO_MESSAGE, "peek from 2 after the claim: %s",
                    cf_status_name(status));
         /* directed receive of an unexpected message: any case tag from 1 is its oldest */
-        status = cf_recv_from(cf, 1, &v, cf_tag(cf, 0), CF_CASE_MASK, &req);
+        status = cf_recv_from(cf, 1, vb, cf_tag(cf, 0), CF_CASE_MASK, &req);
         CF_REQUIRE(cf, status == TMX_INPROGRESS, "post from 1: %s", cf_status_name(status));
         status = cf_wait(cf, req, &info);
-        CF_REQUIRE(cf, status == TMX_OK && v == 0x120 && info.sender == ids[1],
-                   "receive from 1: %s value 0x%" PRIx64, cf_status_name(status), v);
+        CF_REQUIRE(cf, status == TMX_OK && vb[0] == 0x120 && info.sender == ids[1],
+                   "receive from 1: %s value 0x%" PRIx64, cf_status_name(status), vb[0]);
         status = tmx_tag_probe_ex(cf->worker, t4, CF_FULL_MASK, cf->eps[1], TMX_PROBE_DISCARD,
                                   &info, NULL);
         CF_REQUIRE(cf, status == TMX_OK && info.sender == ids[1], "discard from 1: %s",

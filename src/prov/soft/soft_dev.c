@@ -138,6 +138,7 @@ static tmx_status_t tmx_soft_pidfd_open(pid_t pid, int *fd_p)
         }
         return TMX_OK;
     case ESRCH:
+    case ENOENT: /* a process on its way out (seen for one exiting as we asked) */
     case EINVAL: /* no such process, or the pid names a thread now */
         tmx_debug("peer process %d is gone", (int)pid);
         return TMX_ERR_UNREACHABLE;

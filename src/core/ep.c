@@ -235,6 +235,24 @@ static tmx_ep_t *tmx_ep_alloc(tmx_worker_t *w, tmx_iface_t *iface)
     return ep;
 }
 
+/* One wire-up datagram (copied at the post: inline) to a peer's UD QP. */
+static tmx_status_t tmx_ep_ud_post(tmx_iface_t *iface, tmx_ah_t *ah, uint32_t qpn,
+                                   const void *buf, size_t len)
+{
+    tmx_sge_t     sge = {.addr = (uintptr_t)buf, .length = (uint32_t)len, .lkey = 0};
+    tmx_send_wr_t wr, *bad;
+
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id         = TMX_WRID(TMX_WRID_CTRL, 0);
+    wr.sg_list       = &sge;
+    wr.num_sge       = 1;
+    wr.opcode        = TMX_WR_SEND;
+    wr.send_flags    = TMX_SEND_INLINE;
+    wr.ud.ah         = ah;
+    wr.ud.remote_qpn = qpn;
+    return iface->ops->post_send(iface->ud_qp, &wr, &bad);
+}
+
 static tmx_status_t tmx_ep_send_wireup(tmx_ep_t *ep, uint8_t type, uint64_t dst_ep_id)
 {
     tmx_iface_t      *iface = ep->iface;
@@ -242,8 +260,6 @@ static tmx_status_t tmx_ep_send_wireup(tmx_ep_t *ep, uint8_t type, uint64_t dst_
     tmx_wireup_msg_t  msg;
     size_t            qp_len = TMX_QP_ADDR_MAX, tm_len = 0;
     tmx_status_t      status;
-    tmx_sge_t         sge;
-    tmx_send_wr_t     wr, *bad;
 
     memset(&msg, 0, sizeof(msg));
     status = iface->ops->qp_get_addr(ep->qp, buf + sizeof(msg) + iface->dev_addr_len, &qp_len);
@@ -273,18 +289,8 @@ static tmx_status_t tmx_ep_send_wireup(tmx_ep_t *ep, uint8_t type, uint64_t dst_
     memcpy(buf, &msg, sizeof(msg));
     memcpy(buf + sizeof(msg), iface->dev_addr, iface->dev_addr_len);
 
-    sge.addr   = (uintptr_t)buf;
-    sge.length = (uint32_t)(sizeof(msg) + iface->dev_addr_len + qp_len + tm_len);
-    sge.lkey   = 0;
-    memset(&wr, 0, sizeof(wr));
-    wr.wr_id         = TMX_WRID(TMX_WRID_CTRL, 0);
-    wr.sg_list       = &sge;
-    wr.num_sge       = 1;
-    wr.opcode        = TMX_WR_SEND;
-    wr.send_flags    = TMX_SEND_INLINE;
-    wr.ud.ah         = ep->ah;
-    wr.ud.remote_qpn = ep->remote_ud_qpn;
-    status = iface->ops->post_send(iface->ud_qp, &wr, &bad);
+    status = tmx_ep_ud_post(iface, ep->ah, ep->remote_ud_qpn, buf,
+                            sizeof(msg) + iface->dev_addr_len + qp_len + tm_len);
     if (status == TMX_OK) {
         ep->wireup_time = tmx_time_sec();
     }
@@ -472,8 +478,6 @@ static void tmx_ep_wireup_nak(tmx_iface_t *iface, const tmx_wireup_msg_t *req,
 {
     tmx_wireup_msg_t msg;
     tmx_ah_t        *ah;
-    tmx_sge_t        sge;
-    tmx_send_wr_t    wr, *bad;
 
     tmx_warn("connection from %016llx refused: it %s tag-matching offload and this process "
              "%s; %s", (unsigned long long)req->src_uuid,
@@ -495,18 +499,7 @@ static void tmx_ep_wireup_nak(tmx_iface_t *iface, const tmx_wireup_msg_t *req,
         memcpy(buf, &msg, sizeof(msg));
         memcpy(buf + sizeof(msg), iface->dev_addr, iface->dev_addr_len);
         buf[sizeof(msg) + iface->dev_addr_len] = 0;
-        sge.addr   = (uintptr_t)buf;
-        sge.length = (uint32_t)(sizeof(msg) + iface->dev_addr_len + 1);
-        sge.lkey   = 0;
-        memset(&wr, 0, sizeof(wr));
-        wr.wr_id         = TMX_WRID(TMX_WRID_CTRL, 0);
-        wr.sg_list       = &sge;
-        wr.num_sge       = 1;
-        wr.opcode        = TMX_WR_SEND;
-        wr.send_flags    = TMX_SEND_INLINE;
-        wr.ud.ah         = ah;
-        wr.ud.remote_qpn = req->src_ud_qpn;
-        iface->ops->post_send(iface->ud_qp, &wr, &bad);
+        tmx_ep_ud_post(iface, ah, req->src_ud_qpn, buf, sizeof(msg) + iface->dev_addr_len + 1);
     }
     iface->ops->ah_destroy(ah);
 }

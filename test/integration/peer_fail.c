@@ -419,7 +419,7 @@ static tmx_status_t recv_from(env_t *e, tmx_ep_h src, int *buf, tmx_tag_t tag,
 
 static int mode_directed(env_t *e)
 {
-    tmx_request_h       r_dead, r_self, r_wild, r_after;
+    tmx_request_h       r_dead = NULL, r_self = NULL, r_wild = NULL, r_after = NULL;
     tmx_tag_recv_info_t info;
     int                 a = 0, b = 0, c = 0, d = 0, v = 7;
     double              end;

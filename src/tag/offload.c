@@ -344,18 +344,3 @@ tmx_tm_entry_t *tmx_tm_op_done(tmx_tm_t *tm, const tmx_wc_t *wc, int *is_del_p,
     tmx_tm_slot_release(tm, slot);
     return e;
 }
-
-void tmx_tm_detach(tmx_tm_t *tm, tmx_tm_entry_t *entry)
-{
-    if (entry->state == TMX_TM_ADD_QUEUED) {
-        tmx_tm_withdraw(tm, entry);
-        return;
-    }
-    if (entry->state != TMX_TM_NONE && entry->slot < tm->nslots) {
-        if (entry->state == TMX_TM_DEL_QUEUED) {
-            tmx_list_del(&entry->op_link);
-        }
-        tm->slots[entry->slot].entry = NULL;
-        entry->state                 = TMX_TM_NONE;
-    }
-}

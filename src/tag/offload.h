@@ -130,10 +130,6 @@ tmx_tm_entry_t *tmx_tm_recv_done(tmx_tm_t *tm, const tmx_wc_t *wc, int *final_p)
 tmx_tm_entry_t *tmx_tm_op_done(tmx_tm_t *tm, const tmx_wc_t *wc, int *is_del_p,
                                int *consumed_p);
 
-/* The receive that owns entry goes away (worker destroy): the slot forgets it (later
- * completions of the slot are only counted). */
-void tmx_tm_detach(tmx_tm_t *tm, tmx_tm_entry_t *entry);
-
 /* A receive the device will not have, in the software engine (entry->tag, ->mask set). */
 static inline void tmx_tm_sw_add(tmx_tm_t *tm, tmx_tm_entry_t *entry)
 {

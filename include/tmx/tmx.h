@@ -295,6 +295,10 @@ typedef struct tmx_tag_recv_info {
      *  reports for it; never 0 for a message. A directed receive that failed with
      *  TMX_ERR_PEER_FAILED before a match reports its source's id. */
     uint64_t  sender;
+    /** has_imm (API 1.3): 1 when the sender gave immediate data (TMX_REQ_PARAM_IMM), then in
+     *  imm; 0 (and imm 0) otherwise. */
+    int       has_imm;
+    uint32_t  imm;
 } tmx_tag_recv_info_t;
 
 typedef void (*tmx_send_cb_t)(tmx_request_h request, tmx_status_t status, void *user_data);
@@ -308,6 +312,9 @@ enum tmx_request_params_field {
     /** source (API 1.3): a receive that takes only messages of the worker source connects
      *  to (a directed receive); receives only (tmx_tag_recv_nb). */
     TMX_REQ_PARAM_SOURCE    = 1u << 3,
+    /** imm (API 1.3): 32 bits of immediate data a send carries to the receive's info
+     *  (has_imm, imm); sends only (tmx_tag_send_nb), standard and synchronous. */
+    TMX_REQ_PARAM_IMM       = 1u << 4,
 };
 
 enum tmx_request_flags {
@@ -327,6 +334,8 @@ typedef struct tmx_request_params {
      *  only messages sent by the remote worker it connects to, whichever connection they
      *  arrive on (that worker's own endpoint to us included). */
     tmx_ep_h source;
+    /** TMX_REQ_PARAM_IMM: the immediate data (API 1.3). */
+    uint32_t imm;
 } tmx_request_params_t;
 
 /**

@@ -239,7 +239,12 @@ typedef struct tmx_request {
     unsigned            reads_left;
     tmx_status_t        rndv_status;
     atomic_uint         fail_epoch;   /* receive: worker->fail_epoch its user was told about */
+    uint64_t            imm;          /* send: TMX_PROTO_IMM(its immediate data), or 0 */
 } tmx_request_t;
+
+/* Immediate data as the core passes it around: 0 for none, else this flag | the 32 bits. */
+#define TMX_PROTO_IMM_FLAG  (1ULL << 32)
+#define TMX_PROTO_IMM(_v)   (TMX_PROTO_IMM_FLAG | (uint64_t)(uint32_t)(_v))
 
 /* An arrived, unmatched message (also the handle of a claimed message). */
 typedef struct tmx_message {
@@ -255,6 +260,7 @@ typedef struct tmx_message {
     uint64_t        rndv_addr;
     uint32_t        rndv_rkey;
     size_t          mem_size;     /* bytes charged to the unexpected budget */
+    uint64_t        imm;          /* TMX_PROTO_IMM(the sender's immediate data), or 0 */
     uint8_t         data[];       /* eager payload */
 } tmx_message_t;
 

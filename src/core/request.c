@@ -15,6 +15,8 @@ tmx_status_t tmx_request_params_check(const tmx_request_params_t *params, int is
     }
     if (!is_send) {
         known |= TMX_REQ_PARAM_SOURCE; /* checked by the receive call, which knows the worker */
+    } else {
+        known |= TMX_REQ_PARAM_IMM;
     }
     if (params->field_mask & ~known) {
         return TMX_ERR_INVALID_PARAM;
@@ -56,6 +58,9 @@ tmx_request_t *tmx_request_alloc(tmx_worker_t *w, tmx_req_type_t type,
     req->info.tag          = 0;
     req->info.length       = 0;
     req->info.sender       = 0;
+    req->info.has_imm      = 0;
+    req->info.imm          = 0;
+    req->imm               = 0;
     req->cb.send           = NULL;
     req->cb.recv           = NULL;
     req->user_data         = NULL;
@@ -81,6 +86,9 @@ tmx_request_t *tmx_request_alloc(tmx_worker_t *w, tmx_req_type_t type,
         }
         if ((params->field_mask & TMX_REQ_PARAM_FLAGS) && (params->flags & TMX_SEND_FLAG_SYNC)) {
             req->flags |= TMX_REQ_FLAG_SYNC;
+        }
+        if (type == TMX_REQ_SEND && (params->field_mask & TMX_REQ_PARAM_IMM)) {
+            req->imm = TMX_PROTO_IMM(params->imm);
         }
     }
     return req;

@@ -22,6 +22,7 @@ TMX_API tmx_status_t tmx_tag_send_nb(tmx_ep_h ep, const void *buf, size_t len, t
     tmx_request_t *req;
     tmx_status_t status;
     int sync;
+    uint64_t imm;
 
     if (ep == NULL || request_p == NULL) {
         return TMX_ERR_INVALID_PARAM;
@@ -39,6 +40,8 @@ TMX_API tmx_status_t tmx_tag_send_nb(tmx_ep_h ep, const void *buf, size_t len, t
     w    = ep->worker;
     sync = params != NULL && (params->field_mask & TMX_REQ_PARAM_FLAGS) &&
            (params->flags & TMX_SEND_FLAG_SYNC);
+    imm  = params != NULL && (params->field_mask & TMX_REQ_PARAM_IMM) ? TMX_PROTO_IMM(params->imm)
+                                                                      : 0;
     tmx_worker_lock(w);
     if (ep->state == TMX_EP_FAILED) {
         status = TMX_ERR_PEER_FAILED;
@@ -46,8 +49,8 @@ TMX_API tmx_status_t tmx_tag_send_nb(tmx_ep_h ep, const void *buf, size_t len, t
     }
     /* Fast path: connected, nothing queued before us, eager: done on return. */
     if (!sync && len <= ep->eager_max && ep->state == TMX_EP_CONNECTED &&
-        tmx_list_is_empty(&ep->pending)) {
-        status = tmx_proto_eager_try(ep, buf, len, tag);
+        tmx_list_is_empty(&ep->pending) && (imm == 0 || !ep->iface->tm_on)) {
+        status = tmx_proto_eager_try(ep, buf, len, tag, imm);
         if (status == TMX_OK) {
             *request_p = NULL;
             goto out;
@@ -212,7 +215,9 @@ TMX_API tmx_status_t tmx_tag_probe_ex(tmx_worker_h w, tmx_tag_t tag, tmx_tag_t m
     if (info != NULL) {
         info->tag    = msg->unexp.tag;
         info->length = msg->length;
-        info->sender = msg->unexp.src;
+        info->sender  = msg->unexp.src;
+        info->has_imm = msg->imm != 0;
+        info->imm     = (uint32_t)msg->imm;
     }
     if (mode == TMX_PROBE_CLAIM) {
         tmx_list_add_tail(&w->claimed, &msg->claimed_link);

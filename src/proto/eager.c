@@ -246,7 +246,8 @@ void tmx_proto_consumed(tmx_worker_t *w, uint64_t ep_id)
 }
 
 /* The fast path: a standard eager send that completes on return. */
-tmx_status_t tmx_proto_eager_try(tmx_ep_t *ep, const void *buf, size_t len, uint64_t tag)
+tmx_status_t tmx_proto_eager_try(tmx_ep_t *ep, const void *buf, size_t len, uint64_t tag,
+                                 uint64_t imm)
 {
     tmx_proto_hdr_t h;
     tmx_status_t    status;
@@ -259,8 +260,8 @@ tmx_status_t tmx_proto_eager_try(tmx_ep_t *ep, const void *buf, size_t len, uint
         status = tmx_proto_post_tagged(ep, TMX_TMH_EAGER, 0, tag, NULL, 0, buf, len);
     } else {
         h.op       = TMX_PROTO_EAGER;
-        h.reserved = 0;
-        h.status   = 0;
+        h.reserved = imm != 0 ? TMX_PROTO_HDR_IMM : 0;
+        h.status   = (int32_t)(uint32_t)imm;
         h.tag      = tag;
         status     = tmx_proto_post(ep, &h, sizeof(h), buf, len);
     }
@@ -332,13 +333,14 @@ tmx_status_t tmx_proto_send(tmx_ep_t *ep, tmx_request_t *req)
         ep->worker->num_credit_stalls++;
         return TMX_ERR_NO_RESOURCE;
     }
-    /* decided here, not at post time: the limit is agreed only once connected */
-    if (req->len > ep->eager_max) {
+    /* decided here, not at post time: the limit is agreed only once connected. With
+     * tag-matching offload immediate data goes by rendezvous (proto.h). */
+    if (req->len > ep->eager_max || (req->imm != 0 && ep->iface->tm_on)) {
         req->flags |= TMX_REQ_FLAG_RNDV;
         return tmx_proto_rndv_send(ep, req);
     }
     if (!(req->flags & TMX_REQ_FLAG_SYNC)) {
-        return tmx_proto_eager_try(ep, req->buf, req->len, req->tag);
+        return tmx_proto_eager_try(ep, req->buf, req->len, req->tag, req->imm);
     }
     if (ep->iface->tm_on) {
         status = tmx_proto_post_tagged(ep, TMX_TMH_EAGER,
@@ -346,8 +348,10 @@ tmx_status_t tmx_proto_send(tmx_ep_t *ep, tmx_request_t *req)
                                        req->tag, NULL, 0, req->buf, req->len);
     } else {
         memset(&h, 0, sizeof(h));
-        h.base.op  = TMX_PROTO_EAGER_SYNC;
-        h.base.tag = req->tag;
+        h.base.op       = TMX_PROTO_EAGER_SYNC;
+        h.base.tag      = req->tag;
+        h.base.reserved = req->imm != 0 ? TMX_PROTO_HDR_IMM : 0;
+        h.base.status   = (int32_t)(uint32_t)req->imm;
         h.sreq_id  = tmx_proto_sreq_id_peek(ep->worker); /* becomes req->id below if posted */
         status     = tmx_proto_post(ep, &h, sizeof(h), req->buf, req->len);
     }
@@ -452,7 +456,9 @@ void tmx_proto_recv_matched(tmx_request_t *rreq, tmx_message_t *msg)
     tmx_worker_t *w = rreq->worker;
 
     rreq->flags |= TMX_REQ_FLAG_MATCHED;
-    rreq->info.sender = msg->unexp.src;
+    rreq->info.sender  = msg->unexp.src;
+    rreq->info.has_imm = msg->imm != 0;
+    rreq->info.imm     = (uint32_t)msg->imm;
     if (msg->op == TMX_PROTO_RTS) {
         tmx_ep_t *ep = tmx_hash_get(&w->ep_by_id, msg->ep_id);
         rreq->info.tag = msg->unexp.tag;
@@ -487,7 +493,7 @@ void tmx_proto_message_drop(tmx_worker_t *w, tmx_message_t *msg)
  * receive the device must give back first (tmx_proto_tm_hold). NULL: out of memory. */
 static tmx_message_t *tmx_proto_message_new(tmx_ep_t *ep, uint8_t op, int sync, uint64_t sreq_id,
                                             uint64_t tag, const void *data, size_t len,
-                                            const tmx_proto_rts_hdr_t *rts)
+                                            const tmx_proto_rts_hdr_t *rts, uint64_t imm)
 {
     tmx_worker_t  *w    = ep->worker;
     size_t         dlen = op == TMX_PROTO_RTS ? 0 : len;
@@ -510,6 +516,7 @@ static tmx_message_t *tmx_proto_message_new(tmx_ep_t *ep, uint8_t op, int sync, 
     msg->length    = len;
     msg->mem_size  = sizeof(*msg) + dlen;
     msg->sreq_id   = sreq_id;
+    msg->imm       = imm;
     if (rts != NULL) {
         msg->sreq_id   = rts->sreq_id;
         msg->rndv_addr = rts->addr;
@@ -541,18 +548,21 @@ void tmx_proto_unexpected_add(tmx_worker_t *w, tmx_message_t *msg)
  * device gave it back. */
 static void tmx_proto_rx_matched(tmx_request_t *rreq, tmx_ep_t *ep, uint8_t op, int sync,
                                  uint64_t sreq_id, uint64_t tag, const void *data, size_t len,
-                                 const tmx_proto_rts_hdr_t *rts)
+                                 const tmx_proto_rts_hdr_t *rts, uint64_t imm)
 {
     rreq->flags &= (uint16_t)~TMX_REQ_FLAG_EXPECTED;
     if (tmx_proto_tm_claim(rreq)) {
-        tmx_message_t *msg = tmx_proto_message_new(ep, op, sync, sreq_id, tag, data, len, rts);
+        tmx_message_t *msg = tmx_proto_message_new(ep, op, sync, sreq_id, tag, data, len, rts,
+                                                   imm);
         if (msg != NULL) {
             tmx_proto_tm_hold(rreq, msg);
         }
         return;
     }
     rreq->flags |= TMX_REQ_FLAG_MATCHED;
-    rreq->info.sender = ep->remote_uuid;
+    rreq->info.sender  = ep->remote_uuid;
+    rreq->info.has_imm = imm != 0;
+    rreq->info.imm     = (uint32_t)imm;
     tmx_proto_credit_return(ep);
     if (op == TMX_PROTO_RTS) {
         rreq->info.tag = tag;
@@ -563,7 +573,7 @@ static void tmx_proto_rx_matched(tmx_request_t *rreq, tmx_ep_t *ep, uint8_t op, 
 }
 
 void tmx_proto_rx_eager(tmx_ep_t *ep, uint64_t tag, const void *data, size_t len, int sync,
-                        uint64_t sreq_id)
+                        uint64_t sreq_id, uint64_t imm)
 {
     tmx_worker_t  *w   = ep->worker;
     tmx_tag_exp_t *exp = tmx_tag_exp_match(&w->tm, tag, ep->remote_uuid);
@@ -571,10 +581,10 @@ void tmx_proto_rx_eager(tmx_ep_t *ep, uint64_t tag, const void *data, size_t len
 
     if (exp != NULL) {
         tmx_proto_rx_matched(tmx_container_of(exp, tmx_request_t, exp), ep, TMX_PROTO_EAGER, sync,
-                             sreq_id, tag, data, len, NULL);
+                             sreq_id, tag, data, len, NULL, imm);
         return;
     }
-    msg = tmx_proto_message_new(ep, TMX_PROTO_EAGER, sync, sreq_id, tag, data, len, NULL);
+    msg = tmx_proto_message_new(ep, TMX_PROTO_EAGER, sync, sreq_id, tag, data, len, NULL, imm);
     if (msg != NULL) {
         tmx_proto_unexpected_add(w, msg);
     }
@@ -584,14 +594,16 @@ void tmx_proto_rx_rts(tmx_ep_t *ep, const tmx_proto_rts_hdr_t *rts)
 {
     tmx_worker_t  *w   = ep->worker;
     tmx_tag_exp_t *exp = tmx_tag_exp_match(&w->tm, rts->base.tag, ep->remote_uuid);
+    uint64_t       imm = rts->base.reserved & TMX_PROTO_HDR_IMM ? TMX_PROTO_IMM(rts->reserved) : 0;
     tmx_message_t *msg;
 
     if (exp != NULL) {
         tmx_proto_rx_matched(tmx_container_of(exp, tmx_request_t, exp), ep, TMX_PROTO_RTS, 0, 0,
-                             rts->base.tag, NULL, rts->length, rts);
+                             rts->base.tag, NULL, rts->length, rts, imm);
         return;
     }
-    msg = tmx_proto_message_new(ep, TMX_PROTO_RTS, 0, 0, rts->base.tag, NULL, rts->length, rts);
+    msg = tmx_proto_message_new(ep, TMX_PROTO_RTS, 0, 0, rts->base.tag, NULL, rts->length, rts,
+                                imm);
     if (msg != NULL) {
         tmx_proto_unexpected_add(w, msg);
     }
@@ -660,6 +672,7 @@ void tmx_proto_rx_msg(tmx_iface_t *iface, tmx_ep_t *ep, const uint8_t *buf, size
     tmx_worker_t    *w = iface->worker;
     tmx_proto_hdr_t  h;
     tmx_request_t   *sreq;
+    uint64_t         imm;
 
     if (len < sizeof(h)) {
         tmx_warn("malformed message (%zu bytes) from %016llx dropped", len,
@@ -671,10 +684,15 @@ void tmx_proto_rx_msg(tmx_iface_t *iface, tmx_ep_t *ep, const uint8_t *buf, size
         (h.op == TMX_PROTO_EAGER || h.op == TMX_PROTO_EAGER_SYNC || h.op == TMX_PROTO_RTS)) {
         goto malformed; /* tagged data must come tagged, or it would bypass the device's order */
     }
+    if ((h.op == TMX_PROTO_EAGER || h.op == TMX_PROTO_EAGER_SYNC || h.op == TMX_PROTO_RTS) &&
+        (h.reserved & ~TMX_PROTO_HDR_IMM) != 0) {
+        goto malformed;
+    }
+    imm = h.reserved & TMX_PROTO_HDR_IMM ? TMX_PROTO_IMM((uint32_t)h.status) : 0;
     tmx_proto_credits_add(ep, h.credits);
     switch (h.op) {
     case TMX_PROTO_EAGER:
-        tmx_proto_rx_eager(ep, h.tag, buf + sizeof(h), len - sizeof(h), 0, 0);
+        tmx_proto_rx_eager(ep, h.tag, buf + sizeof(h), len - sizeof(h), 0, 0, imm);
         break;
     case TMX_PROTO_EAGER_SYNC: {
         tmx_proto_sync_hdr_t sh;
@@ -682,7 +700,7 @@ void tmx_proto_rx_msg(tmx_iface_t *iface, tmx_ep_t *ep, const uint8_t *buf, size
             goto malformed;
         }
         memcpy(&sh, buf, sizeof(sh));
-        tmx_proto_rx_eager(ep, h.tag, buf + sizeof(sh), len - sizeof(sh), 1, sh.sreq_id);
+        tmx_proto_rx_eager(ep, h.tag, buf + sizeof(sh), len - sizeof(sh), 1, sh.sreq_id, imm);
         break;
     }
     case TMX_PROTO_RTS: {

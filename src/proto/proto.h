@@ -36,11 +36,14 @@ enum {
 
 typedef struct tmx_proto_hdr {
     uint8_t  op;
-    uint8_t  reserved;
+    uint8_t  reserved; /* EAGER, EAGER_SYNC, RTS: TMX_PROTO_HDR_IMM or 0 */
     uint16_t credits;  /* eager credits returned to the receiver of this header */
-    int32_t  status;   /* FIN: how the receiver's read went */
+    int32_t  status;   /* FIN: how the receiver's read went; EAGER, EAGER_SYNC with
+                        * TMX_PROTO_HDR_IMM: the immediate data (its 32 bits) */
     uint64_t tag;
 } tmx_proto_hdr_t;
+
+#define TMX_PROTO_HDR_IMM 0x01u /* the message carries immediate data (RTS: in reserved) */
 
 typedef struct tmx_proto_sync_hdr {
     tmx_proto_hdr_t base;
@@ -53,7 +56,7 @@ typedef struct tmx_proto_rts_hdr {
     uint64_t        addr;
     uint64_t        length;
     uint32_t        rkey;
-    uint32_t        reserved;
+    uint32_t        reserved; /* with TMX_PROTO_HDR_IMM in base.reserved: the immediate data */
 } tmx_proto_rts_hdr_t;
 
 /*
@@ -64,6 +67,14 @@ typedef struct tmx_proto_rts_hdr {
  * TMX_PROTO_TM_RNDV | the send's id in app_ctx (the device's FIN echoes it) and after the RVH
  * the whole length. A receive the device matched learns which it was from app_ctx alone.
  * Everything else (ACK, software FIN, CREDIT, DISC) goes TMX_TMH_NO_TAG + the header above.
+ *
+ * Immediate data: app_ctx has no room for it, and a device reports nothing else of a message
+ * it matched. A send with immediate data therefore goes as RNDV whatever its length, with
+ * TMX_PROTO_TM_RNDV_IMM and the data in our header after the RVH, and RVH.len = 2^32 - 1: no
+ * offered buffer is that large, so the device never reads it itself; it completes the receive
+ * RNDV_INCOMPLETE with our header in the buffer (every offered buffer is at least
+ * TMX_TM_THRESH >= 64 bytes) or delivers it unexpected, and software reads the data. It travels
+ * tagged like every other message, so MPI order holds.
  */
 #define TMX_PROTO_TM_SYNC        0x80000000u /* EAGER: a synchronous send; its id below */
 #define TMX_PROTO_TM_RNDV        0x40000000u /* RNDV (and the FIN): the send's id below */
@@ -73,7 +84,15 @@ typedef struct tmx_proto_rts_hdr {
 typedef struct tmx_proto_tm_rndv {
     tmx_rvh_t rvh;
     uint64_t  length; /* the sender's length (RVH.len saturates at 2^32 - 1) */
+    uint32_t  flags;  /* TMX_PROTO_TM_RNDV_IMM or 0 */
+    uint32_t  imm;    /* with TMX_PROTO_TM_RNDV_IMM: the immediate data */
 } tmx_proto_tm_rndv_t;
+
+#define TMX_PROTO_TM_RNDV_IMM 0x1u
+
+/* The sender's length and immediate data of a TM rendezvous header, checked: 0 and *imm_p set
+ * (TMX_PROTO_IMM or 0), or -1 for a header that is not one. */
+int tmx_proto_tm_rndv_parse(const tmx_proto_tm_rndv_t *r, uint64_t *imm_p);
 
 /* wr_id encoding of the core's work requests: kind in the top byte. */
 #define TMX_WRID_KIND_SHIFT 56
@@ -102,7 +121,8 @@ void tmx_proto_recv_matched(tmx_request_t *rreq, tmx_message_t *msg);
 void tmx_proto_message_drop(tmx_worker_t *w, tmx_message_t *msg);
 void tmx_proto_consumed(tmx_worker_t *w, uint64_t ep_id);
 void tmx_proto_ep_queue(tmx_ep_t *ep, tmx_request_t *req);
-tmx_status_t tmx_proto_eager_try(tmx_ep_t *ep, const void *buf, size_t len, uint64_t tag);
+tmx_status_t tmx_proto_eager_try(tmx_ep_t *ep, const void *buf, size_t len, uint64_t tag,
+                                 uint64_t imm);
 void tmx_proto_ctrl_drop(tmx_ep_t *ep);
 tmx_status_t tmx_proto_post_hdr(tmx_ep_t *ep, void *hdr, size_t hdr_len);
 tmx_status_t tmx_proto_post_tagged(tmx_ep_t *ep, uint8_t opcode, uint32_t app_ctx, uint64_t tag,
@@ -112,7 +132,7 @@ uint64_t tmx_proto_sreq_id_peek(tmx_worker_t *w);
 void tmx_proto_unexpected_add(tmx_worker_t *w, tmx_message_t *msg);
 void tmx_proto_rx_msg(tmx_iface_t *iface, tmx_ep_t *ep, const uint8_t *buf, size_t len);
 void tmx_proto_rx_eager(tmx_ep_t *ep, uint64_t tag, const void *data, size_t len, int sync,
-                        uint64_t sreq_id);
+                        uint64_t sreq_id, uint64_t imm);
 void tmx_proto_rx_rts(tmx_ep_t *ep, const tmx_proto_rts_hdr_t *rts);
 void tmx_proto_credit_return(tmx_ep_t *ep);
 void tmx_proto_credits_add(tmx_ep_t *ep, unsigned credits);

@@ -72,10 +72,17 @@ tmx_status_t tmx_proto_rndv_send(tmx_ep_t *ep, tmx_request_t *req)
         tmx_proto_tm_rndv_t r;
         uint64_t            id = tmx_proto_sreq_id_peek(w); /* becomes req->id when posted */
 
+        memset(&r, 0, sizeof(r));
         r.rvh.va   = htobe64((uintptr_t)req->buf);
         r.rvh.rkey = htobe32(req->mr->rkey);
         r.rvh.len  = htobe32(req->len < UINT32_MAX ? (uint32_t)req->len : UINT32_MAX);
         r.length   = req->len;
+        if (req->imm != 0) {
+            /* larger than any offered buffer: the device leaves it to software (proto.h) */
+            r.rvh.len = htobe32(UINT32_MAX);
+            r.flags   = TMX_PROTO_TM_RNDV_IMM;
+            r.imm     = (uint32_t)req->imm;
+        }
         status = tmx_proto_post_tagged(ep, TMX_TMH_RNDV, TMX_PROTO_TM_RNDV | (uint32_t)id, req->tag,
                                        &r, sizeof(r),
                                        NULL, 0);
@@ -87,6 +94,10 @@ tmx_status_t tmx_proto_rndv_send(tmx_ep_t *ep, tmx_request_t *req)
         h.addr     = (uintptr_t)req->buf;
         h.length   = req->len;
         h.rkey     = req->mr->rkey;
+        if (req->imm != 0) {
+            h.base.reserved = TMX_PROTO_HDR_IMM;
+            h.reserved      = (uint32_t)req->imm;
+        }
         /* The header goes through tmx_proto_post via the control path of eager.c. */
         status = tmx_proto_post_hdr(ep, &h, sizeof(h));
     }

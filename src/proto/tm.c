@@ -65,6 +65,27 @@ static void tmx_proto_tm_rematch(tmx_worker_t *w, tmx_message_t *msg)
     tmx_proto_recv_matched(rreq, msg);
 }
 
+int tmx_proto_tm_rndv_parse(const tmx_proto_tm_rndv_t *r, uint64_t *imm_p)
+{
+    uint32_t rvh_len = be32toh(r->rvh.len);
+
+    if (r->length > TMX_MAX_MSG || (r->flags & ~TMX_PROTO_TM_RNDV_IMM) != 0) {
+        return -1;
+    }
+    if (r->flags & TMX_PROTO_TM_RNDV_IMM) {
+        if (rvh_len != UINT32_MAX) {
+            return -1; /* the device could have read it and lost the data */
+        }
+        *imm_p = TMX_PROTO_IMM(r->imm);
+        return 0;
+    }
+    if (r->length < UINT32_MAX && r->length != rvh_len) {
+        return -1;
+    }
+    *imm_p = 0;
+    return 0;
+}
+
 void tmx_proto_tm_offer(tmx_worker_t *w, tmx_request_t *rreq)
 {
     tmx_iface_t *iface = w->tm_iface;
@@ -133,26 +154,29 @@ void tmx_proto_tm_rx(tmx_iface_t *iface, const tmx_wc_t *wc)
     }
     case TMX_TMH_EAGER:
         if (ctx & TMX_PROTO_TM_SYNC) {
-            tmx_proto_rx_eager(ep, tag, buf, len, 1, ctx & TMX_PROTO_SREQ_ID_MAX);
+            tmx_proto_rx_eager(ep, tag, buf, len, 1, ctx & TMX_PROTO_SREQ_ID_MAX, 0);
         } else {
             tmx_proto_credits_add(ep, ctx & TMX_PROTO_TM_CREDITS_MAX);
-            tmx_proto_rx_eager(ep, tag, buf, len, 0, 0);
+            tmx_proto_rx_eager(ep, tag, buf, len, 0, 0, 0);
         }
         break;
     case TMX_TMH_RNDV: {
         tmx_proto_tm_rndv_t r;
         tmx_proto_rts_hdr_t rts;
-        uint32_t            rvh_len;
+        uint64_t            imm;
 
         if (len < sizeof(r) || !(ctx & TMX_PROTO_TM_RNDV)) {
             goto malformed;
         }
         memcpy(&r, buf, sizeof(r));
-        rvh_len = be32toh(r.rvh.len);
-        if (r.length > TMX_MAX_MSG || (r.length < UINT32_MAX && r.length != rvh_len)) {
+        if (tmx_proto_tm_rndv_parse(&r, &imm) != 0) {
             goto malformed;
         }
         memset(&rts, 0, sizeof(rts));
+        if (imm != 0) {
+            rts.base.reserved = TMX_PROTO_HDR_IMM;
+            rts.reserved      = (uint32_t)imm;
+        }
         rts.base.op  = TMX_PROTO_RTS;
         rts.base.tag = tag;
         rts.sreq_id  = ctx & TMX_PROTO_SREQ_ID_MAX;
@@ -248,6 +272,7 @@ void tmx_proto_tm_matched(tmx_iface_t *iface, const tmx_wc_t *wc)
     if (wc->status == TMX_WC_TM_RNDV_INCOMPLETE) {
         /* the buffer holds the rendezvous header: software reads and sends the FIN */
         tmx_proto_tm_rndv_t r;
+        uint64_t            imm;
 
         if (!(ctx & TMX_PROTO_TM_RNDV) || wc->byte_len < sizeof(r) || rreq->len < sizeof(r)) {
             tmx_warn("tag list: malformed rendezvous header (%u bytes) dropped", wc->byte_len);
@@ -260,8 +285,7 @@ void tmx_proto_tm_matched(tmx_iface_t *iface, const tmx_wc_t *wc)
             return;
         }
         memcpy(&r, rreq->buf, sizeof(r));
-        if (r.length > TMX_MAX_MSG ||
-            (r.length < UINT32_MAX && r.length != be32toh(r.rvh.len))) {
+        if (tmx_proto_tm_rndv_parse(&r, &imm) != 0) {
             /* overwritten (another receive on the same buffer) or forged: the sender still
              * hears that it is over */
             tmx_warn("tag list: the rendezvous header in a receive's buffer is not one (was the "
@@ -270,6 +294,8 @@ void tmx_proto_tm_matched(tmx_iface_t *iface, const tmx_wc_t *wc)
                                      rreq, TMX_ERR_IO);
             return;
         }
+        rreq->info.has_imm = imm != 0;
+        rreq->info.imm     = (uint32_t)imm;
         if (ep == NULL || ep->state == TMX_EP_FAILED) {
             rreq->info.length = (size_t)r.length;
             tmx_request_complete(rreq, TMX_ERR_PEER_FAILED);

@@ -111,7 +111,8 @@ static struct fi_info *tmx_fi_info_alloc(uint32_t version, const struct fi_info 
     /* nothing needs registering: before API 1.5 mr_mode is the old enumeration */
     fi->domain_attr->mr_mode            = version < FI_VERSION(1, 5) ? FI_MR_SCALABLE : 0;
     fi->domain_attr->mr_key_size        = sizeof(uint64_t);
-    fi->domain_attr->cq_data_size       = 0;
+    /* remote CQ data: tmx's immediate data, 32 bits (TMX_REQ_PARAM_IMM) */
+    fi->domain_attr->cq_data_size       = TMX_FI_CQ_DATA_SIZE;
     fi->domain_attr->cq_cnt             = 256;
     fi->domain_attr->ep_cnt             = 256;
     fi->domain_attr->tx_ctx_cnt         = 256;
@@ -201,8 +202,8 @@ static int tmx_fi_hints_ok(const struct fi_info *h)
         if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO) {
             return tmx_fi_reject(__LINE__);
         }
-        if (d->cq_data_size != 0) {
-            return tmx_fi_reject(__LINE__); /* remote CQ data: see tmx_fi(7) */
+        if (d->cq_data_size > TMX_FI_CQ_DATA_SIZE) {
+            return tmx_fi_reject(__LINE__); /* remote CQ data: 4 bytes, see tmx_fi(7) */
         }
         if (d->caps & ~(uint64_t)(FI_LOCAL_COMM | FI_REMOTE_COMM)) {
             return tmx_fi_reject(__LINE__);
@@ -628,7 +629,8 @@ void tmx_fi_cq_detach(tmx_fi_cq_t *cq, tmx_fi_ep_t *ep)
     }
 }
 
-void tmx_fi_cq_push(tmx_fi_cq_t *cq, void *context, uint64_t flags, size_t len, uint64_t tag)
+void tmx_fi_cq_push(tmx_fi_cq_t *cq, void *context, uint64_t flags, size_t len, uint64_t tag,
+                    uint64_t data)
 {
     struct fi_cq_tagged_entry *e;
 
@@ -656,7 +658,7 @@ void tmx_fi_cq_push(tmx_fi_cq_t *cq, void *context, uint64_t flags, size_t len, 
     e->flags      = flags;
     e->len        = len;
     e->buf        = NULL;
-    e->data       = 0;
+    e->data       = (flags & FI_REMOTE_CQ_DATA) ? data : 0;
     e->tag        = tag;
 }
 

@@ -40,6 +40,8 @@
 /* With FI_MSG, the top tag bit tells untagged messages from tagged ones. */
 #define TMX_FI_MSG_BIT     ((uint64_t)1 << 63)
 #define TMX_FI_CQ_MAX_EPS  16
+/* bytes of remote CQ data (FI_REMOTE_CQ_DATA): tmx's immediate data */
+#define TMX_FI_CQ_DATA_SIZE 4
 
 #define TMX_FI_CAPS                                                                               \
     (FI_TAGGED | FI_MSG | FI_SEND | FI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_DIRECTED_RECV)
@@ -161,6 +163,7 @@ typedef struct tmx_fi_ep {
     uint64_t         tx_op_flags, rx_op_flags; /* FI_COMPLETION when ops without flags complete */
     int              tx_selective, rx_selective;
     int              enabled;
+    int              cq_data_said; /* the first send with remote CQ data was logged (info) */
     tmx_fi_op_t     *free_ops;
     void           **chunks;
     size_t           nchunks, nops;
@@ -171,8 +174,9 @@ typedef struct tmx_fi_ep {
 
 /* tmx_fi.c */
 int          tmx_fi_errno(tmx_status_t status);
+/* data: the remote CQ data, reported when flags has FI_REMOTE_CQ_DATA */
 void         tmx_fi_cq_push(tmx_fi_cq_t *cq, void *context, uint64_t flags, size_t len,
-                            uint64_t tag);
+                            uint64_t tag, uint64_t data);
 int          tmx_fi_cq_push_err(tmx_fi_cq_t *cq, void *context, uint64_t flags, size_t len,
                                 uint64_t tag, size_t olen, int err, int prov_errno);
 int          tmx_fi_cq_attach(tmx_fi_cq_t *cq, tmx_fi_ep_t *ep);

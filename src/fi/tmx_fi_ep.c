@@ -136,6 +136,7 @@ static void tmx_fi_op_complete(tmx_fi_op_t *op)
     tmx_status_t   s     = op->status;
     size_t         len   = 0;
     uint64_t       tag   = recv ? tmx_fi_user_tag(ep, op->info.tag) : 0;
+    uint64_t       data  = 0;
 
     if (recv) {
         len = op->info.length < op->len ? op->info.length : op->len;
@@ -155,13 +156,17 @@ static void tmx_fi_op_complete(tmx_fi_op_t *op)
             s   = TMX_OK;
             len = 0;
         }
+        if (op->info.has_imm) {
+            flags |= FI_REMOTE_CQ_DATA;
+            data = op->info.imm;
+        }
     }
     if (s == TMX_OK) {
         if (cntr != NULL) {
             cntr->val++;
         }
         if (cq != NULL && (op->flags & FI_COMPLETION)) {
-            tmx_fi_cq_push(cq, op->context, flags, len, tag);
+            tmx_fi_cq_push(cq, op->context, flags, len, tag, data);
         }
     } else {
         if (cntr != NULL) {
@@ -172,8 +177,10 @@ static void tmx_fi_op_complete(tmx_fi_op_t *op)
             size_t olen = (s == TMX_ERR_TRUNCATED && op->info.length > op->len)
                               ? op->info.length - op->len
                               : 0;
-            tmx_fi_cq_push_err(cq, op->context, flags, s == TMX_ERR_TRUNCATED ? len : 0, tag,
-                               olen, tmx_fi_errno(s), (int)s);
+            if (tmx_fi_cq_push_err(cq, op->context, flags, s == TMX_ERR_TRUNCATED ? len : 0, tag,
+                                   olen, tmx_fi_errno(s), (int)s) == 0) {
+                cq->err_tail->e.data = data;
+            }
         }
     }
 }
@@ -239,8 +246,10 @@ static tmx_ep_h tmx_fi_ep_peer(tmx_fi_ep_t *ep, fi_addr_t addr)
     return tep;
 }
 
+/* flags with FI_REMOTE_CQ_DATA: data goes as tmx's immediate data (TMX_FI_CQ_DATA_SIZE bytes) */
 static ssize_t tmx_fi_send_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count,
-                           fi_addr_t dest, uint64_t tag, void *context, uint64_t flags)
+                           fi_addr_t dest, uint64_t tag, void *context, uint64_t flags,
+                           uint64_t data)
 {
     tmx_request_params_t params;
     tmx_request_h        req = NULL;
@@ -259,7 +268,8 @@ static ssize_t tmx_fi_send_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
         }
         len += iov[i].iov_len;
     }
-    if (len > TMX_FI_MAX_MSG || ((flags & FI_INJECT) && len > TMX_FI_INJECT_SIZE)) {
+    if (len > TMX_FI_MAX_MSG || ((flags & FI_INJECT) && len > TMX_FI_INJECT_SIZE) ||
+        ((flags & FI_REMOTE_CQ_DATA) && data > UINT32_MAX)) {
         return -FI_EINVAL;
     }
     peer = tmx_fi_ep_peer(ep, dest);
@@ -304,6 +314,19 @@ static ssize_t tmx_fi_send_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
     params.flags      = 0;
     params.cb.send    = tmx_fi_send_cb;
     params.user_data  = op;
+    if (flags & FI_REMOTE_CQ_DATA) {
+        params.field_mask |= TMX_REQ_PARAM_IMM;
+        params.imm = (uint32_t)data;
+        if (!ep->cq_data_said) {
+            /* once per endpoint: tells who reads FI_LOG_LEVEL=info that the application
+             * uses remote CQ data (Open MPI's ofi_tag_full does) */
+            ep->cq_data_said = 1;
+            if (fi_log_enabled(&tmx_fi_prov, FI_LOG_INFO, FI_LOG_EP_DATA)) {
+                fi_log(&tmx_fi_prov, FI_LOG_INFO, FI_LOG_EP_DATA, __func__, __LINE__,
+                       "first send with remote CQ data on this endpoint\n");
+            }
+        }
+    }
     s                 = tmx_tag_send_nb(peer, buf, len, tag, &params, &req);
     if (s == TMX_OK) {
         op->status = TMX_OK; /* completed in place: no callback */
@@ -323,12 +346,13 @@ static ssize_t tmx_fi_send_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
 }
 
 static ssize_t tmx_fi_send(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count,
-                           fi_addr_t dest, uint64_t tag, void *context, uint64_t flags)
+                           fi_addr_t dest, uint64_t tag, void *context, uint64_t flags,
+                           uint64_t data)
 {
     tmx_fi_domain_t *dom_ = ep->dom;
     ssize_t r_;
     tmx_fi_lock(dom_);
-    r_ = tmx_fi_send_unlocked(ep, iov, count, dest, tag, context, flags);
+    r_ = tmx_fi_send_unlocked(ep, iov, count, dest, tag, context, flags, data);
     tmx_fi_unlock(dom_);
     return r_;
 }
@@ -394,8 +418,9 @@ static ssize_t tmx_fi_peek(tmx_fi_ep_t *ep, uint64_t tag, uint64_t mask, tmx_ep_
             claim->next    = ep->claims;
             ep->claims     = claim;
         }
-        tmx_fi_cq_push(ep->rx_cq, context, kind | FI_RECV, info.length,
-                       tmx_fi_user_tag(ep, info.tag));
+        tmx_fi_cq_push(ep->rx_cq, context,
+                       kind | FI_RECV | (info.has_imm ? FI_REMOTE_CQ_DATA : 0), info.length,
+                       tmx_fi_user_tag(ep, info.tag), info.imm);
         return 0;
     }
     free(claim);
@@ -585,7 +610,8 @@ static ssize_t tmx_fi_trecvmsg(struct fid_ep *fep, const struct fi_msg_tagged *m
 }
 
 static ssize_t tmx_fi_tsendv_flags(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count,
-                                   fi_addr_t dest, uint64_t tag, void *context, uint64_t flags)
+                                   fi_addr_t dest, uint64_t tag, void *context, uint64_t flags,
+                                   uint64_t data)
 {
     if (!(ep->caps & FI_TAGGED)) {
         return -FI_ENOSYS;
@@ -593,7 +619,7 @@ static ssize_t tmx_fi_tsendv_flags(tmx_fi_ep_t *ep, const struct iovec *iov, siz
     if (!tmx_fi_tag_ok(ep, tag)) {
         return -FI_EINVAL;
     }
-    return tmx_fi_send(ep, iov, count, dest, tag, context, flags | FI_TAGGED);
+    return tmx_fi_send(ep, iov, count, dest, tag, context, flags | FI_TAGGED, data);
 }
 
 static ssize_t tmx_fi_tsend(struct fid_ep *fep, const void *buf, size_t len, void *desc,
@@ -603,7 +629,7 @@ static ssize_t tmx_fi_tsend(struct fid_ep *fep, const void *buf, size_t len, voi
     struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
     (void)desc;
     return tmx_fi_tsendv_flags(ep, &iov, 1, dest, tag, context,
-                               tmx_fi_comp(ep->tx_selective, ep->tx_op_flags, 0));
+                               tmx_fi_comp(ep->tx_selective, ep->tx_op_flags, 0), 0);
 }
 
 static ssize_t tmx_fi_tsendv(struct fid_ep *fep, const struct iovec *iov, void **desc,
@@ -612,7 +638,7 @@ static ssize_t tmx_fi_tsendv(struct fid_ep *fep, const struct iovec *iov, void *
     tmx_fi_ep_t *ep = tmx_fi_ep_of(fep);
     (void)desc;
     return tmx_fi_tsendv_flags(ep, iov, count, dest, tag, context,
-                               tmx_fi_comp(ep->tx_selective, ep->tx_op_flags, 0));
+                               tmx_fi_comp(ep->tx_selective, ep->tx_op_flags, 0), 0);
 }
 
 static ssize_t tmx_fi_tsendmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg,
@@ -622,7 +648,7 @@ static ssize_t tmx_fi_tsendmsg(struct fid_ep *fep, const struct fi_msg_tagged *m
     if (msg == NULL) {
         return -FI_EINVAL;
     }
-    if (flags & (FI_REMOTE_CQ_DATA | FI_MULTICAST | FI_TRIGGER | FI_FENCE)) {
+    if (flags & (FI_MULTICAST | FI_TRIGGER | FI_FENCE)) {
         return -FI_ENOSYS;
     }
     uint64_t comp = (!ep->tx_selective || (flags & FI_COMPLETION)) ? FI_COMPLETION : 0;
@@ -631,40 +657,34 @@ static ssize_t tmx_fi_tsendmsg(struct fid_ep *fep, const struct fi_msg_tagged *m
     }
     return tmx_fi_tsendv_flags(ep, msg->msg_iov, msg->iov_count, msg->addr, msg->tag,
                                msg->context,
-                               (flags & FI_INJECT) | comp);
+                               (flags & (FI_INJECT | FI_REMOTE_CQ_DATA)) | comp, msg->data);
 }
 
 static ssize_t tmx_fi_tinject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest,
                               uint64_t tag)
 {
     struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
-    return tmx_fi_tsendv_flags(tmx_fi_ep_of(fep), &iov, 1, dest, tag, NULL, FI_INJECT);
+    return tmx_fi_tsendv_flags(tmx_fi_ep_of(fep), &iov, 1, dest, tag, NULL, FI_INJECT, 0);
 }
 
 static ssize_t tmx_fi_tsenddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
                                 uint64_t data, fi_addr_t dest, uint64_t tag, void *context)
 {
-    (void)fep;
-    (void)buf;
-    (void)len;
+    tmx_fi_ep_t *ep  = tmx_fi_ep_of(fep);
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
     (void)desc;
-    (void)data;
-    (void)dest;
-    (void)tag;
-    (void)context;
-    return -FI_ENOSYS; /* no remote CQ data (cq_data_size 0): tmx_fi(7) */
+    return tmx_fi_tsendv_flags(ep, &iov, 1, dest, tag, context,
+                               tmx_fi_comp(ep->tx_selective, ep->tx_op_flags, 0) |
+                                   FI_REMOTE_CQ_DATA,
+                               data);
 }
 
 static ssize_t tmx_fi_tinjectdata(struct fid_ep *fep, const void *buf, size_t len,
                                   uint64_t data, fi_addr_t dest, uint64_t tag)
 {
-    (void)fep;
-    (void)buf;
-    (void)len;
-    (void)data;
-    (void)dest;
-    (void)tag;
-    return -FI_ENOSYS;
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    return tmx_fi_tsendv_flags(tmx_fi_ep_of(fep), &iov, 1, dest, tag, NULL,
+                               FI_INJECT | FI_REMOTE_CQ_DATA, data);
 }
 
 static struct fi_ops_tagged tmx_fi_tagged_ops = {
@@ -723,12 +743,12 @@ static ssize_t tmx_fi_mrecvmsg(struct fid_ep *fep, const struct fi_msg *msg, uin
 }
 
 static ssize_t tmx_fi_msendv_flags(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count,
-                                   fi_addr_t dest, void *context, uint64_t flags)
+                                   fi_addr_t dest, void *context, uint64_t flags, uint64_t data)
 {
     if (!(ep->caps & FI_MSG)) {
         return -FI_ENOSYS;
     }
-    return tmx_fi_send(ep, iov, count, dest, TMX_FI_MSG_BIT, context, flags | FI_MSG);
+    return tmx_fi_send(ep, iov, count, dest, TMX_FI_MSG_BIT, context, flags | FI_MSG, data);
 }
 
 static ssize_t tmx_fi_msend(struct fid_ep *fep, const void *buf, size_t len, void *desc,
@@ -738,7 +758,7 @@ static ssize_t tmx_fi_msend(struct fid_ep *fep, const void *buf, size_t len, voi
     struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
     (void)desc;
     return tmx_fi_msendv_flags(ep, &iov, 1, dest, context,
-                               tmx_fi_comp(ep->tx_selective, ep->tx_op_flags, 0));
+                               tmx_fi_comp(ep->tx_selective, ep->tx_op_flags, 0), 0);
 }
 
 static ssize_t tmx_fi_msendv(struct fid_ep *fep, const struct iovec *iov, void **desc,
@@ -747,7 +767,7 @@ static ssize_t tmx_fi_msendv(struct fid_ep *fep, const struct iovec *iov, void *
     tmx_fi_ep_t *ep = tmx_fi_ep_of(fep);
     (void)desc;
     return tmx_fi_msendv_flags(ep, iov, count, dest, context,
-                               tmx_fi_comp(ep->tx_selective, ep->tx_op_flags, 0));
+                               tmx_fi_comp(ep->tx_selective, ep->tx_op_flags, 0), 0);
 }
 
 static ssize_t tmx_fi_msendmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t flags)
@@ -756,7 +776,7 @@ static ssize_t tmx_fi_msendmsg(struct fid_ep *fep, const struct fi_msg *msg, uin
     if (msg == NULL) {
         return -FI_EINVAL;
     }
-    if (flags & (FI_REMOTE_CQ_DATA | FI_MULTICAST | FI_TRIGGER | FI_FENCE)) {
+    if (flags & (FI_MULTICAST | FI_TRIGGER | FI_FENCE)) {
         return -FI_ENOSYS;
     }
     uint64_t comp = (!ep->tx_selective || (flags & FI_COMPLETION)) ? FI_COMPLETION : 0;
@@ -764,37 +784,33 @@ static ssize_t tmx_fi_msendmsg(struct fid_ep *fep, const struct fi_msg *msg, uin
         comp = (flags & FI_COMPLETION) ? FI_COMPLETION : 0;
     }
     return tmx_fi_msendv_flags(ep, msg->msg_iov, msg->iov_count, msg->addr, msg->context,
-                               (flags & FI_INJECT) | comp);
+                               (flags & (FI_INJECT | FI_REMOTE_CQ_DATA)) | comp, msg->data);
 }
 
 static ssize_t tmx_fi_minject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest)
 {
     struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
-    return tmx_fi_msendv_flags(tmx_fi_ep_of(fep), &iov, 1, dest, NULL, FI_INJECT);
+    return tmx_fi_msendv_flags(tmx_fi_ep_of(fep), &iov, 1, dest, NULL, FI_INJECT, 0);
 }
 
 static ssize_t tmx_fi_msenddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
                                 uint64_t data, fi_addr_t dest, void *context)
 {
-    (void)fep;
-    (void)buf;
-    (void)len;
+    tmx_fi_ep_t *ep  = tmx_fi_ep_of(fep);
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
     (void)desc;
-    (void)data;
-    (void)dest;
-    (void)context;
-    return -FI_ENOSYS;
+    return tmx_fi_msendv_flags(ep, &iov, 1, dest, context,
+                               tmx_fi_comp(ep->tx_selective, ep->tx_op_flags, 0) |
+                                   FI_REMOTE_CQ_DATA,
+                               data);
 }
 
 static ssize_t tmx_fi_minjectdata(struct fid_ep *fep, const void *buf, size_t len,
                                   uint64_t data, fi_addr_t dest)
 {
-    (void)fep;
-    (void)buf;
-    (void)len;
-    (void)data;
-    (void)dest;
-    return -FI_ENOSYS;
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    return tmx_fi_msendv_flags(tmx_fi_ep_of(fep), &iov, 1, dest, NULL,
+                               FI_INJECT | FI_REMOTE_CQ_DATA, data);
 }
 
 static struct fi_ops_msg tmx_fi_msg_ops = {

@@ -216,9 +216,18 @@ static void setup(void)
         fi_freeinfo(i);
         i                           = NULL;
         h->caps                     = FI_TAGGED;
-        h->domain_attr->cq_data_size = 4;
+        h->domain_attr->cq_data_size = 8;
         CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &i) == -FI_ENODATA,
-              "remote CQ data offered");
+              "8 bytes of remote CQ data offered");
+        /* what Open MPI's ofi_tag_full asks: FI_DIRECTED_RECV and 4 bytes of CQ data */
+        h->caps                      = FI_TAGGED | FI_DIRECTED_RECV;
+        h->domain_attr->cq_data_size = 4;
+        CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &i) == 0 && i != NULL &&
+                  i->domain_attr->cq_data_size == 4 && (i->caps & FI_DIRECTED_RECV),
+              "4 bytes of remote CQ data not offered");
+        fi_freeinfo(i);
+        i                            = NULL;
+        h->caps                      = FI_TAGGED;
         h->domain_attr->cq_data_size = 0;
         CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &i) == 0 && i != NULL &&
                   i->ep_attr->mem_tag_format == ~0ULL && !(i->caps & FI_MSG),
@@ -677,6 +686,129 @@ static void test_cancel(void)
     sync_peers();
 }
 
+/* Remote CQ data (FI_REMOTE_CQ_DATA, tmx's immediate data): fi_tsenddata, fi_tinjectdata,
+ * fi_tsendmsg with the flag, fi_senddata; eager and rendezvous; posted first and unexpected
+ * (peek reports it too); a send without it reports none. */
+static void expect_data_entry(const struct fi_cq_tagged_entry *e, uint64_t flags, uint64_t tag,
+                              size_t len, int has, uint64_t data, const char *what)
+{
+    CHECK((e->flags & flags) == flags, "%s: flags %#llx lack %#llx", what,
+          (unsigned long long)e->flags, (unsigned long long)flags);
+    CHECK(!!(e->flags & FI_REMOTE_CQ_DATA) == has, "%s: FI_REMOTE_CQ_DATA %s", what,
+          has ? "missing" : "reported for a send without data");
+    CHECK(e->data == (has ? data : 0), "%s: data %#llx, expected %#llx", what,
+          (unsigned long long)e->data, (unsigned long long)(has ? data : 0));
+    CHECK(e->len == len, "%s: len %zu, expected %zu", what, e->len, len);
+    if (flags & FI_TAGGED) {
+        CHECK(e->tag == tag, "%s: tag %#llx", what, (unsigned long long)e->tag);
+    }
+}
+
+#define CQD_BIG (1u << 20)
+
+static void test_cq_data(void)
+{
+    char  *big = malloc(CQD_BIG), *small = malloc(256);
+    int    ctx[6];
+    size_t lens[6] = {100, 8, CQD_BIG, 50, 30, 0};
+    if (rank == 1) {
+        struct fi_cq_tagged_entry e;
+        int                       seen[6] = {0};
+        char                     *bufs[6];
+        for (int i = 0; i < 6; i++) {
+            bufs[i] = calloc(1, lens[i] + 1);
+        }
+        for (int i = 0; i < 4; i++) {
+            CHECK(fi_trecv(ep, bufs[i], lens[i], NULL, FI_ADDR_UNSPEC, 0x20 + (uint64_t)i, 0,
+                           &ctx[i]) == 0, "trecv %d", i);
+        }
+        CHECK(fi_recv(ep, bufs[4], lens[4], NULL, FI_ADDR_UNSPEC, &ctx[4]) == 0, "recv");
+        sync_peers();
+        for (int n = 0; n < 5; n++) {
+            int r = get_comp(&e, 20);
+            CHECK(r == 1, "cq data: completion %d: %d (err %d)", n, r, last_err.err);
+            if (r != 1) {
+                break;
+            }
+            for (int i = 0; i < 5; i++) {
+                if (e.op_context == &ctx[i]) {
+                    seen[i]++;
+                    static const uint64_t data[5] = {0xdeadbeef, 1, 0x7fffffff, 0, 5};
+                    static const char *what[5] = {"fi_tsenddata", "fi_tinjectdata",
+                                                  "fi_tsendmsg rendezvous", "fi_tsend",
+                                                  "fi_senddata"};
+                    expect_data_entry(&e, FI_RECV | (i == 4 ? FI_MSG : FI_TAGGED),
+                                      0x20 + (uint64_t)i, lens[i], i != 3, data[i], what[i]);
+                    CHECK(check_fill(bufs[i], lens[i], 20 + i), "%s: data", what[i]);
+                }
+            }
+        }
+        for (int i = 0; i < 5; i++) {
+            CHECK(seen[i] == 1, "cq data: receive %d completed %d times", i, seen[i]);
+        }
+        /* unexpected: peek sees the data, the receive too */
+        sync_peers();
+        {
+            double t0 = now();
+            int    r  = 0;
+            while (now() - t0 < 20) {
+                struct iovec         iov = {NULL, 0};
+                struct fi_msg_tagged m   = tmsg(&iov, 0, 0x25, 0, &ctx[5]);
+                CHECK(fi_trecvmsg(ep, &m, FI_PEEK | FI_COMPLETION) == 0, "peek");
+                r = get_comp(&e, 20);
+                if (r == 1 || last_err.err != FI_ENOMSG) {
+                    break;
+                }
+            }
+            CHECK(r == 1, "peek for the unexpected message with data: %d", r);
+            if (r == 1) {
+                expect_data_entry(&e, FI_RECV | FI_TAGGED, 0x25, 0, 1, 0xabcd, "peek");
+            }
+            CHECK(fi_trecv(ep, bufs[5], 0, NULL, FI_ADDR_UNSPEC, 0x25, 0, &ctx[5]) == 0,
+                  "trecv unexpected");
+            r = get_comp(&e, 20);
+            CHECK(r == 1 && e.op_context == &ctx[5], "unexpected with data: %d", r);
+            if (r == 1) {
+                expect_data_entry(&e, FI_RECV | FI_TAGGED, 0x25, 0, 1, 0xabcd, "unexpected");
+            }
+        }
+        for (int i = 0; i < 6; i++) {
+            free(bufs[i]);
+        }
+    } else {
+        struct iovec         iov = {big, CQD_BIG};
+        struct fi_msg_tagged m   = tmsg(&iov, 1, 0x22, 0, &ctx[2]);
+        ssize_t              r;
+        m.data = 0x7fffffff;
+        m.addr = peer;
+        sync_peers();
+        fill(small, lens[0], 20);
+        CHECK(fi_tsenddata(ep, small, lens[0], NULL, 0xdeadbeef, peer, 0x20, &ctx[0]) == 0,
+              "fi_tsenddata");
+        expect_comp(&ctx[0], FI_SEND | FI_TAGGED, 0, 0, 0, "fi_tsenddata completion");
+        fill(small, lens[1], 21);
+        CHECK(fi_tinjectdata(ep, small, lens[1], 1, peer, 0x21) == 0, "fi_tinjectdata");
+        fill(big, CQD_BIG, 22);
+        CHECK(fi_tsendmsg(ep, &m, FI_REMOTE_CQ_DATA | FI_COMPLETION) == 0, "fi_tsendmsg");
+        expect_comp(&ctx[2], FI_SEND | FI_TAGGED, 0, 0, 0, "fi_tsendmsg completion");
+        fill(small, lens[3], 23);
+        send_wait(small, lens[3], 0x23, &ctx[3]);
+        fill(small, lens[4], 24);
+        CHECK(fi_senddata(ep, small, lens[4], NULL, 5, peer, &ctx[4]) == 0, "fi_senddata");
+        expect_comp(&ctx[4], FI_SEND | FI_MSG, 0, 0, 0, "fi_senddata completion");
+        CHECK((r = fi_tsenddata(ep, small, 1, NULL, 1ULL << 32, peer, 0x26, &ctx[0])) ==
+                  -FI_EINVAL,
+              "data wider than cq_data_size: %zd", r);
+        CHECK(fi_tsenddata(ep, small, 0, NULL, 0xabcd, peer, 0x25, &ctx[5]) == 0,
+              "fi_tsenddata unexpected");
+        expect_comp(&ctx[5], FI_SEND | FI_TAGGED, 0, 0, 0, "unexpected send completion");
+        sync_peers();
+    }
+    sync_peers();
+    free(big);
+    free(small);
+}
+
 static void test_bad_use(void)
 {
     char         buf[16] = {0};
@@ -687,7 +819,6 @@ static void test_bad_use(void)
         iov[i].iov_len  = 1;
     }
     CHECK(fi_tsend(ep, buf, 1, NULL, 12345, 1, &ctx) == -FI_EINVAL, "send to no address");
-    CHECK(fi_tsenddata(ep, buf, 1, NULL, 7, peer, 1, &ctx) == -FI_ENOSYS, "senddata");
     CHECK(fi_tsendv(ep, iov, NULL, 20, peer, 1, &ctx) == -FI_EINVAL, "iov over the limit");
     CHECK(fi_tsend(ep, buf, 1, NULL, peer, 1ULL << 63, &ctx) == -FI_EINVAL,
           "a tag with the reserved bit");
@@ -730,6 +861,7 @@ int main(void)
     test_selective();
     test_many();
     test_cancel();
+    test_cq_data();
     test_bad_use();
     uint64_t sends = fi_cntr_read(txc), recvs = fi_cntr_read(rxc);
     if (rank == 0) {

@@ -1,6 +1,8 @@
 #!/bin/bash
 # Open MPI, unmodified, over libtmx-fi.so: test/fi/mpi_p2p.c built with mpicc and run with 2 and
-# 4 ranks under `--mca pml cm --mca mtl ofi` with FI_PROVIDER=tmx. Open MPI's own verbose
+# 4 ranks under exactly `--mca pml cm --mca mtl ofi` with FI_PROVIDER=tmx (Open MPI's default
+# tag mode, which takes the provider's remote CQ data: ofi_tag_full), and with 2 ranks in
+# ofi_tag_1 too. Open MPI's own verbose
 # output must say that every rank selected pml cm, mtl ofi and provider tmx, so a silent fall
 # back to another transport fails. Skipped (77) without mpicc/mpirun.
 . "${TMX_SRCDIR:-$(dirname "$0")/../..}/test/fi/lib.sh"
@@ -19,20 +21,38 @@ if ! timeout -s KILL 60 mpicc -O1 -o "$T/mpi_p2p" "$S/test/fi/mpi_p2p.c" 2>"$T/c
 fi
 # shellcheck source=/dev/null
 . "$S/test/fi/mpi_env.sh"
-for np in 2 4; do
-    timeout -s KILL 120 mpirun "${TMX_MPIRUN_ARGS[@]}" -np $np "$T/mpi_p2p" >"$T/out" 2>&1
+# np, then the tag mode: full (Open MPI's default, which takes the provider's remote CQ data:
+# ofi_tag_full) or tag1 (--mca mtl_ofi_tag_mode ofi_tag_1). With FI_LOG_LEVEL=info the
+# provider says once per endpoint that a send carried remote CQ data: every rank in full
+# mode, none in tag1.
+for run in "2 full" "4 full" "2 tag1"; do
+    set -- $run
+    np=$1
+    mode=$2
+    extra=(-x FI_LOG_LEVEL=info -x FI_LOG_PROV=tmx)
+    want=$np
+    if [ "$mode" = tag1 ]; then
+        extra+=("${TMX_MPIRUN_TAG1[@]}")
+        want=0
+    fi
+    timeout -s KILL 120 mpirun "${TMX_MPIRUN_ARGS[@]}" "${extra[@]}" -np "$np" "$T/mpi_p2p" \
+        >"$T/out" 2>&1
     rc=$?
     n_prov=$(grep -c "mtl:ofi:provider: tmx" "$T/out")
     n_cm=$(grep -c "select: component cm selected" "$T/out")
-    if [ "$n_prov" -ne $np ] || [ "$n_cm" -ne $np ]; then
-        fail "np $np: $n_prov of $np ranks say provider tmx, $n_cm pml cm (a fallback?)"
+    if [ "$n_prov" -ne "$np" ] || [ "$n_cm" -ne "$np" ]; then
+        fail "np $np $mode: $n_prov of $np ranks say provider tmx, $n_cm pml cm (a fallback?)"
     fi
     grep -E "^(ok|FAIL|PASS)" "$T/out"
+    n_data=$(grep -c "first send with remote CQ data" "$T/out")
+    if [ "$n_data" -ne "$want" ]; then
+        fail "np $np $mode: $n_data ranks sent remote CQ data, expected $want"
+    fi
     if [ $rc -ne 0 ] || ! grep -q "^PASS: $np ranks" "$T/out"; then
-        fail "np $np: exit $rc"
+        fail "np $np $mode: exit $rc"
         grep -v "mca\|select" "$T/out" | tail -40
     else
-        ok "np $np"
+        ok "np $np, tag mode $mode"
     fi
 done
 # MPI_THREAD_MULTIPLE: Open MPI asks for FI_THREAD_SAFE

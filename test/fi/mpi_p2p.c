@@ -284,6 +284,24 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 1;
     }
+    {
+        /* the largest tag travels, from a named source to MPI_ANY_SOURCE */
+        int *ub = NULL, flag = 0, v = -1;
+        MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+        if (flag && rank < 2) {
+            MPI_Status st;
+            int        peer = 1 - rank;
+            if (rank == 0) {
+                v = 77;
+                MPI_Send(&v, 1, MPI_INT, peer, *ub, MPI_COMM_WORLD);
+            } else {
+                MPI_Recv(&v, 1, MPI_INT, MPI_ANY_SOURCE, *ub, MPI_COMM_WORLD, &st);
+                CHECK(v == 77 && st.MPI_SOURCE == 0 && st.MPI_TAG == *ub,
+                      "tag_ub message: %d from %d tag %d", v, st.MPI_SOURCE, st.MPI_TAG);
+            }
+        }
+        done("the largest tag");
+    }
     test_ring();
     test_any_source_tag_order();
     test_probe();

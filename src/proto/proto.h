@@ -74,7 +74,8 @@ typedef struct tmx_proto_rts_hdr {
  * offered buffer is that large, so the device never reads it itself; it completes the receive
  * RNDV_INCOMPLETE with our header in the buffer (every offered buffer is at least
  * TMX_TM_THRESH >= 64 bytes) or delivers it unexpected, and software reads the data. It travels
- * tagged like every other message, so MPI order holds.
+ * tagged like every other message, so MPI order holds. The device writes our header into the
+ * receive's buffer: for a message shorter than it, bytes past the message change (tmx(3)).
  */
 #define TMX_PROTO_TM_SYNC        0x80000000u /* EAGER: a synchronous send; its id below */
 #define TMX_PROTO_TM_RNDV        0x40000000u /* RNDV (and the FIN): the send's id below */

@@ -24,8 +24,9 @@ fi
 # np, then the tag mode: full (Open MPI's default, which takes the provider's remote CQ data:
 # ofi_tag_full) or tag1 (--mca mtl_ofi_tag_mode ofi_tag_1). With FI_LOG_LEVEL=info the
 # provider says once per endpoint that a send carried remote CQ data: every rank in full
-# mode, none in tag1.
-for run in "2 full" "4 full" "2 tag1"; do
+# mode, none in tag1. tm: full with tmx's tag-matching offload on the soft device (receives
+# from 64 bytes offered), where every message with CQ data goes by tmx's rendezvous.
+for run in "2 full" "4 full" "2 tag1" "4 tm"; do
     set -- $run
     np=$1
     mode=$2
@@ -34,6 +35,8 @@ for run in "2 full" "4 full" "2 tag1"; do
     if [ "$mode" = tag1 ]; then
         extra+=("${TMX_MPIRUN_TAG1[@]}")
         want=0
+    elif [ "$mode" = tm ]; then
+        extra+=(-x TMX_SOFT_TM=yes -x TMX_TM_THRESH=64)
     fi
     timeout -s KILL 120 mpirun "${TMX_MPIRUN_ARGS[@]}" "${extra[@]}" -np "$np" "$T/mpi_p2p" \
         >"$T/out" 2>&1

@@ -425,6 +425,10 @@ static void bi_group_tag(void)
     rp.field_mask = 1ull << 45;
     bi_note       = "[params: unknown field_mask bit 45]";
     BI_EXPECT(tmx_tag_recv_nb(env.w, buf, 8, 1, ~0ull, &rp, &req), TMX_ERR_INVALID_PARAM);
+    rp.field_mask = TMX_REQ_PARAM_IMM;
+    rp.imm        = 7;
+    bi_note       = "[params: TMX_REQ_PARAM_IMM on a receive]";
+    BI_EXPECT(tmx_tag_recv_nb(env.w, buf, 8, 1, ~0ull, &rp, &req), TMX_ERR_INVALID_PARAM);
     rp.field_mask = TMX_REQ_PARAM_CALLBACK;
     rp.cb.recv    = NULL;
     req           = NULL;

@@ -206,6 +206,10 @@ enum tmx_req_flags {
     TMX_REQ_FLAG_INTERNAL   = 1u << 6, /* created by a blocking helper or the library */
 };
 
+/* Bytes of an offered receive's buffer kept (tmx_request_t.tm_saved): the TM rendezvous header
+ * (tmx_proto_tm_rndv_t, checked in tm.c). */
+#define TMX_TM_SAVED 32
+
 typedef struct tmx_request {
     uint32_t            magic;
     uint16_t            type;
@@ -231,6 +235,10 @@ typedef struct tmx_request {
                                        * the device still held it; delivered once the DEL
                                        * gives the receive back */
     int                 tm_cancel;    /* receive: canceled while the device held it */
+    /* receive offered to a device: its buffer's first bytes when offered (the user may not
+     * touch them until it completes), put back past a short message whose rendezvous-form
+     * header the device wrote there (tm.c); read only for an offered receive */
+    uint8_t             tm_saved[TMX_TM_SAVED];
     tmx_list_t          pending_link; /* send: ep->pending */
     uint64_t            id;           /* send: key in worker->sreq_by_id */
     tmx_mr_t           *mr;           /* rendezvous registration */

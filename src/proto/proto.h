@@ -75,7 +75,8 @@ typedef struct tmx_proto_rts_hdr {
  * RNDV_INCOMPLETE with our header in the buffer (every offered buffer is at least
  * TMX_TM_THRESH >= 64 bytes) or delivers it unexpected, and software reads the data. It travels
  * tagged like every other message, so MPI order holds. The device writes our header into the
- * receive's buffer: for a message shorter than it, bytes past the message change (tmx(3)).
+ * receive's buffer: for a message shorter than it, the bytes past the message are put back from
+ * a copy taken when the receive was offered (tmx_request_t.tm_saved).
  */
 #define TMX_PROTO_TM_SYNC        0x80000000u /* EAGER: a synchronous send; its id below */
 #define TMX_PROTO_TM_RNDV        0x40000000u /* RNDV (and the FIN): the send's id below */
@@ -88,6 +89,8 @@ typedef struct tmx_proto_tm_rndv {
     uint32_t  flags;  /* TMX_PROTO_TM_RNDV_IMM or 0 */
     uint32_t  imm;    /* with TMX_PROTO_TM_RNDV_IMM: the immediate data */
 } tmx_proto_tm_rndv_t;
+
+_Static_assert(sizeof(tmx_proto_tm_rndv_t) == TMX_TM_SAVED, "tm_saved keeps the header's bytes");
 
 #define TMX_PROTO_TM_RNDV_IMM 0x1u
 

@@ -106,6 +106,11 @@ void tmx_proto_tm_offer(tmx_worker_t *w, tmx_request_t *rreq)
         tmx_tm_sw_add(&iface->tm, &rreq->tme);
         return;
     }
+    /* a message with immediate data comes in rendezvous form whatever its length, and the
+     * device writes that header here: what it covers past a shorter message is put back */
+    if (rreq->len > 0) {
+        memcpy(rreq->tm_saved, rreq->buf, rreq->len < TMX_TM_SAVED ? rreq->len : TMX_TM_SAVED);
+    }
     tmx_tm_offer(&iface->tm, &rreq->tme);
 }
 
@@ -296,6 +301,12 @@ void tmx_proto_tm_matched(tmx_iface_t *iface, const tmx_wc_t *wc)
         }
         rreq->info.has_imm = imm != 0;
         rreq->info.imm     = (uint32_t)imm;
+        if (r.length < sizeof(r)) {
+            /* the header covered bytes past the message: the user's again (the read writes
+             * only the message's) */
+            memcpy((uint8_t *)rreq->buf + r.length, rreq->tm_saved + r.length,
+                   sizeof(r) - (size_t)r.length);
+        }
         if (ep == NULL || ep->state == TMX_EP_FAILED) {
             rreq->info.length = (size_t)r.length;
             tmx_request_complete(rreq, TMX_ERR_PEER_FAILED);

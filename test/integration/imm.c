@@ -39,6 +39,7 @@ static tmx_worker_h worker;
     } while (0)
 
 #define BIG (1u << 20) /* above any eager limit: rendezvous */
+#define PREFILL 0x5a   /* what a receive buffer holds past the message: stays */
 
 static void fill(unsigned char *b, size_t n, unsigned seed)
 {
@@ -104,6 +105,12 @@ static void check_info(const char *what, tmx_status_t s, const tmx_tag_recv_info
     EXPECT(info->imm == (has_imm ? imm : 0), "%s: imm %#x, expected %#x", what, info->imm,
            has_imm ? imm : 0);
     EXPECT(same(buf, n, (unsigned)tag), "%s: data differs", what);
+    for (size_t i = n; i < blen; i++) {
+        if (buf[i] != PREFILL) {
+            EXPECT(0, "%s: byte %zu past the message changed (%#x)", what, i, buf[i]);
+            break;
+        }
+    }
 }
 
 static void recv_wait(const char *what, tmx_request_h req, const unsigned char *buf,
@@ -138,6 +145,9 @@ static const imm_case_t cases[] = {
     {"eager sync posted",       2000, 1, 1, 1, 4096},
     {"eager sync unexpected",   2000, 1, 1, 0, 4096},
     {"small buffer posted",       40, 1, 0, 1, 64},
+    {"8 bytes, small buffer",        8, 1, 0, 1, 64},
+    {"8 bytes, sync, small buffer",  8, 1, 1, 1, 64},
+    {"8 bytes without imm",          8, 0, 0, 1, 64},
     {"truncated posted",         100, 1, 0, 1, 64},
     {"truncated unexpected",     100, 1, 0, 0, 64},
     {"rndv posted",              BIG, 1, 0, 1, BIG},
@@ -194,7 +204,7 @@ int main(void)
             }
             send_end(req);
         } else if (rank == 1) {
-            memset(buf, 0, c->blen);
+            memset(buf, PREFILL, c->blen);
             if (c->posted) {
                 CHECK(tmx_tag_recv_nb(worker, buf, c->blen, tag, ~(tmx_tag_t)0, NULL, &req));
             }
@@ -249,6 +259,7 @@ int main(void)
             CHECK(tmx_tag_probe(worker, pr[i].tag, ~(tmx_tag_t)0, TMX_PROBE_CLAIM, &info, &msg));
             EXPECT(info.has_imm == pr[i].has && info.imm == pr[i].imm,
                    "claim %u: has_imm %d imm %#x", i, info.has_imm, info.imm);
+            memset(buf, PREFILL, BIG);
             CHECK(tmx_tag_msg_recv_nb(worker, buf, BIG, msg, NULL, &req));
             recv_wait("probe then receive", req, buf, BIG, pr[i].tag, pr[i].len, pr[i].has,
                       pr[i].imm);
@@ -256,6 +267,7 @@ int main(void)
         for (unsigned i = 0; i < 12; i++) {
             tmx_request_h req;
             size_t        len = i % 3 == 2 ? BIG : 8 * i;
+            memset(buf, PREFILL, BIG);
             CHECK(tmx_tag_recv_nb(worker, buf, BIG, 0, 0, NULL, &req));
             recv_wait("in order", req, buf, BIG, 600, len, (int)(i % 2), i);
         }

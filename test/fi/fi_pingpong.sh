@@ -33,8 +33,12 @@ fi
 pp() { # mode port
     LD_PRELOAD=$TMX_FI_PRELOAD timeout -s KILL 60 fi_pingpong -p tmx -e rdm -m "$1" -c -I 20 \
         -B "$2" >"$T/srv" 2>&1 &
-    local srv=$!
-    sleep 0.3
+    local srv=$! i
+    # the client must not connect before the server listens (a loaded machine starts it late)
+    for i in $(seq 200); do
+        ss -ltn "sport = :$2" 2>/dev/null | grep -q LISTEN && break
+        sleep 0.05
+    done
     LD_PRELOAD=$TMX_FI_PRELOAD timeout -s KILL 60 fi_pingpong -p tmx -e rdm -m "$1" -c -I 20 \
         -P "$2" 127.0.0.1 >"$T/cli" 2>&1
     local crc=$?

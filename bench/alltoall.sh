@@ -93,31 +93,9 @@ cores=$(nproc)
 
 # ---------------------------------------------------------------- find the two programs
 
-tmx_status="missing"
-tmx_libpath=""
-if [ -n "$builddir" ]; then
-    tmxrun="$builddir/tools/tmxrun"
-    a2a="$builddir/examples/tmx_alltoall"
-    # In a build tree tmx_alltoall is libtool's shell wrapper: every rank would start a shell
-    # before the program, which start-up would count. Run the real binary instead.
-    if [ -x "$builddir/examples/.libs/tmx_alltoall" ] && [ -d "$builddir/.libs" ]; then
-        a2a="$builddir/examples/.libs/tmx_alltoall"
-        tmx_libpath="$(cd "$builddir/.libs" && pwd)"
-    fi
-    if [ -x "$tmxrun" ] && [ -x "$a2a" ]; then
-        tmx_status="ok"
-    else
-        tmx_status="missing ($tmxrun or $a2a not built)"
-    fi
-else
-    tmxrun=$(command -v tmxrun || true)
-    a2a=$(command -v tmx_alltoall || true)
-    if [ -n "$tmxrun" ] && [ -n "$a2a" ]; then
-        tmx_status="ok"
-    else
-        tmx_status="missing (tmxrun/tmx_alltoall not on PATH; give a build dir)"
-    fi
-fi
+. "$here/lib.sh"
+tmx_find tmx_alltoall "$builddir" real
+a2a=$tmx_prog
 
 ompi_status="missing (mpicc/mpirun not installed: scripts/install-deps.sh --bench)"
 mpi_bin="$outdir/alltoall_mpi"

@@ -89,24 +89,9 @@ run_timeout=300
 
 # ---------------------------------------------------------------- find the three tools
 
-tmx_status="missing"
-if [ -n "$builddir" ]; then
-    tmxrun="$builddir/tools/tmxrun"
-    pingpong="$builddir/examples/tmx_pingpong"
-    if [ -x "$tmxrun" ] && [ -x "$pingpong" ]; then
-        tmx_status="ok"
-    else
-        tmx_status="missing ($tmxrun or $pingpong not built)"
-    fi
-else
-    tmxrun=$(command -v tmxrun || true)
-    pingpong=$(command -v tmx_pingpong || true)
-    if [ -n "$tmxrun" ] && [ -n "$pingpong" ]; then
-        tmx_status="ok"
-    else
-        tmx_status="missing (tmxrun/tmx_pingpong not on PATH; give a build dir)"
-    fi
-fi
+. "$here/lib.sh"
+tmx_find tmx_pingpong "$builddir"
+pingpong=$tmx_prog
 
 ucx_status="missing (ucx_perftest not installed: apt-get install ucx-utils)"
 command -v ucx_perftest > /dev/null && ucx_status="ok"

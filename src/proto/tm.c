@@ -108,7 +108,7 @@ void tmx_proto_tm_offer(tmx_worker_t *w, tmx_request_t *rreq)
     }
     /* a message with immediate data comes in rendezvous form whatever its length, and the
      * device writes that header here: what it covers past a shorter message is put back */
-    if (rreq->len > 0) {
+    if (rreq->len >= iface->tm.thresh) { /* smaller receives are never offered */
         memcpy(rreq->tm_saved, rreq->buf, rreq->len < TMX_TM_SAVED ? rreq->len : TMX_TM_SAVED);
     }
     tmx_tm_offer(&iface->tm, &rreq->tme);

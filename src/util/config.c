@@ -335,11 +335,11 @@ static void tmx_config_syntax(const tmx_config_field_t *f, char *buf, size_t len
         pos += (size_t)snprintf(buf + pos, len - pos, ", power of two");
     }
     if (pos < len && (f->flags & TMX_CONFIG_F_MIN) && (f->flags & TMX_CONFIG_F_MAX)) {
-        pos += (size_t)snprintf(buf + pos, len - pos, ", %g..%g", f->min, f->max);
+        pos += (size_t)snprintf(buf + pos, len - pos, ", %.15g..%.15g", f->min, f->max);
     } else if (pos < len && (f->flags & TMX_CONFIG_F_MIN)) {
-        pos += (size_t)snprintf(buf + pos, len - pos, ", >= %g", f->min);
+        pos += (size_t)snprintf(buf + pos, len - pos, ", >= %.15g", f->min);
     } else if (pos < len && (f->flags & TMX_CONFIG_F_MAX)) {
-        pos += (size_t)snprintf(buf + pos, len - pos, ", <= %g", f->max);
+        pos += (size_t)snprintf(buf + pos, len - pos, ", <= %.15g", f->max);
     }
 }
 

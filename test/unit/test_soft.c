@@ -492,6 +492,7 @@ static int lend_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
 {
     uint8_t        *buf = calloc(LEND_BUFS, LEND_BIG);
     uint32_t        expect[MAXQ] = {0, 0};
+    double          done_by = 0;
     tmx_soft_dev_t *dev;
     tmx_mr_t       *mr;
     tmx_wc_t        wc;
@@ -506,11 +507,21 @@ static int lend_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
               TMX_OK);
     }
     TRY(node_connect(n));
-    while (atomic_load(&sh->stage[1]) < 2 || n->nstash > 0) {
+    /* until the sender says it is done and how many it sent, and those have all come: its
+     * last sends may still wait in its queue for room when it says so (it pushes them out in
+     * its barrier), so an empty poll after its word is not the end */
+    while (atomic_load(&sh->stage[1]) < 2 || n->nstash > 0 || expect[0] < sh->addr[1][0] ||
+           expect[1] < sh->addr[1][1]) {
         uint8_t *p;
         int      q;
 
         if (n->nstash == 0) {
+            if (atomic_load(&sh->stage[1]) >= 2) {
+                if (done_by == 0) {
+                    done_by = tmx_time_sec() + 10;
+                }
+                CHECK(tmx_time_sec() < done_by);
+            }
             node_poll(n);
             continue;
         }

@@ -132,10 +132,10 @@ pick_kernel() {
     done | sort -V | tail -n 1 | grep .
 }
 
-qemu=$(command -v qemu-system-x86_64 2>/dev/null || true)
+qemu=${RXE_VM_QEMU:-$(command -v qemu-system-x86_64 2>/dev/null || true)}
 lane_check() {
     [ "$(uname -m)" = x86_64 ] || skip "the host is $(uname -m), the lane boots an x86_64 guest"
-    [ -n "$qemu" ] || skip "no qemu-system-x86_64 (Debian package qemu-system-x86;" \
+    [ -n "$qemu" ] && [ -x "$qemu" ] || skip "no qemu-system-x86_64 (Debian package qemu-system-x86;" \
                            "scripts/install-deps.sh installs it)"
     if [ -z "$kernel" ]; then
         kernel=$(pick_kernel) ||

@@ -135,8 +135,10 @@ pick_kernel() {
 qemu=${RXE_VM_QEMU:-$(command -v qemu-system-x86_64 2>/dev/null || true)}
 lane_check() {
     [ "$(uname -m)" = x86_64 ] || skip "the host is $(uname -m), the lane boots an x86_64 guest"
-    [ -n "$qemu" ] && [ -x "$qemu" ] || skip "no qemu-system-x86_64 (Debian package qemu-system-x86;" \
-                           "scripts/install-deps.sh installs it)"
+    if [ -z "$qemu" ] || [ ! -x "$qemu" ]; then
+        skip "no qemu-system-x86_64 (Debian package qemu-system-x86;" \
+             "scripts/install-deps.sh installs it)"
+    fi
     if [ -z "$kernel" ]; then
         kernel=$(pick_kernel) ||
             skip "no /boot/vmlinuz-VERSION with rdma_rxe in /lib/modules/VERSION (Debian" \
@@ -415,6 +417,7 @@ append="console=ttyS0 panic=-1 rdinit=/init tmxvm.verbose=$verbose"
 append+=" mitigations=off nokaslr tsc=reliable no_timer_check"
 if [ "$verbose" = 1 ]; then append+=" loglevel=${RXE_VM_LOGLEVEL:-4}"; else append+=" quiet loglevel=1"; fi
 
+# shellcheck disable=SC2054 # the commas are qemu's
 qemu_cmd=("$qemu" -nodefaults -no-user-config -display none -no-reboot
           -machine "pc,accel=$accel" -cpu max -smp "$smp" -m "$mem"
           -kernel "$boot_image" -initrd "$initrd" -append "$append"

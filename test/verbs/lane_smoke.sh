@@ -81,7 +81,8 @@ fi
 gid=$(cat "/sys/class/infiniband/$dev/ports/1/gids/$gidx" 2>&1)
 gtype=$(cat "/sys/class/infiniband/$dev/ports/1/gid_attrs/types/$gidx" 2>&1)
 # ::ffff:10.77.0.1 is 0000:...:ffff:0a4d:0001
-want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' $(echo "$ip" | tr . ' '))
+# shellcheck disable=SC2086 # split into the four numbers of the address
+want=$(IFS=.; printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' $ip)
 if [ "$gid" = "$want" ] && [ "$gtype" = "RoCE v2" ]; then
     ok "GID $gidx is $gid ($gtype)"
 else

@@ -440,8 +440,16 @@ fi
 
 [ "$verbose" = 1 ] && echo "$me: ${qemu_cmd[*]}" >&2
 t0=$(date +%s%N)
-timeout -s TERM -k 5 "$timeout_s" "${qemu_cmd[@]}" </dev/null
+# timeout(1) runs qemu in a process group of its own, which a Ctrl-C on the terminal does not
+# reach: an interrupted script stops the guest itself.
+timeout -s TERM -k 5 "$timeout_s" "${qemu_cmd[@]}" </dev/null &
+qpid=$!
+trap 'kill -TERM $qpid 2>/dev/null; wait $qpid; rm -rf "$ctl"; echo "$me: interrupted" >&2; exit 130' \
+    INT TERM HUP
+wait $qpid
 qrc=$?
+trap 'rm -rf "$ctl"' EXIT
+trap - INT TERM HUP
 exec 9>&-
 t1=$(date +%s%N)
 [ "$verbose" = 1 ] && echo "$me: guest ran $(( (t1 - t0) / 1000000 )) ms, qemu exit $qrc" >&2

@@ -27,31 +27,31 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "ok: $*"; }
 show() { sed 's/^/    | /' "$@"; }
 
-# ready PORT: a server listens on the TCP port it exchanges its address on (at most 20 s).
+# ready PORT PID: the server PID listens on the TCP port it exchanges its address on (false
+# when it has exited, or after 20 s).
 ready() {
-    n=0
+    end=$(($(date +%s) + 20))
     while [ -z "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]; do
-        n=$((n + 1))
-        [ $n -le 200 ] || return 1
+        kill -0 "$2" 2>/dev/null && [ "$(date +%s)" -lt $end ] || return 1
         sleep 0.1
     done
 }
 
 # pair NAME PORT CMD...: CMD as a server in the background, then CMD as its client; both must
-# exit 0 within 60 s. The client's output is in $T/NAME.client.
+# exit 0 within 30 s. The client's output is in $T/NAME.client.
 pair() {
     name=$1 port=$2
     shift 2
-    timeout -s KILL 60 "$@" >"$T/$name.server" 2>&1 &
+    timeout -s KILL 30 "$@" >"$T/$name.server" 2>&1 &
     spid=$!
-    if ! ready "$port"; then
+    if ! ready "$port" $spid; then
         fail "$name: the server does not listen on port $port"
         show "$T/$name.server"
         kill -9 $spid 2>/dev/null
         wait $spid 2>/dev/null
         return
     fi
-    timeout -s KILL 60 "$@" "$ip" >"$T/$name.client" 2>&1
+    timeout -s KILL 30 "$@" "$ip" >"$T/$name.client" 2>&1
     crc=$?
     wait $spid
     src=$?

@@ -265,6 +265,8 @@ i=0
 while read -r path; do
     [ -n "$path" ] || continue
     say "rw share $path"
+    # under a tmpfs of the guest (/tmp, /run...) the mount point must be made first
+    [ -d "$R$path" ] || mkdir -p "$R$path"
     mount -t 9p -o "$o9p" "tmxrw$i" "$R$path" || die "cannot mount the read-write share $path"
     i=$((i + 1))
 done </ctl/rw
@@ -329,9 +331,11 @@ if [ ! -s "$initrd" ]; then
     mv -f "$stage.cpio.gz" "$initrd"
     rm -rf "$stage"
     trap - EXIT
-    # Images of other kernels or versions of this script.
+    # Images of other kernels or versions of this script, unused for a day (another copy of
+    # the script may be booting one right now).
     find "$cache" -maxdepth 1 -name 'initrd-*.cpio.gz' ! -name "$(basename "$initrd")" \
-        -delete 2>/dev/null
+        -mmin +1440 -delete 2>/dev/null
+    find "$cache" -maxdepth 1 -name 'stage.*' -mmin +60 -exec rm -rf {} + 2>/dev/null
     [ "$verbose" = 1 ] && echo "$me: built $initrd ($(stat -c %s "$initrd") bytes)" >&2
 fi
 
@@ -369,12 +373,15 @@ unpack_kernel() {
     fi
     mv -f "$tmp" "$out"
     echo "$stamp" >"$out.stamp"
-    find "$cache" -maxdepth 1 -name 'vmlinux-*' ! -name "vmlinux-$kver*" -delete 2>/dev/null
+    find "$cache" -maxdepth 1 -name 'vmlinux-*' ! -name "vmlinux-$kver*" -mmin +1440 \
+        -delete 2>/dev/null
     [ "$verbose" = 1 ] && echo "$me: unpacked $kernel to $out" >&2
     boot_image=$out
 }
 [ "${RXE_VM_BZIMAGE:-0}" = 1 ] || unpack_kernel ||
     { [ "$verbose" = 1 ] && echo "$me: booting the compressed $kernel (slower)" >&2; }
+
+touch "$initrd" 2>/dev/null # in use: not cleaned up by another version of this script
 
 # ---------------------------------------------------------------------------------------
 # The control share: the command, the read-write shares, and the guest's status.

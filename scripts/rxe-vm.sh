@@ -37,8 +37,12 @@
 # mounts, rxe) or dies without a status; 124 on timeout.
 #
 # Environment: RXE_VM_TIMEOUT, RXE_VM_SMP, RXE_VM_MEM, RXE_VM_KERNEL, RXE_VM_CACHE,
-# RXE_VM_ACCEL, RXE_VM_VERBOSE=1 (defaults of the options above).
+# RXE_VM_ACCEL, RXE_VM_VERBOSE=1 (defaults of the options above); RXE_VM_QEMU (the qemu
+# binary), RXE_VM_BZIMAGE=1 (boot the compressed kernel as it is).
 set -uo pipefail
+# The whole script is one compound command, read before it runs: editing the file while a
+# guest runs (a long test) does not change what the running copy does next.
+{
 
 me=rxe-vm
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -479,3 +483,4 @@ fi
 echo "$me: the guest ended without a status (qemu exit $qrc: a kernel panic or a qemu error;" \
      "rerun with -v to see the kernel's messages)" >&2
 exit 99
+}

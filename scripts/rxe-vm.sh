@@ -23,7 +23,7 @@
 #   --accel A      tcg (default, what CI has) or kvm (faster, when /dev/kvm is usable)
 #   --no-lock      do not wait for other guests (by default one guest runs at a time per
 #                  user: two guests of -smp 2 on a 2-core machine slow each other 10x)
-#   -v             show the kernel's messages and the guest's setup steps
+#   -v             show the kernel's messages, the guest's setup steps and the times
 #
 # In the guest: rxe0 on netdev rxenet0 (10.77.0.1/24), port ACTIVE and the RoCE v2 IPv4 GID
 # at index 1 before the command starts; the command sees RXE_VM=1, RXE_VM_DEV=rxe0,
@@ -38,7 +38,8 @@
 #
 # Environment: RXE_VM_TIMEOUT, RXE_VM_SMP, RXE_VM_MEM, RXE_VM_KERNEL, RXE_VM_CACHE,
 # RXE_VM_ACCEL, RXE_VM_VERBOSE=1 (defaults of the options above); RXE_VM_QEMU (the qemu
-# binary), RXE_VM_BZIMAGE=1 (boot the compressed kernel as it is).
+# binary), RXE_VM_BZIMAGE=1 (boot the compressed kernel as it is), RXE_VM_TIMING=1 (print
+# the guest's times, as -v does).
 set -uo pipefail
 # The whole script is one compound command, read before it runs: editing the file while a
 # guest runs (a long test) does not change what the running copy does next.
@@ -296,6 +297,7 @@ until grep -q ACTIVE $port/state 2>/dev/null &&
 done
 say "@DEV@ $(cat $port/state), gid 1 $(cat $port/gids/1)"
 
+cut -d' ' -f1 /proc/uptime >/ctl/ready
 chroot $R /bin/bash /run/tmx-vm/cmd.sh </dev/null
 guest_exit $?
 EOF
@@ -443,6 +445,7 @@ qemu_cmd=("$qemu" -nodefaults -no-user-config -display none -no-reboot
 if [ "$lock" = yes ] && command -v flock >/dev/null 2>&1; then
     lockfile="${TMPDIR:-/tmp}/tmx-rxe-vm-$(id -u).lock"
     exec 9>>"$lockfile"
+    tw=$(date +%s%N)
     if ! flock -n 9; then
         echo "$me: waiting for another guest to finish ($lockfile)" >&2
         flock 9
@@ -463,7 +466,12 @@ trap 'rm -rf "$ctl"' EXIT
 trap - INT TERM HUP
 exec 9>&-
 t1=$(date +%s%N)
-[ "$verbose" = 1 ] && echo "$me: guest ran $(( (t1 - t0) / 1000000 )) ms, qemu exit $qrc" >&2
+if [ "$verbose" = 1 ] || [ "${RXE_VM_TIMING:-0}" = 1 ]; then
+    ms() { printf '%d.%02d s' $(($1 / 1000000000)) $(($1 % 1000000000 / 10000000)); }
+    echo "$me: the guest ran $(ms $((t1 - t0))) (qemu start to exit; boot and rxe set-up" \
+         "$(cat "$ctl/ready" 2>/dev/null || echo ?) s of the guest's clock), waited" \
+         "$(ms $((t0 - ${tw:-$t0}))) for other guests, qemu exit $qrc" >&2
+fi
 
 if [ -s "$ctl/status" ]; then
     rc=$(cat "$ctl/status")

@@ -322,8 +322,16 @@ if [ ! -s "$initrd" ]; then
     mkdir -p "$stage/bin" "$stage/mods"
     cp "$busybox" "$stage/bin/busybox"
     while IFS=$'\t' read -r path args; do
-        cp "$path" "$stage/mods/"
-        printf '%s %s\n' "$(basename "$path")" "$args" >>"$stage/mods/order"
+        # Compressed modules (newer Debian kernels) are unpacked here: busybox's insmod
+        # hands the kernel the file as it is.
+        name=$(basename "$path")
+        case "$name" in
+            *.ko.xz)  name=${name%.xz};  xz -dc "$path" >"$stage/mods/$name" ;;
+            *.ko.zst) name=${name%.zst}; zstd -dcq "$path" >"$stage/mods/$name" ;;
+            *.ko.gz)  name=${name%.gz};  gzip -dc "$path" >"$stage/mods/$name" ;;
+            *)        cp "$path" "$stage/mods/$name" ;;
+        esac || skip "cannot unpack the module $path"
+        printf '%s %s\n' "$name" "$args" >>"$stage/mods/order"
     done <<<"$order"
     guest_init | sed -e "s/@DEV@/$rxe_dev/g" -e "s/@NETDEV@/$rxe_netdev/g" \
                      -e "s/@IP@/$rxe_ip/g" >"$stage/init"

@@ -15,8 +15,10 @@
 #   --smp N        guest CPUs (default 2: with 1, rxe's deferred work makes UD 100x slower)
 #   --mem M        guest memory in MiB (default 1024)
 #   --rw DIR       share DIR (an existing host directory) read-write at the same path in the
-#                  guest; repeatable (everything else is read-only, /tmp /run /dev/shm /root
-#                  /var/tmp are empty tmpfs)
+#                  guest; repeatable. Everything else is read-only; /tmp /var/tmp /run
+#                  /dev/shm are empty tmpfs, except that the working directory, TMX_SRCDIR and
+#                  TMX_BUILDDIR are shared read-only when they lie under one of them
+#   --ro DIR       share DIR read-only over such a tmpfs; repeatable
 #   --kernel F     kernel image (default: the newest /boot/vmlinuz-* whose modules hold
 #                  rdma_rxe); its version is taken from the name (vmlinuz-VERSION)
 #   --cache DIR    where the initramfs is cached (default build/cache/rxe-vm of the tree)
@@ -58,7 +60,7 @@ accel=${RXE_VM_ACCEL:-tcg}
 verbose=${RXE_VM_VERBOSE:-0}
 lock=yes
 check=no
-rw_dirs=()
+shares=() # "rw DIR" or "ro DIR"
 
 usage() { sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$script"; }
 
@@ -68,7 +70,8 @@ while [ $# -gt 0 ]; do
         --timeout)   timeout_s=${2:?--timeout needs seconds}; shift ;;
         --smp)       smp=${2:?--smp needs a number}; shift ;;
         --mem)       mem=${2:?--mem needs MiB}; shift ;;
-        --rw)        rw_dirs+=("${2:?--rw needs a directory}"); shift ;;
+        --rw)        shares+=("rw ${2:?--rw needs a directory}"); shift ;;
+        --ro)        shares+=("ro ${2:?--ro needs a directory}"); shift ;;
         --kernel)    kernel=${2:?--kernel needs a file}; shift ;;
         --cache)     cache=${2:?--cache needs a directory}; shift ;;
         --accel)     accel=${2:?--accel needs tcg or kvm}; shift ;;
@@ -259,22 +262,21 @@ mount -t sysfs sys $R/sys || die "mount $R/sys"
 mkdir -p /dev/pts /dev/shm
 mount --bind /dev $R/dev || die "mount $R/dev"
 mount -t devpts -o newinstance,ptmxmode=0666 devpts $R/dev/pts || die "mount $R/dev/pts"
-for d in /dev/shm /tmp /var/tmp /root /run; do
+for d in /dev/shm /tmp /var/tmp /run; do
     [ -d "$R$d" ] || continue
-    mode=1777; [ "$d" = /root ] && mode=0700; [ "$d" = /run ] && mode=0755
+    mode=1777; [ "$d" = /run ] && mode=0755
     mount -t tmpfs -o mode=$mode tmpfs "$R$d" || die "mount tmpfs on $R$d"
 done
 mkdir -p $R/run/tmx-vm $R/run/lock
 mount --bind /ctl $R/run/tmx-vm || die "bind the control share"
-i=0
-while read -r path; do
+while read -r i mode path; do
     [ -n "$path" ] || continue
-    say "rw share $path"
+    say "$mode share $path"
     # under a tmpfs of the guest (/tmp, /run...) the mount point must be made first
     [ -d "$R$path" ] || mkdir -p "$R$path"
-    mount -t 9p -o "$o9p" "tmxrw$i" "$R$path" || die "cannot mount the read-write share $path"
-    i=$((i + 1))
-done </ctl/rw
+    o=; [ "$mode" = ro ] && o=,cache=loose,ro
+    mount -t 9p -o "$o9p$o" "tmxsh$i" "$R$path" || die "cannot mount the $mode share $path"
+done </ctl/shares
 
 # The network rxe runs on, with the host's own tools: busybox's ip applet cannot make a
 # dummy link, and busybox sh would prefer it to /usr/bin/ip.
@@ -402,19 +404,34 @@ touch "$initrd" 2>/dev/null # in use: not cleaned up by another version of this 
 
 ctl=$(mktemp -d "${TMPDIR:-/tmp}/tmx-rxe-vm.XXXXXX") || { echo "$me: mktemp failed" >&2; exit 99; }
 trap 'rm -rf "$ctl"' EXIT
-: >"$ctl/rw"
-rw_args=()
+# The directories the command most likely needs, when the guest's tmpfs would hide them.
+for d in "$PWD" "${TMX_SRCDIR:-}" "${TMX_BUILDDIR:-}"; do
+    if [ -z "$d" ] || [ ! -d "$d" ]; then continue; fi
+    d=$(cd "$d" && pwd -P)
+    case "$d/" in
+        /tmp/*|/var/tmp/*|/run/*|/dev/shm/*) shares+=("ro $d") ;;
+    esac
+done
+share_args=()
+declare -A shared=()
 i=0
-for d in ${rw_dirs[@]+"${rw_dirs[@]}"}; do
+: >"$ctl/shares"
+# Parents before children, each directory once (the first mode given wins).
+while read -r _ mode d; do
     if [ ! -d "$d" ]; then
-        echo "$me: --rw $d: not a directory" >&2
+        echo "$me: --$mode $d: not a directory" >&2
         exit 2
     fi
     d=$(cd "$d" && pwd -P)
-    echo "$d" >>"$ctl/rw"
-    rw_args+=(-virtfs "local,path=$d,mount_tag=tmxrw$i,security_model=none,multidevs=remap")
+    [ -z "${shared[$d]:-}" ] || continue
+    shared[$d]=$mode
+    echo "$i $mode $d" >>"$ctl/shares"
+    o=; [ "$mode" = ro ] && o=,readonly=on
+    share_args+=(-virtfs "local,path=$d,mount_tag=tmxsh$i,security_model=none,multidevs=remap$o")
     i=$((i + 1))
-done
+done < <(for sh in ${shares[@]+"${shares[@]}"}; do
+             printf '%d %s\n' "${#sh}" "$sh"
+         done | sort -n -s -k1,1)
 
 {
     echo "# the command of scripts/rxe-vm.sh, run in the guest by bash"
@@ -446,7 +463,7 @@ qemu_cmd=("$qemu" -nodefaults -no-user-config -display none -no-reboot
           -device isa-debug-exit,iobase=0xf4,iosize=0x04
           -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
           -virtfs "local,path=$ctl,mount_tag=tmxctl,security_model=none,multidevs=remap"
-          ${rw_args[@]+"${rw_args[@]}"})
+          ${share_args[@]+"${share_args[@]}"})
 
 # One guest at a time: they would share the host's cores, and rxe under TCG is sensitive to
 # losing its CPU (timeouts, retransmissions).

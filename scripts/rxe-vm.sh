@@ -453,7 +453,9 @@ done < <(for sh in ${shares[@]+"${shares[@]}"}; do
 
 append="console=ttyS0 panic=-1 rdinit=/init tmxvm.verbose=$verbose"
 append+=" mitigations=off nokaslr tsc=reliable no_timer_check"
-if [ "$verbose" = 1 ]; then append+=" loglevel=${RXE_VM_LOGLEVEL:-4}"; else append+=" quiet loglevel=1"; fi
+# Kernel errors, oopses and panics always reach the output (loglevel 4: levels 0-3; a normal
+# boot prints none); -v shows the boot too, RXE_VM_LOGLEVEL=7 everything.
+if [ "$verbose" = 1 ]; then append+=" loglevel=${RXE_VM_LOGLEVEL:-5}"; else append+=" quiet loglevel=4"; fi
 
 # shellcheck disable=SC2054 # the commas are qemu's
 qemu_cmd=("$qemu" -nodefaults -no-user-config -display none -no-reboot

@@ -30,8 +30,8 @@
 # In the guest: rxe0 on netdev rxenet0 (10.77.0.1/24), port ACTIVE and the RoCE v2 IPv4 GID
 # at index 1 before the command starts; the command sees RXE_VM=1, RXE_VM_DEV=rxe0,
 # RXE_VM_NETDEV=rxenet0, RXE_VM_IP=10.77.0.1, RXE_VM_GID_INDEX=1, TMPDIR=/tmp and the rest of
-# the caller's environment. It runs as root with stdin from /dev/null; stdout and stderr
-# arrive merged on stdout.
+# the caller's environment. It runs as root with stdin from /dev/null, its stdout and stderr
+# both into a regular file (as under make check) which this script copies to stdout as it grows.
 #
 # Exit status: the command's; 77 when the lane cannot run here (the reason is printed: no
 # qemu, no kernel image or modules, a kernel image that is not readable - Debian installs it
@@ -300,7 +300,10 @@ done
 say "@DEV@ $(cat $port/state), gid 1 $(cat $port/gids/1)"
 
 cut -d' ' -f1 /proc/uptime >/ctl/ready
-chroot $R /bin/bash /run/tmx-vm/cmd.sh </dev/null
+# The command writes to a file of the control share, which the host follows: it sees a
+# regular file as under `make check` (not the console's tty: no colours, stdio fully
+# buffered), and processes it leaves behind cannot hold the output open.
+chroot $R /bin/bash /run/tmx-vm/cmd.sh </dev/null >/ctl/out 2>&1
 guest_exit $?
 EOF
 }
@@ -485,10 +488,15 @@ t0=$(date +%s%N)
 # reach: an interrupted script stops the guest itself.
 timeout -s TERM -k 5 "$timeout_s" "${qemu_cmd[@]}" </dev/null &
 qpid=$!
-trap 'kill -TERM $qpid 2>/dev/null; wait $qpid; rm -rf "$ctl"; echo "$me: interrupted" >&2; exit 130' \
-    INT TERM HUP
+# The command's output, as the guest writes it, until qemu ends (then tail reads to the end).
+: >"$ctl/out"
+tail -n +1 -s 0.2 --pid=$qpid -f "$ctl/out" &
+tpid=$!
+trap 'kill -TERM $qpid 2>/dev/null; wait $qpid; wait $tpid; rm -rf "$ctl"; echo "$me: interrupted" >&2
+      exit 130' INT TERM HUP
 wait $qpid
 qrc=$?
+wait $tpid
 trap 'rm -rf "$ctl"' EXIT
 trap - INT TERM HUP
 exec 9>&-

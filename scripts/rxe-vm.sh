@@ -411,8 +411,8 @@ trap 'rm -rf "$ctl"' EXIT
 for d in "$PWD" "${TMX_SRCDIR:-}" "${TMX_BUILDDIR:-}"; do
     if [ -z "$d" ] || [ ! -d "$d" ]; then continue; fi
     d=$(cd "$d" && pwd -P)
-    case "$d/" in
-        /tmp/*|/var/tmp/*|/run/*|/dev/shm/*) shares+=("ro $d") ;;
+    case "$d" in # below the tmpfs, not the tmpfs itself, which must stay writable
+        /tmp/?*|/var/tmp/?*|/run/?*|/dev/shm/?*) shares+=("ro $d") ;;
     esac
 done
 share_args=()

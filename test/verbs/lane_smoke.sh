@@ -42,6 +42,7 @@ ready() {
 pair() {
     name=$1 port=$2
     shift 2
+    p0=$(date +%s%N)
     timeout -s KILL 30 "$@" >"$T/$name.server" 2>&1 &
     spid=$!
     if ! ready "$port" $spid; then
@@ -56,8 +57,8 @@ pair() {
     wait $spid
     src=$?
     if [ $crc -eq 0 ] && [ $src -eq 0 ]; then
-        ok "$name: $(grep -E 'usec/iter|^ *[0-9]+ +[0-9]+ ' "$T/$name.client" | tail -n 1 |
-                     tr -s ' \t' ' ')"
+        ok "$name ($((($(date +%s%N) - p0) / 1000000)) ms):" \
+           "$(grep -E 'usec/iter|^ *[0-9]+ +[0-9]+ ' "$T/$name.client" | tail -n 1 | tr -s ' \t' ' ')"
     else
         fail "$name: client exit $crc, server exit $src"
         echo "    server:"; show "$T/$name.server"

@@ -368,6 +368,7 @@ static void tmx_soft_sq_reap(tmx_soft_qp_t *qp)
             wc.opcode   = tmx_soft_wc_opcode(swr->opcode);
             wc.byte_len = swr->opcode == TMX_WR_RDMA_READ ? (uint32_t)swr->total : 0;
             wc.qp_num   = qp->super.qp_num;
+            wc.src_qp   = qp->xrc_srqn;
             tmx_soft_cq_push((tmx_soft_cq_t *)qp->super.send_cq, &wc);
         }
         free(swr->copy);
@@ -431,6 +432,7 @@ static void tmx_soft_qp_fail(tmx_soft_qp_t *qp, tmx_wc_status_t status, int asyn
         wc.status = status;
         wc.opcode = TMX_WC_SEND;
         wc.qp_num = qp->super.qp_num;
+        wc.src_qp = qp->xrc_srqn;
         tmx_soft_cq_push((tmx_soft_cq_t *)qp->super.send_cq, &wc);
     }
 }
@@ -1891,8 +1893,14 @@ static int tmx_soft_rx_one(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec, uint64_
         return TMX_SOFT_RX_BAD;
     }
     memcpy(&ext, rec + 1, sizeof(ext));
+    if ((qp->index & TMX_SOFT_XRC_DST) &&
+        (op == TMX_SOFT_OP_WDATA || op == TMX_SOFT_OP_RREQ || op == TMX_SOFT_OP_RRESP ||
+         op == TMX_SOFT_OP_ACK)) {
+        return TMX_SOFT_RX_BAD; /* an XRC stream carries RDMA by cross-memory attach only */
+    }
     switch (op) {
     case TMX_SOFT_OP_SEND:   return tmx_soft_rx_send(qp, rec, len, flags);
+    case TMX_SOFT_OP_CLOSE:  return tmx_soft_xrc_rx_close(qp);
     case TMX_SOFT_OP_WIMM:   return tmx_soft_rx_wimm(qp, rec, &ext);
     case TMX_SOFT_OP_WDATA:  return tmx_soft_rx_wdata(qp, rec, &ext, len, flags);
     case TMX_SOFT_OP_RREQ:   return tmx_soft_rx_rreq(qp, rec, &ext);
@@ -2067,7 +2075,12 @@ static void tmx_soft_park_drain(tmx_soft_qp_t *qp)
 /* The QP an inbox record names, if it still is the one the sender connected to. */
 static tmx_soft_qp_t *tmx_soft_inbox_qp(tmx_soft_dev_t *dev, uint32_t dst, uint32_t gen)
 {
-    tmx_soft_qp_t *qp = dst < dev->hdr->max_qps ? dev->qps[dst] : NULL;
+    tmx_soft_qp_t *qp;
+
+    if (dst & TMX_SOFT_XRC_DST) {
+        return tmx_soft_xrc_stream(dev, dst & ~TMX_SOFT_XRC_DST, gen);
+    }
+    qp = dst < dev->hdr->max_qps ? dev->qps[dst] : NULL;
 
     if (qp == NULL || qp->super.type != TMX_QPT_RC || qp->my_gen != gen ||
         qp->super.state == TMX_QPS_ERR || qp->super.state == TMX_QPS_RESET) {
@@ -2235,14 +2248,28 @@ tmx_status_t tmx_soft_qp_create(tmx_pd_t *pd, const tmx_qp_init_attr_t *attr, tm
     unsigned        i, n;
     tmx_status_t    status;
 
-    if (attr == NULL || attr->send_cq == NULL || attr->recv_cq == NULL ||
+    if (attr == NULL || attr->send_cq == NULL ||
+        (attr->recv_cq == NULL && attr->type != TMX_QPT_XRC_INI &&
+         attr->type != TMX_QPT_XRC_TGT) ||
         attr->max_send_wr > dev->super.attr.max_qp_wr ||
         attr->max_recv_wr > dev->super.attr.max_qp_wr ||
         attr->max_inline > dev->super.attr.max_inline) {
         status = TMX_ERR_INVALID_PARAM;
         goto err;
     }
-    if (attr->type != TMX_QPT_RC && attr->type != TMX_QPT_UD) {
+    if (attr->type == TMX_QPT_XRC_TGT || attr->type == TMX_QPT_XRC_INI) {
+        if (!(dev->super.attr.caps & TMX_DEV_CAP_XRC)) {
+            status = TMX_ERR_UNSUPPORTED;
+            goto err;
+        }
+        if (attr->srq != NULL) {
+            status = TMX_ERR_INVALID_PARAM; /* no receive queue of their own to share */
+            goto err;
+        }
+        if (attr->type == TMX_QPT_XRC_TGT) {
+            return tmx_soft_xrc_tgt_create(pd, attr, qp_p); /* the domain's, not a slot's */
+        }
+    } else if (attr->type != TMX_QPT_RC && attr->type != TMX_QPT_UD) {
         status = TMX_ERR_UNSUPPORTED;
         goto err;
     }
@@ -2311,6 +2338,17 @@ tmx_status_t tmx_soft_qp_create(tmx_pd_t *pd, const tmx_qp_init_attr_t *attr, tm
         qp->tm    = ((tmx_soft_srq_t *)attr->srq)->tm;
         qp->tm_qp = attr->max_send_wr == 0; /* its send queue is the device's */
     }
+    if (attr->type == TMX_QPT_XRC_INI) {
+        status = tmx_soft_xrc_ini_init(qp);
+        if (status != TMX_OK) {
+            goto err_free;
+        }
+        dev->stats.qps_xrc_ini++;
+    } else if (attr->type == TMX_QPT_UD) {
+        dev->stats.qps_ud++;
+    } else {
+        dev->stats.qps_rc++;
+    }
     dev->qps[i]       = qp;
     *qp_p             = &qp->super;
     return TMX_OK;
@@ -2329,6 +2367,18 @@ void tmx_soft_qp_destroy(tmx_qp_t *q)
 
     if (qp == NULL) {
         return;
+    }
+    if (qp->super.type == TMX_QPT_XRC_TGT) {
+        tmx_soft_xrc_qp_destroy(qp); /* the domain's: no slot */
+        return;
+    }
+    if (qp->super.type == TMX_QPT_XRC_INI) {
+        tmx_soft_xrc_qp_destroy(qp); /* its routes */
+        qp->dev->stats.qps_xrc_ini--;
+    } else if (qp->super.type == TMX_QPT_UD) {
+        qp->dev->stats.qps_ud--;
+    } else {
+        qp->dev->stats.qps_rc--;
     }
     tmx_soft_active_del(qp);
     for (uint32_t s = qp->head_seq; s != qp->next_seq; s++) {
@@ -2356,6 +2406,9 @@ tmx_status_t tmx_soft_qp_get_addr(tmx_qp_t *q, void *buf, size_t *len_p)
     size_t             dlen = sizeof(a.dev);
     tmx_status_t       status;
 
+    if (qp != NULL && qp->super.type == TMX_QPT_XRC_TGT) {
+        return tmx_soft_xrc_get_addr(qp, buf, len_p);
+    }
     if (buf == NULL || len_p == NULL || *len_p < sizeof(a)) {
         return TMX_ERR_INVALID_PARAM;
     }
@@ -2373,6 +2426,25 @@ tmx_status_t tmx_soft_qp_get_addr(tmx_qp_t *q, void *buf, size_t *len_p)
     a.dev_len = (uint32_t)dlen;
     memcpy(buf, &a, sizeof(a));
     *len_p = sizeof(a);
+    return TMX_OK;
+}
+
+tmx_status_t tmx_soft_qp_addr_dev(const void *blob, size_t len, const uint8_t **dev_p,
+                                  size_t *dev_len_p)
+{
+    const tmx_soft_qp_addr_t *a = blob;
+    tmx_soft_qp_addr_t        h;
+
+    if (blob == NULL || len != sizeof(h)) {
+        return TMX_ERR_INVALID_ADDR;
+    }
+    memcpy(&h, blob, sizeof(h));
+    if (h.magic != TMX_SOFT_QP_MAGIC || h.version != TMX_SOFT_VERSION || h.len != sizeof(h) ||
+        h.dev_len > sizeof(h.dev)) {
+        return TMX_ERR_INVALID_ADDR;
+    }
+    *dev_p     = a->dev;
+    *dev_len_p = h.dev_len;
     return TMX_OK;
 }
 
@@ -2476,6 +2548,11 @@ tmx_status_t tmx_soft_qp_modify(tmx_qp_t *q, const tmx_qp_attr_t *attr, unsigned
 
     if (qp == NULL || attr == NULL || !(attr_mask & TMX_QP_ATTR_STATE)) {
         return TMX_ERR_INVALID_PARAM;
+    }
+    if (qp->super.type == TMX_QPT_XRC_TGT ||
+        (qp->super.type == TMX_QPT_XRC_INI && attr->state != TMX_QPS_INIT &&
+         attr->state != TMX_QPS_RTS)) {
+        return tmx_soft_xrc_modify(qp, attr, attr_mask);
     }
     cur = qp->super.state;
     if ((attr_mask & TMX_QP_ATTR_OOO) && attr->ooo) {
@@ -2722,6 +2799,9 @@ tmx_status_t tmx_soft_post_send(tmx_qp_t *q, tmx_send_wr_t *wr, tmx_send_wr_t **
     tmx_soft_qp_t *qp     = (tmx_soft_qp_t *)q;
     tmx_status_t   status = TMX_OK;
 
+    if (qp->super.type == TMX_QPT_XRC_INI) {
+        return tmx_soft_xrc_ini_post(qp, wr, bad_p);
+    }
     for (; wr != NULL; wr = wr->next) {
         size_t total = 0;
 
@@ -2748,7 +2828,8 @@ tmx_status_t tmx_soft_post_recv(tmx_qp_t *q, tmx_recv_wr_t *wr, tmx_recv_wr_t **
 {
     tmx_soft_qp_t *qp = (tmx_soft_qp_t *)q;
 
-    if (qp->super.srq != NULL || qp->super.state == TMX_QPS_ERR) {
+    if (qp->super.srq != NULL || qp->super.state == TMX_QPS_ERR ||
+        qp->super.type == TMX_QPT_XRC_INI || qp->super.type == TMX_QPT_XRC_TGT) {
         *bad_p = wr;
         return TMX_ERR_INVALID_PARAM;
     }
@@ -2783,6 +2864,9 @@ static void tmx_soft_check_peers(tmx_soft_dev_t *dev)
             }
             i++;
         }
+    }
+    if (dev->xrc != NULL) {
+        tmx_soft_xrc_check(dev);
     }
 }
 
@@ -2902,4 +2986,48 @@ busy:
     /* a producer that saw the word meanwhile sends a wake for nothing: harmless */
     atomic_store_explicit(&dev->hdr->armed, 0, memory_order_relaxed);
     return TMX_ERR_BUSY;
+}
+
+/* ---------------------------------------------------------------- for soft_xrc.c */
+
+void tmx_soft_qp_release(tmx_soft_qp_t *qp)
+{
+    tmx_soft_active_del(qp);
+    tmx_soft_pending_del(qp);
+    for (uint32_t s = qp->head_seq; s != qp->next_seq; s++) {
+        free(tmx_soft_swr(qp, s)->copy);
+        tmx_soft_swr(qp, s)->copy = NULL;
+    }
+    tmx_soft_fast_drop(qp);
+    tmx_soft_park_free(qp);
+}
+
+void tmx_soft_qp_error(tmx_soft_qp_t *qp, tmx_wc_status_t status, int async)
+{
+    tmx_soft_qp_fail(qp, status, async);
+}
+
+void tmx_soft_qp_activate(tmx_soft_qp_t *qp)
+{
+    tmx_soft_active_add(qp);
+}
+
+int tmx_soft_qp_send_close(tmx_soft_qp_t *qp)
+{
+    tmx_soft_rec_t *rec;
+
+    if (qp->rseg == NULL || tmx_soft_rseg_dead(qp->rseg)) {
+        return 1; /* nobody reads it */
+    }
+    rec = tmx_soft_qp_reserve(qp, TMX_SOFT_HDR);
+    if (rec == NULL) {
+        return 0;
+    }
+    rec->len   = 0;
+    rec->op    = TMX_SOFT_OP_CLOSE;
+    rec->flags = 0;
+    rec->imm   = 0;
+    rec->seq   = qp->next_seq;
+    tmx_soft_qp_commit(qp, rec, TMX_SOFT_HDR);
+    return 1;
 }

@@ -91,7 +91,7 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "Log destination file; empty means stderr, %p is replaced by the pid.")},
     {TMX_CONFIG_FIELD("PROVIDERS", TMX_CONFIG_STRING, "", providers,
                       "Comma-separated device providers to use; empty means all that were built.")},
-    {TMX_CONFIG_FIELD("EAGER_MAX", TMX_CONFIG_SIZE, "8k", eager_max,
+    {TMX_CONFIG_FIELD("EAGER_MAX", TMX_CONFIG_SIZE, "16k", eager_max,
                       "Largest message sent eagerly; larger ones use rendezvous.")},
     {TMX_CONFIG_FIELD("UNEXP_BUDGET", TMX_CONFIG_SIZE, "64m", unexp_budget,
                       "Bytes of unexpected eager messages buffered per worker.")},

@@ -63,7 +63,7 @@ Test(config, defaults)
     cr_assert_eq(cfg.log_level, TMX_LOG_WARN);
     cr_assert_str_eq(cfg.log_file, "");
     cr_assert_str_eq(cfg.providers, "");
-    cr_assert_eq(cfg.eager_max, 8192);
+    cr_assert_eq(cfg.eager_max, 16384);
     cr_assert_eq(cfg.unexp_budget, 64u << 20);
     cr_assert_eq(cfg.eager_credits, 64);
     cr_assert_eq(cfg.tag_hash_bits, 10);

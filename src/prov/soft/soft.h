@@ -63,6 +63,10 @@
 #define TMX_SOFT_MAX_UD_MSG 4096
 #define TMX_SOFT_MAX_MSG    (1ul << 30)
 #define TMX_SOFT_MAX_RESP   16 /* fallback READs a target serves at once per QP */
+/* Payload of one SEND record when a message takes several: the receiver copies a record out
+ * while the sender writes the next, so a message above it moves in a pipeline instead of in
+ * two serial copies (tmx_soft_send_direct). */
+#define TMX_SOFT_FRAG       8192
 
 /* ---------------------------------------------------------------- shared memory (the wire) */
 

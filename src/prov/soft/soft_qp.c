@@ -684,6 +684,22 @@ static inline void tmx_soft_qp_commit(tmx_soft_qp_t *qp, tmx_soft_rec_t *rec, si
     }
 }
 
+/* Publishes one record of several taken by one reservation (tmx_soft_send_frags): the reader
+ * may take it now; the last one goes by tmx_soft_qp_commit, which ends the reservation. */
+static inline void tmx_soft_qp_publish_part(tmx_soft_qp_t *qp, tmx_soft_rec_t *rec, size_t bytes)
+{
+    if (qp->out_fast != 0) {
+        tmx_soft_tx_publish(qp->out_ring, qp->out_size, rec, qp->out_tail, bytes);
+        qp->out_tail += bytes;
+    } else {
+        tmx_soft_ring_ctrl_t *ctrl = tmx_soft_rseg_inbox_ctrl(qp->rseg);
+
+        tmx_soft_tx_publish((uint8_t *)(ctrl + 1), qp->rseg->hdr->inbox_size, rec, qp->ibx_tail,
+                            bytes);
+        qp->ibx_tail += bytes;
+    }
+}
+
 /* Serves the responses this QP owes its peer (fallback RDMA); 0 when the ring is full. */
 static int tmx_soft_resp_progress(tmx_soft_qp_t *qp)
 {
@@ -2678,6 +2694,57 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
 }
 
 /*
+ * A direct SEND above TMX_SOFT_FRAG: one reservation for all its records, each published as
+ * soon as it is written, so that the receiver copies one out while we write the next. Taken
+ * at once like the single record it replaces (it goes out whole or not at all), and only when
+ * the records fit where that one record would: the bound on a record (a quarter ring) holds
+ * for the reservation. 0: it does not fit (one record then), or the ring is full.
+ */
+static int tmx_soft_send_frags(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, size_t total,
+                               uint8_t flags)
+{
+    size_t          k     = (total + TMX_SOFT_FRAG - 1) / TMX_SOFT_FRAG;
+    size_t          last  = total - (k - 1) * TMX_SOFT_FRAG;
+    size_t          whole = (k - 1) * tmx_soft_lines(TMX_SOFT_HDR + TMX_SOFT_FRAG) +
+                            tmx_soft_lines(TMX_SOFT_HDR + last);
+    tmx_soft_rec_t *rec;
+    uint8_t        *p;
+    size_t          off = 0;
+
+    if (whole > tmx_soft_lines(TMX_SOFT_HDR + qp->dev->max_payload)) {
+        return -1;
+    }
+    rec = tmx_soft_qp_reserve(qp, whole);
+    if (rec == NULL) {
+        return 0;
+    }
+    p = (uint8_t *)rec;
+    for (size_t i = 0; i < k; i++) {
+        size_t n     = i + 1 < k ? TMX_SOFT_FRAG : last;
+        size_t bytes = tmx_soft_lines(TMX_SOFT_HDR + n);
+
+        rec        = (tmx_soft_rec_t *)p;
+        rec->len   = (uint32_t)n;
+        rec->op    = TMX_SOFT_OP_SEND;
+        rec->flags = (uint8_t)((flags & TMX_SOFT_REC_IMM) | (i == 0 ? TMX_SOFT_REC_FIRST : 0) |
+                               (i + 1 == k ? TMX_SOFT_REC_LAST : 0));
+        rec->imm   = wr->imm_data;
+        rec->seq   = qp->next_seq;
+        rec->dst   = qp->remote_index;
+        rec->gen   = qp->out_gen;
+        tmx_soft_sge_gather(wr->sg_list, wr->num_sge, off, (uint8_t *)(rec + 1), n);
+        if (i + 1 < k) {
+            tmx_soft_qp_publish_part(qp, rec, bytes);
+        } else {
+            tmx_soft_qp_commit(qp, rec, bytes);
+        }
+        off += n;
+        p += bytes;
+    }
+    return 1;
+}
+
+/*
  * The eager path's common case: an unsignaled inline SEND on an RC QP whose send queue is
  * empty. It goes straight into one ring record and is complete on return, so it needs no
  * queue entry and makes no completion; the sequence numbers move as if it had passed through
@@ -2697,6 +2764,19 @@ static int tmx_soft_send_direct(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, size
         flags |= TMX_SOFT_REC_IMM;
     } else if (wr->opcode != TMX_WR_SEND) {
         return 0;
+    }
+    if (total > TMX_SOFT_FRAG) {
+        int r = tmx_soft_send_frags(qp, wr, total, flags);
+
+        if (r == 0) {
+            return 0;
+        }
+        if (r > 0) {
+            qp->next_seq++;
+            qp->tx_seq++;
+            qp->head_seq++;
+            return 1;
+        }
     }
     /* tmx_soft_wr_check bounded an inline total by max_payload: one record */
     rec = tmx_soft_qp_reserve(qp, TMX_SOFT_HDR + total);

@@ -151,7 +151,7 @@ static int node_open(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg, i
     CHECK(n->ops->cq_create(n->dev, 256, &n->cq) == TMX_OK);
     if (use_srq) {
         tmx_srq_init_attr_t sa = {.type = TMX_SRQT_BASIC, .max_wr = 512, .max_sge = 1,
-                                  .cq = n->cq};
+                                  .cq = n->cq, .flags = use_srq == 2 ? TMX_SRQ_F_INPLACE : 0};
         CHECK(n->ops->srq_create(n->pd, &sa, &n->srq) == TMX_OK);
     }
     for (int i = 0; i < nqp; i++) {
@@ -977,6 +977,128 @@ Test(soft, direct_send_in_pieces_whole_or_nothing, .timeout = 30)
     tmx_config_t cfg;
     cfg_init(&cfg, -1, 128 * 1024);
     run_pair(fragfull_rx, fragfull_tx, &cfg);
+}
+
+/* ---------------------------------------------------------------- receives in place */
+
+/*
+ * An SRQ with TMX_SRQ_F_INPLACE: a receive completes with wc.data pointing at the message in
+ * the ring, its posted buffer untouched; only as many as the poll returns (with room for one,
+ * the next message of the same poll is copied into its buffer as before); and the records
+ * stay the receiver's until it polls again: a sender filling the 8 KiB ring meanwhile finds
+ * it full before it reaches them (it would otherwise wrap onto the first message: the two
+ * messages taken move the read position past a quarter ring, which would be published).
+ */
+#define INPL_BUF 2048
+#define INPL_LEN 1900
+#define INPL_N   8
+
+static int inplace_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t  *buf = malloc(INPL_N * INPL_BUF);
+    tmx_mr_t *mr;
+    tmx_wc_t  wc, w2;
+    int       got = 0;
+    uint64_t  more;
+
+    TRY(node_open(n, sh, me, cfg, 1, 2));
+    CHECK(n->dev->attr.caps & TMX_DEV_CAP_RECV_INPLACE);
+    mr = reg(n, buf, INPL_N * INPL_BUF, TMX_ACCESS_LOCAL_WRITE);
+    CHECK(buf != NULL && mr != NULL);
+    memset(buf, 0x55, INPL_N * INPL_BUF);
+    for (uint32_t k = 0; k < INPL_N; k++) {
+        CHECK(post_recv(n, 0, buf + k * INPL_BUF, INPL_BUF, mr->lkey, k) == TMX_OK);
+    }
+    TRY(node_connect(n));
+    CHECK(node_sync(n, 2) == 0); /* A (INPL_LEN bytes) and B (100) sent */
+    for (double end = tmx_time_sec() + 5; got == 0 && tmx_time_sec() < end;) {
+        got = n->ops->cq_poll(n->cq, 1, &wc);
+    }
+    CHECK(got == 1 && wc.status == TMX_WC_SUCCESS && wc.opcode == TMX_WC_RECV);
+    CHECK(wc.wr_id == 0 && wc.byte_len == INPL_LEN && wc.data != NULL);
+    CHECK(same(wc.data, INPL_LEN, 1));
+    CHECK(buf[0] == 0x55 && buf[1499] == 0x55); /* the posted buffer was not written */
+    CHECK(node_sync(n, 3) == 0);
+    CHECK(node_sync(n, 4) == 0); /* the sender filled the ring */
+    more = sh->addr[1][0];
+    CHECK(more >= 1 && more + 2 <= INPL_N);
+    CHECK(same(wc.data, INPL_LEN, 1)); /* still ours: nothing was written over it */
+    /* B came in the same poll as A, with no room left in the caller's array: copied */
+    CHECK(node_wc(n, &w2) == 0 && w2.wr_id == 1 && w2.status == TMX_WC_SUCCESS);
+    CHECK(w2.byte_len == 100 && w2.data == NULL && same(buf + INPL_BUF, 100, 2));
+    for (uint64_t k = 0; k < more; k++) {
+        const uint8_t *p;
+
+        CHECK(node_wc(n, &w2) == 0 && w2.wr_id == 2 + k && w2.status == TMX_WC_SUCCESS);
+        p = w2.data != NULL ? (const uint8_t *)w2.data : buf + (2 + k) * INPL_BUF;
+        CHECK(w2.byte_len == INPL_LEN && same(p, INPL_LEN, 10 + (unsigned)k));
+    }
+    CHECK(node_barrier(n, 5) == 0);
+    n->ops->mr_dereg(mr);
+    free(buf);
+    node_close(n);
+    return 0;
+}
+
+static int inplace_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t  v[INPL_LEN];
+    uint64_t k;
+    int      st = TMX_OK;
+
+    TRY(node_open(n, sh, me, cfg, 1, 0));
+    TRY(node_connect(n));
+    fill(v, INPL_LEN, 1);
+    CHECK(post_send(n, 0, TMX_WR_SEND, v, INPL_LEN, 0, TMX_SEND_INLINE, 0, 0, 0, 0) == TMX_OK);
+    fill(v, 100, 2);
+    CHECK(post_send(n, 0, TMX_WR_SEND, v, 100, 0, TMX_SEND_INLINE, 0, 0, 0, 0) == TMX_OK);
+    CHECK(node_sync(n, 2) == 0);
+    CHECK(node_sync(n, 3) == 0); /* the receiver holds A in place */
+    for (k = 0; k < INPL_N; k++) {
+        fill(v, INPL_LEN, 10 + (unsigned)k);
+        st = post_send(n, 0, TMX_WR_SEND, v, INPL_LEN, 0, TMX_SEND_INLINE, 0, 0, 0, 0);
+        if (st != TMX_OK) {
+            break;
+        }
+    }
+    CHECK(st == TMX_ERR_NO_RESOURCE);
+    sh->addr[1][0] = k;
+    CHECK(node_sync(n, 4) == 0);
+    CHECK(node_barrier(n, 5) == 0);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, recv_in_place, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, -1, 8192);
+    run_pair(inplace_rx, inplace_tx, &cfg);
+}
+
+/* Asked of a device without it (TMX_SOFT_INPLACE=no), or with a TM SRQ: refused. */
+static int inplace_refused(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    tmx_srq_init_attr_t sa = {.type = TMX_SRQT_BASIC, .max_wr = 4, .max_sge = 1,
+                              .flags = TMX_SRQ_F_INPLACE};
+    tmx_srq_t          *srq = NULL;
+
+    TRY(node_open(n, sh, me, cfg, 0, 0));
+    CHECK(!(n->dev->attr.caps & TMX_DEV_CAP_RECV_INPLACE));
+    sa.cq = n->cq;
+    CHECK(n->ops->srq_create(n->pd, &sa, &srq) == TMX_ERR_INVALID_PARAM && srq == NULL);
+    sa.flags = 1u << 7; /* unknown */
+    CHECK(n->ops->srq_create(n->pd, &sa, &srq) == TMX_ERR_INVALID_PARAM && srq == NULL);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, recv_in_place_refused, .timeout = 10)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, -1, 4096);
+    cfg.soft_inplace = 0;
+    run_alone(inplace_refused, &cfg);
 }
 
 /* ---------------------------------------------------------------- SRQ shared by two QPs */

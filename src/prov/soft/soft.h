@@ -269,6 +269,7 @@ typedef struct tmx_soft_srq {
     tmx_srq_t           super;
     tmx_soft_rq_t       rq;
     struct tmx_soft_tm *tm; /* TMX_SRQT_TM: the tag list, NULL for a basic SRQ */
+    int                 inplace; /* TMX_SRQ_F_INPLACE */
 } tmx_soft_srq_t;
 
 /*
@@ -502,6 +503,14 @@ struct tmx_soft_dev {
     tmx_soft_ring_ctrl_t *inbox_ctrl;
     uint64_t              inbox_head;
     uint64_t              inbox_published;
+
+    /* receives in place (tmx_soft_rx_send_whole): while a poll may hand out completions that
+     * point into the rings, inplace_cq is the CQ it polls and inplace_budget how many it can
+     * still return; once one was handed out, the rings' read positions are not published
+     * (their records stay ours) until the next poll begins: inplace_hold */
+    struct tmx_soft_cq   *inplace_cq;
+    unsigned              inplace_budget;
+    int                   inplace_hold;
 
     /* fast rings */
     tmx_soft_qp_t       **fast_owner; /* the QP each is lent for, NULL when free */

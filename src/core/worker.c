@@ -249,6 +249,9 @@ static tmx_status_t tmx_iface_init(tmx_worker_t *w, tmx_iface_t *iface, tmx_dev_
                  dev->name);
     }
     if (!iface->tm_on) {
+        if (dev->attr.caps & TMX_DEV_CAP_RECV_INPLACE) {
+            srq_attr.flags = TMX_SRQ_F_INPLACE; /* tmx_proto_rx reads wc.data where given */
+        }
         status = ops->srq_create(iface->pd, &srq_attr, &iface->srq);
         if (status != TMX_OK) {
             goto err;

@@ -662,7 +662,12 @@ void tmx_proto_rx(tmx_iface_t *iface, const tmx_wc_t *wc)
                  (unsigned long long)ep->remote_uuid);
         return;
     }
-    tmx_proto_rx_msg(iface, ep, iface->rx_bufs + TMX_WRID_VAL(wc->wr_id) * iface->rx_size,
+    /* in place (TMX_SRQ_F_INPLACE): where the device has it, valid during this dispatch;
+     * tmx_proto_rx_msg reads each byte once (headers copied out, data copied to its receive
+     * or to an unexpected message) */
+    tmx_proto_rx_msg(iface, ep,
+                     wc->data != NULL ? (const uint8_t *)wc->data
+                                      : iface->rx_bufs + TMX_WRID_VAL(wc->wr_id) * iface->rx_size,
                      wc->byte_len);
 }
 

@@ -44,6 +44,12 @@ enum tmx_dev_cap {
      * caller may treat as done waits for its progress; a SEND of more than max_inline bytes
      * must be signaled, and its completion is what says it left. */
     TMX_DEV_CAP_MANUAL_PROGRESS = 1u << 10,
+    /* Receives in place (TMX_SRQ_F_INPLACE): a basic or XRC SRQ created with that flag may complete
+     * a receive with the message left where the device has it instead of in the posted buffer
+     * (tmx_wc_t.data). Hardware's counterpart is a striding (multi-packet) receive queue,
+     * where the adapter writes into the driver's buffers and the completion says where; on a
+     * device that copies with the CPU it saves one copy of every eager message. */
+    TMX_DEV_CAP_RECV_INPLACE = 1u << 16,
 };
 
 /* What ibv_query_qp_data_in_order answers (capability form); 0 = no guarantee. */
@@ -138,8 +144,14 @@ typedef enum {
     TMX_SRQT_XRC   = 2,
 } tmx_srq_type_t;
 
+/* tmx_srq_init_attr_t.flags */
+enum tmx_srq_flags {
+    TMX_SRQ_F_INPLACE = 1u << 0, /* BASIC or XRC on a TMX_DEV_CAP_RECV_INPLACE device */
+};
+
 typedef struct tmx_srq_init_attr {
     tmx_srq_type_t type;
+    unsigned       flags;        /* TMX_SRQ_F_* */
     uint32_t       max_wr;
     uint32_t       max_sge;
     tmx_cq_t      *cq;           /* TM and XRC: completions of this SRQ */
@@ -496,6 +508,11 @@ typedef struct tmx_wc {
         uint64_t tag;
         uint32_t priv;
     } tm_info;
+    /* TMX_SRQ_F_INPLACE: non-NULL when a receive (TMX_WC_RECV, success) left the message
+     * where the device had it: byte_len bytes at data, the posted buffer consumed (its wr_id
+     * is this one) but not written. Valid until the next cq_poll of this CQ; memory the
+     * sender can still write, so each byte is to be read once (copy headers out first). */
+    const void *data;
 } tmx_wc_t;
 
 /* ---------------------------------------------------------------- the ops table */

@@ -91,7 +91,7 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "Log destination file; empty means stderr, %p is replaced by the pid.")},
     {TMX_CONFIG_FIELD("PROVIDERS", TMX_CONFIG_STRING, "", providers,
                       "Comma-separated device providers to use; empty means all that were built.")},
-    {TMX_CONFIG_FIELD("EAGER_MAX", TMX_CONFIG_SIZE, "8k", eager_max,
+    {TMX_CONFIG_FIELD("EAGER_MAX", TMX_CONFIG_SIZE, "16k", eager_max,
                       "Largest message sent eagerly; larger ones use rendezvous.")},
     {TMX_CONFIG_FIELD("UNEXP_BUDGET", TMX_CONFIG_SIZE, "64m", unexp_budget,
                       "Bytes of unexpected eager messages buffered per worker.")},
@@ -179,6 +179,9 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "Soft device: anonymous segments (memfd) that peers open through /proc, "
                       "instead of named ones in /dev/shm."),
      .words = tmx_config_ternary},
+    {TMX_CONFIG_FIELD("SOFT_INPLACE", TMX_CONFIG_BOOL, "yes", soft_inplace,
+                      "Soft device: an eager message is read where the sender wrote it, not "
+                      "first copied into a receive buffer (receives in place).")},
     {TMX_CONFIG_FIELD("SOFT_TM", TMX_CONFIG_BOOL, "no", soft_tm,
                       "Soft device: offer a tag-matching SRQ (TM SRQ), as mlx5 adapters do.")},
     {TMX_CONFIG_FIELD("SOFT_TM_TAGS", TMX_CONFIG_UINT, "1023", soft_tm_tags,

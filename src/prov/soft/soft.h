@@ -63,6 +63,10 @@
 #define TMX_SOFT_MAX_UD_MSG 4096
 #define TMX_SOFT_MAX_MSG    (1ul << 30)
 #define TMX_SOFT_MAX_RESP   16 /* fallback READs a target serves at once per QP */
+/* Payload of one SEND record when a message takes several: the receiver copies a record out
+ * while the sender writes the next, so a message above it moves in a pipeline instead of in
+ * two serial copies (tmx_soft_send_direct). */
+#define TMX_SOFT_FRAG       8192
 
 /* ---------------------------------------------------------------- shared memory (the wire) */
 
@@ -273,6 +277,7 @@ typedef struct tmx_soft_srq {
     tmx_soft_rq_t         rq;
     struct tmx_soft_tm   *tm;  /* TMX_SRQT_TM: the tag list, NULL for a basic SRQ */
     struct tmx_soft_xsrq *xrc; /* TMX_SRQT_XRC: its entry in the node's table (soft_xrc.c) */
+    int                   inplace; /* TMX_SRQ_F_INPLACE */
 } tmx_soft_srq_t;
 
 /*
@@ -514,6 +519,14 @@ struct tmx_soft_dev {
     tmx_soft_ring_ctrl_t *inbox_ctrl;
     uint64_t              inbox_head;
     uint64_t              inbox_published;
+
+    /* receives in place (tmx_soft_rx_send_whole): while a poll may hand out completions that
+     * point into the rings, inplace_cq is the CQ it polls and inplace_budget how many it can
+     * still return; once one was handed out, the rings' read positions are not published
+     * (their records stay ours) until the next poll begins: inplace_hold */
+    struct tmx_soft_cq   *inplace_cq;
+    unsigned              inplace_budget;
+    int                   inplace_hold;
 
     /* fast rings */
     tmx_soft_qp_t       **fast_owner; /* the QP each is lent for, NULL when free */

@@ -537,6 +537,9 @@ static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t
     snprintf(dev->super.name, sizeof(dev->super.name), "soft:shm");
     dev->super.attr.caps = TMX_DEV_CAP_RC | TMX_DEV_CAP_UD | TMX_DEV_CAP_SRQ | TMX_DEV_CAP_RMA |
                            TMX_DEV_CAP_LOCAL_ONLY | TMX_DEV_CAP_MANUAL_PROGRESS;
+    if (cfg->soft_inplace) {
+        dev->super.attr.caps |= TMX_DEV_CAP_RECV_INPLACE;
+    }
     dev->super.attr.max_msg_sz = TMX_SOFT_MAX_MSG;
     dev->super.attr.max_inline = dev->max_payload;
     dev->super.attr.max_qp     = dev->hdr->max_qps;
@@ -1155,7 +1158,9 @@ static tmx_status_t tmx_soft_srq_create(tmx_pd_t *pd, const tmx_srq_init_attr_t 
         goto err;
     }
     if (attr == NULL || attr->max_wr == 0 || attr->max_sge > TMX_SOFT_MAX_SGE ||
-        attr->max_wr > pd->dev->attr.max_srq_wr) {
+        attr->max_wr > pd->dev->attr.max_srq_wr || (attr->flags & ~(unsigned)TMX_SRQ_F_INPLACE) ||
+        ((attr->flags & TMX_SRQ_F_INPLACE) &&
+         (attr->type == TMX_SRQT_TM || !(pd->dev->attr.caps & TMX_DEV_CAP_RECV_INPLACE)))) {
         status = TMX_ERR_INVALID_PARAM;
         goto err;
     }
@@ -1174,6 +1179,7 @@ static tmx_status_t tmx_soft_srq_create(tmx_pd_t *pd, const tmx_srq_init_attr_t 
     srq->super.pd   = pd;
     srq->super.type = attr->type;
     srq->super.cq   = attr->cq;
+    srq->inplace    = (attr->flags & TMX_SRQ_F_INPLACE) != 0;
     if (attr->type == TMX_SRQT_TM) {
         status = tmx_soft_tm_create(srq, attr);
         if (status != TMX_OK) {

@@ -686,6 +686,22 @@ static inline void tmx_soft_qp_commit(tmx_soft_qp_t *qp, tmx_soft_rec_t *rec, si
     }
 }
 
+/* Publishes one record of several taken by one reservation (tmx_soft_send_frags): the reader
+ * may take it now; the last one goes by tmx_soft_qp_commit, which ends the reservation. */
+static inline void tmx_soft_qp_publish_part(tmx_soft_qp_t *qp, tmx_soft_rec_t *rec, size_t bytes)
+{
+    if (qp->out_fast != 0) {
+        tmx_soft_tx_publish(qp->out_ring, qp->out_size, rec, qp->out_tail, bytes);
+        qp->out_tail += bytes;
+    } else {
+        tmx_soft_ring_ctrl_t *ctrl = tmx_soft_rseg_inbox_ctrl(qp->rseg);
+
+        tmx_soft_tx_publish((uint8_t *)(ctrl + 1), qp->rseg->hdr->inbox_size, rec, qp->ibx_tail,
+                            bytes);
+        qp->ibx_tail += bytes;
+    }
+}
+
 /* Serves the responses this QP owes its peer (fallback RDMA); 0 when the ring is full. */
 static int tmx_soft_resp_progress(tmx_soft_qp_t *qp)
 {
@@ -1175,6 +1191,34 @@ static int tmx_soft_take_recv(tmx_soft_qp_t *qp, tmx_soft_rwr_t *rwr)
     return tmx_soft_rq_pop(tmx_soft_qp_rq(qp), rwr);
 }
 
+/* A receive in place for qp: its SRQ asked for it, the record is in a ring (not a copy kept
+ * aside), and the poll running now returns the completion before anything can move the ring
+ * on: the CQ holds fewer than the caller's array takes (inplace_budget), so this one, pushed
+ * now, is in the array. */
+static inline int tmx_soft_inplace_ok(const tmx_soft_qp_t *qp)
+{
+    const tmx_soft_dev_t *dev = qp->dev;
+
+    return dev->inplace_cq != NULL && (const tmx_cq_t *)dev->inplace_cq == qp->super.recv_cq &&
+           dev->inplace_cq->count < dev->inplace_budget && qp->super.srq != NULL &&
+           ((const tmx_soft_srq_t *)qp->super.srq)->inplace;
+}
+
+static void tmx_soft_recv_complete_at(tmx_soft_qp_t *qp, uint64_t wr_id, uint64_t len,
+                                      int imm_valid, uint32_t imm, const void *data)
+{
+    tmx_wc_t wc = {.wr_id    = wr_id,
+                   .status   = TMX_WC_SUCCESS,
+                   .opcode   = TMX_WC_RECV,
+                   .byte_len = (uint32_t)len,
+                   .imm_data = imm_valid ? imm : 0,
+                   .qp_num   = qp->super.qp_num,
+                   .wc_flags = imm_valid ? TMX_WC_WITH_IMM : 0,
+                   .data     = data};
+
+    tmx_soft_cq_push((tmx_soft_cq_t *)qp->super.recv_cq, &wc);
+}
+
 static void tmx_soft_recv_complete(tmx_soft_qp_t *qp, uint64_t wr_id, tmx_wc_status_t status,
                                    tmx_wc_opcode_t opcode, uint64_t len, int imm_valid,
                                    uint32_t imm, uint32_t src_qp)
@@ -1498,6 +1542,15 @@ static int tmx_soft_rx_send_whole(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec, 
         status = TMX_WC_LOC_PROT_ERR;
     } else if (len > tmx_soft_sge_len(rwr->sge, rwr->num_sge)) {
         status = TMX_WC_LOC_LEN_ERR;
+    } else if (tmx_soft_inplace_ok(qp)) {
+        /* in place: the completion points at the record, which stays ours until the next
+         * poll (tmx_soft_rx_release) */
+        wr_id = rwr->wr_id;
+        tmx_soft_rq_advance(rq);
+        qp->dev->inplace_hold = 1;
+        tmx_soft_recv_complete_at(qp, wr_id, len, (flags & TMX_SOFT_REC_IMM) != 0, rec->imm,
+                                  rec + 1);
+        return TMX_SOFT_RX_DONE;
     } else {
         tmx_soft_sge_scatter(rwr->sge, rwr->num_sge, 0, (const uint8_t *)(rec + 1), len);
         status = TMX_WC_SUCCESS;
@@ -1960,7 +2013,9 @@ static void tmx_soft_fast_drain(tmx_soft_qp_t *qp, unsigned limit)
         }
         head       += bytes;
         qp->in_head = head;
-        tmx_soft_rx_publish(qp->in_ctrl, qp->in_size, head, &qp->in_published);
+        if (!qp->dev->inplace_hold) {
+            tmx_soft_rx_publish(qp->in_ctrl, qp->in_size, head, &qp->in_published);
+        }
     }
     qp->rx_win = qp->dev->win;
 }
@@ -1991,6 +2046,11 @@ static int tmx_soft_rx_switch(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
             return TMX_SOFT_RX_BLOCKED; /* a receive is missing: the rest waits with us */
         }
         dev->fast_pos[qp->rfast - 1] = qp->in_head;
+        if (dev->inplace_hold && dev->fast_rest[qp->rfast - 1] <= dev->win) {
+            /* completions of this poll may point into it: not lent again before they are
+             * taken (tmx_soft_rx_release publishes nothing for a ring no longer read) */
+            dev->fast_rest[qp->rfast - 1] = dev->win + 1;
+        }
         qp->in_stop                  = UINT64_MAX;
         tmx_soft_fast_on_del(qp);
     } else if (left != 0) {
@@ -2169,7 +2229,9 @@ static void tmx_soft_inbox_drain(tmx_soft_dev_t *dev)
         }
         head           += bytes;
         dev->inbox_head = head;
-        tmx_soft_rx_publish(dev->inbox_ctrl, dev->inbox_size, head, &dev->inbox_published);
+        if (!dev->inplace_hold) {
+            tmx_soft_rx_publish(dev->inbox_ctrl, dev->inbox_size, head, &dev->inbox_published);
+        }
     }
 }
 
@@ -2755,6 +2817,57 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
 }
 
 /*
+ * A direct SEND above TMX_SOFT_FRAG: one reservation for all its records, each published as
+ * soon as it is written, so that the receiver copies one out while we write the next. Taken
+ * at once like the single record it replaces (it goes out whole or not at all), and only when
+ * the records fit where that one record would: the bound on a record (a quarter ring) holds
+ * for the reservation. 0: it does not fit (one record then), or the ring is full.
+ */
+static int tmx_soft_send_frags(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, size_t total,
+                               uint8_t flags)
+{
+    size_t          k     = (total + TMX_SOFT_FRAG - 1) / TMX_SOFT_FRAG;
+    size_t          last  = total - (k - 1) * TMX_SOFT_FRAG;
+    size_t          whole = (k - 1) * tmx_soft_lines(TMX_SOFT_HDR + TMX_SOFT_FRAG) +
+                            tmx_soft_lines(TMX_SOFT_HDR + last);
+    tmx_soft_rec_t *rec;
+    uint8_t        *p;
+    size_t          off = 0;
+
+    if (whole > tmx_soft_lines(TMX_SOFT_HDR + qp->dev->max_payload)) {
+        return -1;
+    }
+    rec = tmx_soft_qp_reserve(qp, whole);
+    if (rec == NULL) {
+        return 0;
+    }
+    p = (uint8_t *)rec;
+    for (size_t i = 0; i < k; i++) {
+        size_t n     = i + 1 < k ? TMX_SOFT_FRAG : last;
+        size_t bytes = tmx_soft_lines(TMX_SOFT_HDR + n);
+
+        rec        = (tmx_soft_rec_t *)p;
+        rec->len   = (uint32_t)n;
+        rec->op    = TMX_SOFT_OP_SEND;
+        rec->flags = (uint8_t)((flags & TMX_SOFT_REC_IMM) | (i == 0 ? TMX_SOFT_REC_FIRST : 0) |
+                               (i + 1 == k ? TMX_SOFT_REC_LAST : 0));
+        rec->imm   = wr->imm_data;
+        rec->seq   = qp->next_seq;
+        rec->dst   = qp->remote_index;
+        rec->gen   = qp->out_gen;
+        tmx_soft_sge_gather(wr->sg_list, wr->num_sge, off, (uint8_t *)(rec + 1), n);
+        if (i + 1 < k) {
+            tmx_soft_qp_publish_part(qp, rec, bytes);
+        } else {
+            tmx_soft_qp_commit(qp, rec, bytes);
+        }
+        off += n;
+        p += bytes;
+    }
+    return 1;
+}
+
+/*
  * The eager path's common case: an unsignaled inline SEND on an RC QP whose send queue is
  * empty. It goes straight into one ring record and is complete on return, so it needs no
  * queue entry and makes no completion; the sequence numbers move as if it had passed through
@@ -2774,6 +2887,19 @@ static int tmx_soft_send_direct(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, size
         flags |= TMX_SOFT_REC_IMM;
     } else if (wr->opcode != TMX_WR_SEND) {
         return 0;
+    }
+    if (total > TMX_SOFT_FRAG) {
+        int r = tmx_soft_send_frags(qp, wr, total, flags);
+
+        if (r == 0) {
+            return 0;
+        }
+        if (r > 0) {
+            qp->next_seq++;
+            qp->tx_seq++;
+            qp->head_seq++;
+            return 1;
+        }
     }
     /* tmx_soft_wr_check bounded an inline total by max_payload: one record */
     rec = tmx_soft_qp_reserve(qp, TMX_SOFT_HDR + total);
@@ -2889,6 +3015,19 @@ void tmx_soft_rx_arrivals(tmx_soft_dev_t *dev)
     }
 }
 
+/* The completions in place of the last poll were taken (the caller polls again): the
+ * records they pointed at may go back to their producers. */
+static void tmx_soft_rx_release(tmx_soft_dev_t *dev)
+{
+    dev->inplace_hold = 0;
+    tmx_soft_rx_publish(dev->inbox_ctrl, dev->inbox_size, dev->inbox_head, &dev->inbox_published);
+    for (unsigned i = 0; i < dev->num_fast_on; i++) {
+        tmx_soft_qp_t *qp = dev->fast_on[i];
+
+        tmx_soft_rx_publish(qp->in_ctrl, qp->in_size, qp->in_head, &qp->in_published);
+    }
+}
+
 int tmx_soft_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
 {
     tmx_soft_cq_t  *cq  = (tmx_soft_cq_t *)c;
@@ -2898,10 +3037,17 @@ int tmx_soft_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
     if (n < 0 || (n > 0 && wc == NULL)) {
         return TMX_ERR_INVALID_PARAM;
     }
+    if (dev->inplace_hold) {
+        tmx_soft_rx_release(dev);
+    }
     if ((++dev->poll_count & 255) == 0) {
         tmx_soft_check_peers(dev);
     }
+    dev->inplace_cq     = cq;
+    dev->inplace_budget = (unsigned)n;
     tmx_soft_rx_arrivals(dev);
+    dev->inplace_cq     = NULL;
+    dev->inplace_budget = 0;
     for (unsigned i = 0; i < dev->num_pend;) {
         tmx_soft_qp_t *qp = dev->pend[i];
 
@@ -2952,8 +3098,13 @@ tmx_status_t tmx_soft_cq_req_notify(tmx_cq_t *c, tmx_comp_channel_t *ch)
         return TMX_ERR_INVALID_PARAM;
     }
     /* Before a sleep, the liveness check that polls make every 256th time (a sleeper polls
-     * rarely): a dead peer's QPs fail now, and their completions make us busy. */
+     * rarely): a dead peer's QPs fail now, and their completions make us busy. And the
+     * records of receives in place go back to their senders now, not at the next poll: a
+     * sender waiting for room would not wake us. */
     tmx_soft_check_peers(dev);
+    if (dev->inplace_hold) {
+        tmx_soft_rx_release(dev);
+    }
     if (cq->count > 0) {
         return TMX_ERR_BUSY;
     }

@@ -87,6 +87,7 @@ static void cfg_init(tmx_config_t *cfg, int cma, size_t ring)
     cfg->soft_inbox_size = ring;
     cfg->soft_max_qps   = 8;
     cfg->soft_max_mrs   = 64;
+    cfg->soft_xrc       = 0; /* RC and UD here; XRC is test_soft_xrc's */
 }
 
 /* Polls once; completions go to the stash. */

@@ -263,6 +263,7 @@ Test(soft_xrc, off_by_default)
 
     cr_assert_eq(tmx_config_load(&cfg), TMX_OK);
     cfg.soft_max_qps = 8;
+    cfg.soft_xrc     = 0;
     cr_assert_eq(ops->dev_open(&tmx_soft_prov, &cfg, devs, 1, &num), TMX_OK);
     cr_assert(!(devs[0]->attr.caps & TMX_DEV_CAP_XRC));
     cr_assert_eq(ops->xrcd_open(devs[0], NULL, &xrcd), TMX_ERR_UNSUPPORTED);

@@ -148,6 +148,7 @@ typedef struct tmx_worker {
     uint64_t          reg_waits;      /* registration attempts refused, since the last log */
     double            reg_wait_logged; /* when the last line said so (0: never) */
     uint64_t          stat_ooo_eps;   /* endpoints connected with OOO placement on */
+    uint64_t          stat_xrc_striped; /* rendezvous reads striped over XRC domains */
 } tmx_worker_t;
 
 /* A remote worker found failed: reported once to the error handler. */
@@ -387,6 +388,8 @@ tmx_status_t tmx_xrc_on_rep(tmx_ep_t *ep, const void *x, size_t len);
 void tmx_xrc_on_msg(tmx_iface_t *iface, uint8_t type, uint64_t src_uuid, uint64_t dst_ep_id,
                     uint32_t src_ud_qpn, const uint8_t *dev_addr, size_t dev_addr_len,
                     const void *x, size_t len);
+/* TMX_WORKER_ATTR_XRC (the caller holds the lock). */
+void tmx_xrc_query(tmx_worker_t *w, tmx_xrc_attr_t *attr);
 /* Posts wr (sg_list, opcode set) to the peer of ep through domain dom. */
 tmx_status_t tmx_xrc_post(tmx_ep_t *ep, unsigned dom, tmx_send_wr_t *wr);
 

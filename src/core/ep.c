@@ -314,6 +314,12 @@ static tmx_status_t tmx_ep_send_wireup(tmx_ep_t *ep, uint8_t type, uint64_t dst_
     return status;
 }
 
+/* xrc.c: a passive XRC endpoint replies once connected. */
+void tmx_ep_wireup_reply(tmx_ep_t *ep)
+{
+    tmx_ep_send_wireup(ep, TMX_WIREUP_REP, ep->remote_id);
+}
+
 /* An XRC message (xrc.c): the wire-up header, then payload, to a peer's UD QP. */
 tmx_status_t tmx_ep_wireup_send_xrc(tmx_iface_t *iface, tmx_ah_t *ah, uint32_t ud_qpn,
                                     uint8_t type, uint64_t src_ep_id, uint64_t dst_ep_id,
@@ -574,8 +580,10 @@ static void tmx_ep_wireup_req(tmx_iface_t *iface, const tmx_wireup_msg_t *msg,
     tmx_status_t  status;
 
     if (ep != NULL) {
-        /* a resent request: our reply was lost or slow */
-        tmx_ep_send_wireup(ep, TMX_WIREUP_REP, msg->src_ep_id);
+        /* a resent request: our reply was lost or slow (XRC: not made yet, see xrc.c) */
+        if (ep->state == TMX_EP_CONNECTED) {
+            tmx_ep_send_wireup(ep, TMX_WIREUP_REP, msg->src_ep_id);
+        }
         return;
     }
     if (!tmx_ep_flags_agree(iface, msg->flags)) {
@@ -626,7 +634,9 @@ static void tmx_ep_wireup_req(tmx_iface_t *iface, const tmx_wireup_msg_t *msg,
         tmx_ep_destroy(ep);
         return;
     }
-    tmx_ep_send_wireup(ep, TMX_WIREUP_REP, msg->src_ep_id);
+    if (!ep->xrc) {
+        tmx_ep_send_wireup(ep, TMX_WIREUP_REP, msg->src_ep_id); /* XRC: once connected */
+    }
 }
 
 static void tmx_ep_wireup_rep(tmx_iface_t *iface, const tmx_wireup_msg_t *msg,

@@ -1115,8 +1115,18 @@ TMX_API tmx_status_t tmx_worker_query(tmx_worker_h w, tmx_worker_attr_t *attr)
     }
     if (attr->field_mask & ~(uint64_t)(TMX_WORKER_ATTR_THREAD_MODE | TMX_WORKER_ATTR_PEERS |
                                        TMX_WORKER_ATTR_LIMITS | TMX_WORKER_ATTR_ID |
-                                       TMX_WORKER_ATTR_WAIT | TMX_WORKER_ATTR_TM)) {
+                                       TMX_WORKER_ATTR_WAIT | TMX_WORKER_ATTR_TM |
+                                       TMX_WORKER_ATTR_XRC)) {
         return TMX_ERR_INVALID_PARAM;
+    }
+    if ((attr->field_mask & TMX_WORKER_ATTR_XRC) && attr->xrc.max_rcv_qps > 0 &&
+        attr->xrc.rcv_qps == NULL) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (attr->field_mask & TMX_WORKER_ATTR_XRC) {
+        tmx_worker_lock(w);
+        tmx_xrc_query(w, &attr->xrc);
+        tmx_worker_unlock(w);
     }
     if (attr->field_mask & TMX_WORKER_ATTR_TM) {
         memset(&attr->tm, 0, sizeof(attr->tm));

@@ -11,8 +11,9 @@
  *
  * Connecting an endpoint, beyond the RC wire-up (REQ/REP over UD, which here carry the node
  * and the SRQ numbers instead of QP blobs):
- * - each side needs its initiators to the other's node connected; one not yet connected is
- *   connected through the endpoint's peer, which is on that node: XCONN_REQ (our initiator's
+ * - each side needs its initiators to the other's node connected (the passive side replies
+ *   only once it has them, so that nothing arrives that it could not answer); one not yet
+ *   connected is connected through the endpoint's peer, which is on that node: XCONN_REQ (our initiator's
  *   blob) -> the peer creates a target QP in its domain for it -> XCONN_REP (the target's
  *   blob). Endpoints waiting for an initiator another one is connecting wait for that one (and
  *   take over if it fails). An endpoint is CONNECTED once its peer's numbers are known and its
@@ -34,6 +35,7 @@
 #define TMX_LOG_SUBSYS "xrc"
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -58,6 +60,8 @@ typedef struct tmx_xrc_wire {
                                          * targets of the sender's initiators to our node */
 } tmx_xrc_wire_t;
 
+/* ep.c: the reply to a passive endpoint's request */
+void tmx_ep_wireup_reply(tmx_ep_t *ep);
 /* ep.c: a wire-up message of type with an XRC payload, to a peer's UD QP */
 tmx_status_t tmx_ep_wireup_send_xrc(tmx_iface_t *iface, tmx_ah_t *ah, uint32_t ud_qpn,
                                     uint8_t type, uint64_t src_ep_id, uint64_t dst_ep_id,
@@ -364,6 +368,11 @@ static void tmx_xrc_try_ready(tmx_ep_t *ep)
     tmx_debug("endpoint %llu to %016llx connected through XRC (domain %u)",
               (unsigned long long)ep->id, (unsigned long long)ep->remote_uuid, ep->xdom);
     tmx_xrc_send_tgts(ep);
+    if (ep->passive) {
+        /* only now: the peer sends once it has our reply, and everything it sends (a
+         * rendezvous to read, a synchronous send to acknowledge) may need our initiators */
+        tmx_ep_wireup_reply(ep);
+    }
     tmx_proto_ep_schedule(ep); /* what was queued meanwhile goes */
 }
 
@@ -768,4 +777,70 @@ int tmx_xrc_completion_failed(tmx_iface_t *iface, const tmx_wc_t *wc)
         return 1;
     }
     return 0;
+}
+
+/* ---------------------------------------------------------------- the worker query */
+
+static tmx_xrc_qp_state_t tmx_xrc_state(tmx_qp_state_t s)
+{
+    switch (s) {
+    case TMX_QPS_RESET: return TMX_XRC_QP_RESET;
+    case TMX_QPS_INIT:  return TMX_XRC_QP_INIT;
+    case TMX_QPS_RTR:   return TMX_XRC_QP_RTR;
+    case TMX_QPS_RTS:   return TMX_XRC_QP_RTS;
+    default:            return TMX_XRC_QP_ERR;
+    }
+}
+
+void tmx_xrc_query(tmx_worker_t *w, tmx_xrc_attr_t *attr)
+{
+    tmx_xrc_rcv_qp_attr_t *out = attr->rcv_qps;
+    unsigned               max = attr->max_rcv_qps;
+
+    memset(attr, 0, sizeof(*attr));
+    attr->rcv_qps      = out;
+    attr->max_rcv_qps  = max;
+    attr->rndv_striped = w->stat_xrc_striped;
+    for (int i = 0; i < w->num_ifaces; i++) {
+        tmx_iface_t    *iface = &w->ifaces[i];
+        tmx_dev_stats_t st;
+        tmx_list_t     *l;
+
+        if (iface->ops->dev_query_stats(iface->dev, &st) == TMX_OK) {
+            attr->rc_qps     += st.qps_rc;
+            attr->ini_qps    += st.qps_xrc_ini;
+            attr->tgt_qps    += st.qps_xrc_tgt;
+            attr->tgt_opened += st.xrc_tgt_open;
+            attr->srqs       += st.srqs;
+        }
+        if (!iface->xrc_on) {
+            continue;
+        }
+        if (!attr->enabled) {
+            attr->enabled = 1;
+            attr->domains = iface->xrc_ndom;
+            attr->node_id = iface->node_key;
+            snprintf(attr->device, sizeof(attr->device), "%s", iface->dev->name);
+            for (unsigned d = 0; d < iface->xrc_ndom && d < 4; d++) {
+                attr->srq_num[d] = iface->xsrqn[d];
+            }
+        }
+        tmx_list_for_each(l, &iface->xtgts) {
+            const tmx_xtgt_t *t = tmx_container_of(l, tmx_xtgt_t, list);
+
+            if (attr->num_rcv_qps < max) {
+                tmx_xrc_rcv_qp_attr_t *r = &out[attr->num_rcv_qps];
+
+                r->qp_num  = t->qpn;
+                r->state   = tmx_xrc_state(t->qp->state);
+                r->domain  = t->dom;
+                r->srq_num = iface->xsrqn[t->dom];
+                r->peer_id = t->uuid;
+                r->created = t->created;
+            }
+            attr->num_rcv_qps++;
+        }
+    }
+    attr->connections  = attr->rc_qps + attr->ini_qps;
+    attr->rcv_contexts = attr->rc_qps + attr->tgt_qps + attr->srqs;
 }

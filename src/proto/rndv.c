@@ -173,6 +173,7 @@ void tmx_proto_rndv_recv(tmx_request_t *rreq, tmx_ep_t *ep, uint64_t sreq_id, ui
         if (stripe < chunk) {
             chunk = stripe;
         }
+        w->stat_xrc_striped += n > chunk;
     }
     for (size_t off = 0, i = 0; off < n; off += chunk, i++) {
         size_t        len = n - off < chunk ? n - off : chunk;

@@ -736,11 +736,10 @@ Test(soft_xrc, one_initiator_two_receivers, .timeout = 60)
         }
     }
     /* node b's last user (R1) removed its table; node a's user died with it open: the sweep
-     * of the next device that opens removes it */
+     * of the next device that opens (this one's, or a test's running next to us) removes it */
     cr_expect(sh->table_b[0] != '\0' && access(sh->table_b, F_OK) != 0,
               "%s is still there", sh->table_b);
-    cr_expect(sh->table_a[0] != '\0' && access(sh->table_a, F_OK) == 0,
-              "%s was removed before its users died", sh->table_a);
+    cr_expect(sh->table_a[0] != '\0');
     tmx_soft_xrc_sweep();
     cr_expect(access(sh->table_a, F_OK) != 0, "%s is still there after the sweep", sh->table_a);
     munmap(sh, sizeof(*sh));

@@ -202,9 +202,15 @@ void tmx_xrc_iface_cleanup(tmx_iface_t *iface)
 
 tmx_srq_t *tmx_xrc_rx_srq(tmx_iface_t *iface, unsigned idx)
 {
-    unsigned d = (idx - iface->rx_basic) / iface->rx_per_dom;
+    unsigned end = iface->rx_basic;
 
-    return d < iface->xrc_ndom ? iface->xsrq[d] : NULL;
+    for (unsigned d = 0; d < iface->xrc_ndom; d++) {
+        end += iface->rx_per_dom;
+        if (idx < end) {
+            return iface->xsrq[d];
+        }
+    }
+    return NULL;
 }
 
 /* ---------------------------------------------------------------- initiators */
@@ -302,6 +308,9 @@ void tmx_xrc_ep_init(tmx_ep_t *ep)
 void tmx_xrc_ep_release(tmx_ep_t *ep)
 {
     /* the initiators and target QPs are the interface's, shared: nothing of ep's own */
+    if (ep->iface->last_ep == ep) {
+        ep->iface->last_ep = NULL; /* tmx_xrc_rx_ep's cache */
+    }
     ep->qp = NULL;
     for (unsigned d = 0; d < TMX_XRC_MAX_DOMAINS; d++) {
         ep->xini[d] = NULL;
@@ -699,10 +708,17 @@ tmx_ep_t *tmx_xrc_rx_ep(tmx_iface_t *iface, const tmx_wc_t *wc)
     if (!(wc->wc_flags & TMX_WC_WITH_IMM)) {
         return NULL;
     }
+    /* traffic comes in runs from one peer, as for tmx_ep_by_qpn (the same cache: an
+     * interface has XRC endpoints or RC ones, never both) */
+    if (iface->last_ep != NULL && iface->last_qpn == wc->imm_data) {
+        return iface->last_ep;
+    }
     ep = tmx_hash_get(&iface->worker->ep_by_id, wc->imm_data);
     if (ep == NULL || !ep->xrc || ep->iface != iface) {
         return NULL;
     }
+    iface->last_qpn = wc->imm_data;
+    iface->last_ep  = ep;
     return ep;
 }
 

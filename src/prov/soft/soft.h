@@ -742,6 +742,9 @@ tmx_status_t tmx_soft_xrc_modify(tmx_soft_qp_t *qp, const tmx_qp_attr_t *attr,
                                  unsigned attr_mask);
 tmx_status_t tmx_soft_xrc_get_addr(tmx_soft_qp_t *qp, void *buf, size_t *len_p);
 tmx_status_t tmx_soft_xrc_ini_post(tmx_soft_qp_t *qp, tmx_send_wr_t *wr, tmx_send_wr_t **bad_p);
+/* The route a lone SEND on an initiator goes to when it is the last one used and nothing
+ * needs the general path; NULL: take tmx_soft_xrc_ini_post. */
+tmx_soft_qp_t *tmx_soft_xrc_route_hint(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr);
 void tmx_soft_xrc_qp_destroy(tmx_soft_qp_t *qp);
 /* The receiver of the XRC stream line idx for a record of claim gen; NULL: drop the record. */
 tmx_soft_qp_t *tmx_soft_xrc_stream(tmx_soft_dev_t *dev, uint32_t idx, uint32_t gen);

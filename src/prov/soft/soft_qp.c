@@ -2926,7 +2926,13 @@ tmx_status_t tmx_soft_post_send(tmx_qp_t *q, tmx_send_wr_t *wr, tmx_send_wr_t **
     tmx_status_t   status = TMX_OK;
 
     if (qp->super.type == TMX_QPT_XRC_INI) {
-        return tmx_soft_xrc_ini_post(qp, wr, bad_p);
+        /* one SEND to the remote SRQ of the last one: straight to its route */
+        tmx_soft_qp_t *rt = tmx_soft_xrc_route_hint(qp, wr);
+
+        if (rt == NULL) {
+            return tmx_soft_xrc_ini_post(qp, wr, bad_p);
+        }
+        qp = rt;
     }
     for (; wr != NULL; wr = wr->next) {
         size_t total = 0;

@@ -1399,6 +1399,18 @@ static void tmx_soft_xini_complete(tmx_soft_qp_t *ini, const tmx_send_wr_t *wr,
     tmx_soft_cq_push((tmx_soft_cq_t *)ini->super.send_cq, &wc);
 }
 
+tmx_soft_qp_t *tmx_soft_xrc_route_hint(tmx_soft_qp_t *ini, const tmx_send_wr_t *wr)
+{
+    tmx_soft_qp_t *rt = ini->xrc->last;
+
+    if (rt == NULL || wr->next != NULL || ini->xrc->last_srqn != wr->remote_srqn ||
+        ini->super.state != TMX_QPS_RTS || rt->super.state != TMX_QPS_RTS ||
+        (wr->opcode != TMX_WR_SEND && wr->opcode != TMX_WR_SEND_WITH_IMM)) {
+        return NULL;
+    }
+    return rt;
+}
+
 tmx_status_t tmx_soft_xrc_ini_post(tmx_soft_qp_t *ini, tmx_send_wr_t *wr, tmx_send_wr_t **bad_p)
 {
     tmx_soft_xqp_t *xq     = ini->xrc;

@@ -13,12 +13,12 @@
  * and the SRQ numbers instead of QP blobs):
  * - each side needs its initiators to the other's node connected (the passive side replies
  *   only once it has them, so that nothing arrives that it could not answer); one not yet
- *   connected is connected through the endpoint's peer, which is on that node: XCONN_REQ (our initiator's
- *   blob) -> the peer creates a target QP in its domain for it -> XCONN_REP (the target's
- *   blob). Endpoints waiting for an initiator another one is connecting wait for that one (and
- *   take over if it fails). An endpoint is CONNECTED once its peer's numbers are known and its
- *   initiators to the peer's node (every domain: rendezvous data is striped over them) are;
- *   until then, sends and control messages wait on it.
+ *   connected is connected through the endpoint's peer, which is on that node: XCONN_REQ
+ *   (our initiator's blob) -> the peer creates a target QP in its domain for it -> XCONN_REP
+ *   (the target's blob). Endpoints waiting for an initiator another one is connecting wait
+ *   for that one (and take over if it fails). An endpoint is CONNECTED once its peer's
+ *   numbers are known and its initiators to the peer's node (every domain: rendezvous data
+ *   is striped over them) are; until then, sends and control messages wait on it.
  * - once connected, a side tells its peer which target QPs its initiators use (XTGT). The peer
  *   opens them by number (unless it created them): that handle is its receive side for us,
  *   reports our death, and keeps the target alive while the peer lives, whoever created it.

@@ -73,7 +73,8 @@ for layout in "4 4" "2 8"; do
     [ "$rcq" -eq 0 ] && ok "xrc ${N}x${P}: no RC queue pair" || fail "xrc ${N}x${P}: $rcq RC QPs"
     [ "$(each ini | sort -u)" = "$((N * D))" ] &&
         ok "xrc ${N}x${P}: every rank holds N D = $((N * D)) initiators" ||
-        fail "xrc ${N}x${P}: initiators per rank: $(each ini | sort -u | tr '\n' ' ')(want $((N * D)))"
+        fail "xrc ${N}x${P}: initiators per rank $(each ini | sort -u | tr '\n' ' ')" \
+            "(want $((N * D)))"
     want=$((N * N * P * D))
     [ "$ini" -eq "$want" ] && [ "$tgt" -eq "$want" ] && [ "$conn" -eq "$want" ] &&
         ok "xrc ${N}x${P}: the job holds N^2 P D = $want initiators and $want target QPs" ||
@@ -82,9 +83,12 @@ for layout in "4 4" "2 8"; do
         ok "xrc ${N}x${P}: receive contexts = targets + SRQs = $rcv" ||
         fail "xrc ${N}x${P}: $rcv receive contexts, want $((want + N * P * (1 + D)))"
     [ "$(each rcv_qps | sort -u)" = "$((N * P * D))" ] && [ "$bad" -eq 0 ] &&
-        ok "xrc ${N}x${P}: every rank reports N P D = $((N * P * D)) receive QPs, each in RTR with its SRQ" ||
-        fail "xrc ${N}x${P}: receive QPs per rank $(each rcv_qps | sort -u | tr '\n' ' ')(want $((N * P * D))), $bad bad"
-    [ "$strp" -ge $((N * P)) ] && ok "xrc ${N}x${P}: $strp rendezvous messages striped over the domains" ||
+        ok "xrc ${N}x${P}: every rank reports N P D = $((N * P * D)) receive QPs," \
+            "each in RTR with its SRQ" ||
+        fail "xrc ${N}x${P}: receive QPs per rank $(each rcv_qps | sort -u | tr '\n' ' ')" \
+            "(want $((N * P * D))), $bad bad"
+    [ "$strp" -ge $((N * P)) ] &&
+        ok "xrc ${N}x${P}: $strp rendezvous messages striped over the domains" ||
         fail "xrc ${N}x${P}: only $strp rendezvous messages striped"
     [ "$conn" -lt "$rc_conn" ] ||
         fail "xrc ${N}x${P}: $conn connections, not fewer than RC's $rc_conn"

@@ -605,7 +605,10 @@ static int s_role(proc_t *p, shared_t *sh)
                 break;
             }
         }
-        usleep(20000);
+        for (int k = 0; k < 300; k++) {
+            poll_once(p); /* the device checks its peers' lives every 256th poll */
+        }
+        usleep(10000);
     }
     CHECK(failed);
     CHECK(p->qp->state == TMX_QPS_RTS); /* the initiator itself lives on */

@@ -44,6 +44,13 @@ enum tmx_dev_cap {
      * caller may treat as done waits for its progress; a SEND of more than max_inline bytes
      * must be signaled, and its completion is what says it left. */
     TMX_DEV_CAP_MANUAL_PROGRESS = 1u << 10,
+    /* Memory from mem_alloc is written by the peer's CPU itself: an unsignaled RDMA WRITE (or
+     * the data of a WRITE_WITH_IMM) whose target lies wholly in memory the remote side got from
+     * mem_alloc, posted on a QP whose send queue is empty and that has no out-of-order
+     * placement (TMX_QP_ATTR_OOO), is placed (visible to the target's
+     * CPU, in the order its data-in-order answer promises) by the time post_send returns
+     * TMX_OK. Without it a write is placed some time before its completion. */
+    TMX_DEV_CAP_MEM_DIRECT = 1u << 11,
 };
 
 /* What ibv_query_qp_data_in_order answers (capability form); 0 = no guarantee. */
@@ -455,6 +462,18 @@ struct tmx_prov_ops {
     tmx_status_t (*mr_reg)(tmx_pd_t *pd, void *addr, size_t length, unsigned access,
                            tmx_mr_t **mr_p);
     void (*mr_dereg)(tmx_mr_t *mr);
+    /*
+     * Memory the provider allocates and registers (as mr_reg with access): len bytes, zeroed,
+     * at mr->addr, aligned to at least 128 bytes, where RDMA writes of peers land without
+     * their owner's progress, as a real adapter's DMA writes registered host memory. It is
+     * what a receiver polls (the eager-RDMA ring, doc/DESIGN.md). A provider with no better
+     * way uses tmx_prov_host_mem_alloc / _free (page-aligned host memory + mr_reg). The soft
+     * device gives it from its segment (TMX_SOFT_DM_SIZE), where peers' writes are their own
+     * stores (TMX_DEV_CAP_MEM_DIRECT); TMX_ERR_NO_RESOURCE when that area is full.
+     * mem_free deregisters and frees it (mr from mem_alloc only).
+     */
+    tmx_status_t (*mem_alloc)(tmx_pd_t *pd, size_t len, unsigned access, tmx_mr_t **mr_p);
+    void (*mem_free)(tmx_mr_t *mr);
 
     tmx_status_t (*cq_create)(tmx_dev_t *dev, int cqe, tmx_cq_t **cq_p);
     void (*cq_destroy)(tmx_cq_t *cq);
@@ -530,6 +549,10 @@ tmx_status_t tmx_prov_unsupported_srq_post_ops(tmx_srq_t *srq, tmx_srq_op_t *op,
                                                tmx_srq_op_t **bad_p);
 tmx_status_t tmx_prov_unsupported_srq_get_num(tmx_srq_t *srq, uint32_t *srqn_p);
 unsigned tmx_prov_no_data_in_order(tmx_qp_t *qp, tmx_wr_opcode_t op);
+/* mem_alloc / mem_free for providers without device memory: aligned host memory + mr_reg. */
+tmx_status_t tmx_prov_host_mem_alloc(tmx_pd_t *pd, size_t len, unsigned access,
+                                     tmx_mr_t **mr_p);
+void tmx_prov_host_mem_free(tmx_mr_t *mr);
 tmx_status_t tmx_prov_unsupported_ah_create(tmx_pd_t *pd, const void *dev_addr, size_t len,
                                             tmx_ah_t **ah_p);
 void tmx_prov_unsupported_ah_destroy(tmx_ah_t *ah);

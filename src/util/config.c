@@ -194,6 +194,11 @@ static const tmx_config_field_t tmx_config_table[] = {
     {TMX_CONFIG_FIELD("SOFT_SCRAMBLE_SEED", TMX_CONFIG_UINT, "0", soft_scramble_seed,
                       "Soft device, for tests: seed of the order in which scrambled data lands; "
                       "0 takes one from the pid and the clock.")},
+    {TMX_CONFIG_FIELD("SOFT_DM_SIZE", TMX_CONFIG_SIZE, "256k", soft_dm_size,
+                      "Soft device: bytes of its segment given out as device memory (mem_alloc: "
+                      "what eager-RDMA rings are made of), where peers' RDMA writes are their own "
+                      "stores; 0: none."),
+     .flags = TMX_CONFIG_F_MAX, .max = 1073741824.0},
     {TMX_CONFIG_FIELD("RANK", TMX_CONFIG_INT, "-1", rank,
                       "Rank of this process in the job (set by tmxrun); -1 means not launched."),
      .flags = TMX_CONFIG_F_MIN, .min = -1},

@@ -50,6 +50,7 @@ typedef struct tmx_config {
     int      soft_data_in_order; /* TMX_SOFT_DATA_IN_ORDER: TMX_SOFT_DIO_* (soft.h) */
     int      soft_ooo;         /* TMX_SOFT_OOO: the soft device offers OOO placement */
     unsigned soft_scramble_seed; /* TMX_SOFT_SCRAMBLE_SEED: 0 = from the pid and the clock */
+    size_t   soft_dm_size;     /* TMX_SOFT_DM_SIZE: bytes of device memory (mem_alloc) */
     /* job bootstrap (set by tmxrun) */
     int      rank;             /* TMX_RANK: -1 unset */
     int      size;             /* TMX_SIZE: -1 unset */

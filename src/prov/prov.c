@@ -2,6 +2,7 @@
  * The static provider table and the stubs for ops a provider does not implement (so the core
  * never tests an ops slot for NULL).
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,6 +109,13 @@ void tmx_prov_host_mem_free(tmx_mr_t *mr)
     buf = mr->addr; /* mr_dereg may reuse the object */
     mr->pd->dev->prov->ops->mr_dereg(mr);
     free(buf);
+}
+
+tmx_status_t tmx_prov_fence_mem_barrier(tmx_dev_t *dev)
+{
+    (void)dev;
+    atomic_thread_fence(memory_order_seq_cst);
+    return TMX_OK;
 }
 
 tmx_status_t tmx_prov_unsupported_ah_create(tmx_pd_t *pd, const void *dev_addr, size_t len,

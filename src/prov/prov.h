@@ -51,6 +51,12 @@ enum tmx_dev_cap {
      * CPU, in the order its data-in-order answer promises) by the time post_send returns
      * TMX_OK. Without it a write is placed some time before its completion. */
     TMX_DEV_CAP_MEM_DIRECT = 1u << 11,
+    /* With MEM_DIRECT: the peers that poll memory we write order our stores with mem_barrier.
+     * Between a direct write and a load of ours that must not pass it (Dekker: we write a
+     * message, then look whether the reader sleeps; it writes "asleep", then looks for
+     * messages), a compiler barrier is enough if the other side calls mem_barrier between its
+     * store and its load. Without this cap, a full fence. */
+    TMX_DEV_CAP_MEM_ASYM = 1u << 12,
 };
 
 /* What ibv_query_qp_data_in_order answers (capability form); 0 = no guarantee. */
@@ -474,6 +480,11 @@ struct tmx_prov_ops {
      */
     tmx_status_t (*mem_alloc)(tmx_pd_t *pd, size_t len, unsigned access, tmx_mr_t **mr_p);
     void (*mem_free)(tmx_mr_t *mr);
+    /* A full memory barrier of the caller that also orders the direct writes of every peer
+     * process with TMX_DEV_CAP_MEM_ASYM (on the soft device: membarrier(2), global expedited);
+     * an error when it cannot (the caller must then not count on its order: e.g. not sleep).
+     * Providers without direct writes: tmx_prov_fence_mem_barrier (a fence). */
+    tmx_status_t (*mem_barrier)(tmx_dev_t *dev);
 
     tmx_status_t (*cq_create)(tmx_dev_t *dev, int cqe, tmx_cq_t **cq_p);
     void (*cq_destroy)(tmx_cq_t *cq);
@@ -553,6 +564,7 @@ unsigned tmx_prov_no_data_in_order(tmx_qp_t *qp, tmx_wr_opcode_t op);
 tmx_status_t tmx_prov_host_mem_alloc(tmx_pd_t *pd, size_t len, unsigned access,
                                      tmx_mr_t **mr_p);
 void tmx_prov_host_mem_free(tmx_mr_t *mr);
+tmx_status_t tmx_prov_fence_mem_barrier(tmx_dev_t *dev);
 tmx_status_t tmx_prov_unsupported_ah_create(tmx_pd_t *pd, const void *dev_addr, size_t len,
                                             tmx_ah_t **ah_p);
 void tmx_prov_unsupported_ah_destroy(tmx_ah_t *ah);

@@ -33,6 +33,12 @@ typedef struct tmx_config {
     /* out-of-order data placement */
     int      ooo;              /* TMX_OOO: -1 auto, 0 no, 1 yes */
     int      fence_drop;       /* TMX_FENCE_DROP: debug, the planner sets no fence */
+    /* eager-RDMA rings (src/proto/ring.h) */
+    int      ring;             /* TMX_RING: -1 auto, 0 no, 1 yes */
+    int      ring_mode;        /* TMX_RING_MODE: 0 auto, else tmx_ring_mode_t (tests) */
+    unsigned ring_slots;       /* TMX_RING_SLOTS */
+    size_t   ring_slot_size;   /* TMX_RING_SLOT_SIZE */
+    unsigned ring_peers;       /* TMX_RING_PEERS: rings a worker lends at most */
     /* soft device */
     size_t   soft_ring_size;   /* TMX_SOFT_RING_SIZE: bytes of each per-peer fast ring */
     size_t   soft_inbox_size;  /* TMX_SOFT_INBOX_SIZE: bytes of the shared receive ring */

@@ -560,7 +560,7 @@ static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t
         dev->super.attr.caps |= TMX_DEV_CAP_OOO;
     }
     if (dev->dm != NULL) {
-        dev->super.attr.caps |= TMX_DEV_CAP_MEM_DIRECT;
+        dev->super.attr.caps |= TMX_DEV_CAP_MEM_DIRECT | (dev->asym ? TMX_DEV_CAP_MEM_ASYM : 0);
     }
     dev->data_order = (unsigned)cfg->soft_data_in_order;
     dev->rng        = cfg->soft_scramble_seed != 0
@@ -1100,6 +1100,19 @@ static void tmx_soft_mem_free(tmx_mr_t *m)
     }
 }
 
+/* The slow side of the asymmetric barrier (TMX_DEV_CAP_MEM_ASYM), as before a sleep
+ * (tmx_soft_cq_req_notify): every registered process runs a full barrier. */
+static tmx_status_t tmx_soft_mem_barrier(tmx_dev_t *d)
+{
+    tmx_soft_dev_t *dev = (tmx_soft_dev_t *)d;
+
+    if (dev->asym) {
+        return tmx_soft_membarrier() ? TMX_OK : TMX_ERR_IO;
+    }
+    TMX_SOFT_FENCE();
+    return TMX_OK;
+}
+
 /* ---------------------------------------------------------------- CQ */
 
 static tmx_status_t tmx_soft_cq_create(tmx_dev_t *dev, int cqe, tmx_cq_t **cq_p)
@@ -1548,6 +1561,7 @@ const tmx_prov_ops_t tmx_soft_ops = {
     .mr_dereg         = tmx_soft_mr_dereg,
     .mem_alloc        = tmx_soft_mem_alloc,
     .mem_free         = tmx_soft_mem_free,
+    .mem_barrier      = tmx_soft_mem_barrier,
     .cq_create        = tmx_soft_cq_create,
     .cq_destroy       = tmx_soft_cq_destroy,
     .cq_poll          = tmx_soft_cq_poll,

@@ -1014,14 +1014,16 @@ static int tmx_soft_tx_notice(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
 
 /* An RDMA WRITE into the peer's device memory, by our stores (dst: tmx_soft_dm_target), checked
  * against the target's own MR table as CMA is; then a WRITE_WITH_IMM's notice. As
- * tmx_soft_tx_cma returns. */
+ * tmx_soft_tx_cma returns. A store into the mapping of a dead peer's segment harms nobody
+ * (unlike CMA, which names a pid that may be another process's by now): its death is what
+ * the liveness checks found (tmx_soft_check_peers), as for records in its rings. */
 static int tmx_soft_tx_dm(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr, uint8_t *dst)
 {
     tmx_soft_rseg_t         *r     = qp->rseg;
     const tmx_soft_mr_ent_t *table = (tmx_soft_mr_ent_t *)((uint8_t *)r->base + r->hdr->mr_off);
 
-    if (tmx_soft_cma_target_gone(r)) {
-        return TMX_SOFT_TX_GONE;
+    if (r->dead) {
+        return TMX_SOFT_TX_GONE; /* found gone by a liveness check, as for ring records */
     }
     if (tmx_soft_key_check(table, r->hdr->max_mrs, swr->rkey, swr->raddr, swr->total,
                            TMX_ACCESS_REMOTE_WRITE) != 0) {
@@ -2871,7 +2873,7 @@ static int tmx_soft_write_direct(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, siz
          tmx_soft_sge_check(qp->dev, wr->sg_list, wr->num_sge, 0) != 0) ||
         tmx_soft_key_check(table, r->hdr->max_mrs, wr->rdma.rkey, wr->rdma.remote_addr, total,
                            TMX_ACCESS_REMOTE_WRITE) != 0 ||
-        tmx_soft_cma_target_gone(r)) {
+        r->dead) {
         return 0;
     }
     swr.num_sge = wr->num_sge;

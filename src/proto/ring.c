@@ -410,7 +410,9 @@ static inline void tmx_ring_tx_refresh(tmx_ring_tx_t *tx)
     if (tmx_ring_credit_unpack(w, &c, &asleep)) {
         uint32_t out = (uint32_t)tx->head - c;
 
-        if (out <= tx->slots) { /* else nonsense: keep what we knew */
+        /* else nonsense, or a count older than one we saw (on a queue pair with OOO
+         * placement, the receiver's writes may land out of order): keep what we knew */
+        if (out <= tx->slots && tx->head - out >= tx->consumed) {
             tx->consumed = tx->head - out;
             tx->asleep   = asleep;
         }

@@ -42,7 +42,8 @@ enum tmx_dev_cap {
      * poll). Such a device accepts an unsignaled SEND only when it can put the whole of it on
      * the wire at once (TMX_ERR_NO_RESOURCE otherwise, nothing posted), so that nothing the
      * caller may treat as done waits for its progress; a SEND of more than max_inline bytes
-     * must be signaled, and its completion is what says it left. */
+     * must be signaled, and its completion is what says it left. The same holds for an
+     * unsignaled RDMA_WRITE_WITH_IMM into memory from mem_alloc (its notice is a message). */
     TMX_DEV_CAP_MANUAL_PROGRESS = 1u << 10,
     /* Memory from mem_alloc is written by the peer's CPU itself: an unsignaled RDMA WRITE (or
      * the data of a WRITE_WITH_IMM) whose target lies wholly in memory the remote side got from

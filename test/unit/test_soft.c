@@ -2836,3 +2836,91 @@ Test(soft, dm_writes_land_without_target_poll, .timeout = 30)
     cfg_init(&cfg, 0, 65536);
     run_pair(dm_target, dm_initiator, &cfg);
 }
+
+/* An unsignaled WRITE_WITH_IMM into device memory goes whole or not at all: with the target's
+ * ring full its notice cannot go, so post_send refuses it (TMX_ERR_NO_RESOURCE) and writes
+ * nothing; once the target drained its ring it goes. */
+static int wimm_full_target(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    tmx_mr_t *dm, *rmr;
+    uint8_t  *rbuf = malloc(64 * 1024);
+    tmx_wc_t  wc;
+    int       imm_seen = 0;
+    double    end;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    CHECK(rbuf != NULL);
+    CHECK(n->ops->mem_alloc(n->pd, 256, TMX_ACCESS_LOCAL_WRITE | TMX_ACCESS_REMOTE_WRITE,
+                            &dm) == TMX_OK);
+    rmr = reg(n, rbuf, 64 * 1024, TMX_ACCESS_LOCAL_WRITE);
+    CHECK(rmr != NULL);
+    for (int k = 0; k < 500; k++) {
+        CHECK(post_recv(n, 0, rbuf + k * 128, 128, rmr->lkey, 1000 + k) == TMX_OK);
+    }
+    sh->addr[0][0] = (uintptr_t)dm->addr;
+    sh->rkey[0][0] = dm->rkey;
+    TRY(node_connect(n));
+    CHECK(node_sync(n, 2) == 0); /* the initiator fills our ring, tries the write */
+    CHECK(node_sync(n, 3) == 0);
+    for (int i = 0; i < 256; i++) {
+        CHECK(((uint8_t *)dm->addr)[i] == 0); /* nothing of the refused write */
+    }
+    end = tmx_time_sec() + 5;
+    while (!imm_seen) {
+        CHECK(node_wc(n, &wc) == 0 && wc.status == TMX_WC_SUCCESS);
+        if (wc.opcode == TMX_WC_RECV_RDMA_WITH_IMM) {
+            CHECK(wc.imm_data == 55 && same(dm->addr, 256, 3));
+            imm_seen = 1;
+        }
+        CHECK(tmx_time_sec() < end);
+    }
+    CHECK(node_barrier(n, 4) == 0);
+    n->ops->mem_free(dm);
+    n->ops->mr_dereg(rmr);
+    free(rbuf);
+    node_close(n);
+    return 0;
+}
+
+static int wimm_full_initiator(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t  l[256], small[64];
+    tmx_mr_t *mr;
+    int       sent = 0, st;
+    double    end;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    mr = reg(n, l, sizeof(l), TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL);
+    TRY(node_connect(n));
+    CHECK(node_sync(n, 2) == 0);
+    memset(small, 1, sizeof(small));
+    while (post_send(n, 0, TMX_WR_SEND, small, 8, 0, TMX_SEND_INLINE, 1, 0, 0, 0) ==
+           TMX_OK) {
+        sent++;
+        CHECK(sent < 10000);
+    }
+    fill(l, sizeof(l), 3);
+    CHECK(post_send(n, 0, TMX_WR_RDMA_WRITE_WITH_IMM, l, sizeof(l), mr->lkey, 0, 2,
+                    sh->addr[0][0], sh->rkey[0][0], 55) == TMX_ERR_NO_RESOURCE);
+    CHECK(n->nstash == 0);
+    CHECK(node_sync(n, 3) == 0); /* the target looks, then drains */
+    end = tmx_time_sec() + 5;
+    while ((st = post_send(n, 0, TMX_WR_RDMA_WRITE_WITH_IMM, l, sizeof(l), mr->lkey, 0, 2,
+                           sh->addr[0][0], sh->rkey[0][0], 55)) == TMX_ERR_NO_RESOURCE) {
+        node_poll(n);
+        CHECK(tmx_time_sec() < end);
+    }
+    CHECK(st == TMX_OK);
+    CHECK(node_barrier(n, 4) == 0);
+    n->ops->mr_dereg(mr);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, dm_write_with_imm_whole_or_nothing, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, 0, 16384);
+    run_pair(wimm_full_target, wimm_full_initiator, &cfg);
+}

@@ -1033,6 +1033,26 @@ static int tmx_soft_tx_dm(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr, uint8_t *dst)
         swr->status = TMX_WC_REM_ACCESS_ERR;
         return 1;
     }
+    if (swr->opcode == TMX_WR_RDMA_WRITE_WITH_IMM) {
+        /* room for the notice first: all of it goes now, or nothing (an unsignaled one is
+         * then taken back by post_send, TMX_DEV_CAP_MANUAL_PROGRESS) */
+        tmx_soft_rec_t *rec = tmx_soft_qp_reserve(qp, TMX_SOFT_HDR_EXT);
+
+        if (rec == NULL) {
+            return 0;
+        }
+        tmx_soft_dm_store(qp, swr, dst);
+        rec->len                 = 0;
+        rec->op                  = TMX_SOFT_OP_WIMM;
+        rec->flags               = TMX_SOFT_REC_IMM;
+        rec->imm                 = swr->imm;
+        rec->seq                 = swr->seq;
+        tmx_soft_ext(rec)->total = swr->total;
+        tmx_soft_qp_commit(qp, rec, TMX_SOFT_HDR_EXT);
+        swr->state  = TMX_SOFT_SWR_DONE;
+        swr->status = TMX_WC_SUCCESS;
+        return 1;
+    }
     tmx_soft_dm_store(qp, swr, dst);
     swr->cma_done = 1;
     return tmx_soft_tx_notice(qp, swr);
@@ -2738,6 +2758,10 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
         if (!idle) {
             return TMX_ERR_NO_RESOURCE;
         }
+    }
+    if (wr->opcode == TMX_WR_RDMA_WRITE_WITH_IMM && !(wr->send_flags & TMX_SEND_SIGNALED) &&
+        !qp->sig_all && !idle) {
+        return TMX_ERR_NO_RESOURCE; /* its notice is a record: the same rule as a SEND */
     }
     swr           = tmx_soft_swr(qp, qp->next_seq);
     swr->wr_id    = wr->wr_id;

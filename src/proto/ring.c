@@ -424,7 +424,8 @@ static unsigned tmx_ring_refusal(tmx_ep_t *ep, const tmx_proto_ring_hdr_t *h)
     const tmx_config_t *cfg = &ep->worker->ctx->cfg;
     unsigned            mode = (unsigned)h->base.status;
 
-    if (ep->passive || ep->ring_tx != NULL || cfg->ring == 0 || ep->iface->tm_on) {
+    if (ep->passive || ep->ring_tx != NULL || cfg->ring == 0 || ep->iface->tm_on ||
+        ep->state != TMX_EP_CONNECTED || ep->closing) {
         return TMX_RING_REFUSE_CONFIG;
     }
     if (mode == TMX_RING_MODE_NONE || mode >= TMX_RING_MODE_LAST || h->slots < 2 ||
@@ -548,7 +549,7 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
     int            direct;
     tmx_status_t   status;
 
-    if (!tx->ready || hlen + len > tx->max || ep->closing) {
+    if (!tx->ready || hlen + len > tx->max || ep->closing || ep->state != TMX_EP_CONNECTED) {
         return TMX_ERR_NO_RESOURCE;
     }
     /* On a device that places a write when it is posted (or moves data only inside our

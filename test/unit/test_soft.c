@@ -2924,3 +2924,44 @@ Test(soft, dm_write_with_imm_whole_or_nothing, .timeout = 30)
     cfg_init(&cfg, 0, 16384);
     run_pair(wimm_full_target, wimm_full_initiator, &cfg);
 }
+
+/* A peer's header that puts its device memory outside its segment (or off the 128-byte
+ * grain) is refused when the segment is mapped; the copy checked then is what stores use. */
+Test(soft, dm_bounds_checked_when_mapping, .timeout = 10)
+{
+    tmx_config_t          cfg;
+    const tmx_prov_ops_t *ops = tmx_soft_prov.ops;
+    tmx_dev_t            *a[1], *b[1];
+    tmx_soft_dev_t       *da;
+    tmx_pd_t             *pd;
+    tmx_ah_t             *ah;
+    uint8_t               addr[TMX_DEV_ADDR_MAX];
+    size_t                len = sizeof(addr);
+    uint64_t              off, size;
+    int                   num;
+
+    cfg_init(&cfg, -1, 65536);
+    cr_assert_eq(ops->dev_open(&tmx_soft_prov, &cfg, a, 1, &num), TMX_OK);
+    cr_assert_eq(ops->dev_open(&tmx_soft_prov, &cfg, b, 1, &num), TMX_OK);
+    cr_assert_eq(ops->dev_get_addr(a[0], addr, &len), TMX_OK);
+    cr_assert_eq(ops->pd_alloc(b[0], &pd), TMX_OK);
+    da   = (tmx_soft_dev_t *)a[0];
+    off  = da->hdr->dm_off;
+    size = da->hdr->dm_size;
+    cr_assert(size > 0 && off + size <= da->hdr->total);
+    da->hdr->dm_size = da->hdr->total - off + 64; /* past the segment's end */
+    cr_assert_eq(ops->ah_create(pd, addr, len, &ah), TMX_ERR_INVALID_ADDR);
+    da->hdr->dm_size = size;
+    da->hdr->dm_off  = off + 64; /* not on the grain */
+    cr_assert_eq(ops->ah_create(pd, addr, len, &ah), TMX_ERR_INVALID_ADDR);
+    da->hdr->dm_off  = UINT64_MAX - 127; /* wraps */
+    cr_assert_eq(ops->ah_create(pd, addr, len, &ah), TMX_ERR_INVALID_ADDR);
+    da->hdr->dm_off  = da->hdr->rings_off; /* over the rings */
+    cr_assert_eq(ops->ah_create(pd, addr, len, &ah), TMX_ERR_INVALID_ADDR);
+    da->hdr->dm_off = off;
+    cr_assert_eq(ops->ah_create(pd, addr, len, &ah), TMX_OK);
+    ops->ah_destroy(ah);
+    ops->pd_free(pd);
+    ops->dev_close(b[0]);
+    ops->dev_close(a[0]);
+}

@@ -137,6 +137,8 @@ typedef struct tmx_worker {
     unsigned          rings_tx;       /* rings senders lent us */
     unsigned          ring_sleepers;  /* lent rings whose sender's word does not say awake */
     int               ring_skipped;   /* the last progress round took ring messages only */
+    int               devs_busy;      /* the devices' last poll found something */
+    unsigned          ring_rounds;    /* rounds of ring polls while the devices are quiet */
     uint64_t          ring_sleep_rx;  /* rx_msgs when the first of them was told */
     uint64_t          rx_msgs;        /* messages received, any path */
     struct {

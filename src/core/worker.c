@@ -1063,6 +1063,30 @@ unsigned tmx_worker_poll_iface(tmx_iface_t *iface)
     return (unsigned)n;
 }
 
+/*
+ * The rings we poll, first: polling memory is what they are for. Whether the devices are
+ * polled in this round too: not when the rings took messages (their receives may be what the
+ * caller waits for: return at once; the next round polls the devices whatever the rings hold),
+ * and, while the devices' last poll found nothing, only every fourth round: a round of ring
+ * polls alone is short, so a ring message is seen sooner. Traffic through the devices makes
+ * them polled every round again.
+ */
+static int tmx_worker_poll_rings(tmx_worker_t *w, unsigned *count_p)
+{
+    unsigned n = tmx_ring_poll(w);
+
+    *count_p += n;
+    if (w->ring_skipped) {
+        w->ring_skipped = 0;
+        return 1;
+    }
+    if (n > 0) {
+        w->ring_skipped = 1;
+        return 0;
+    }
+    return w->devs_busy || (++w->ring_rounds & 3) == 0;
+}
+
 unsigned tmx_worker_progress_locked(tmx_worker_t *w)
 {
     unsigned count = 0;
@@ -1071,18 +1095,14 @@ unsigned tmx_worker_progress_locked(tmx_worker_t *w)
         return 0; /* called from a completion callback */
     }
     w->in_progress = 1;
-    if (!tmx_list_is_empty(&w->ring_polled)) {
-        count += tmx_ring_poll(w);
-    }
-    /* A round that took ring messages returns at once (their receives may be what the caller
-     * waits for); the next round polls the devices whatever the rings hold. */
-    if (count == 0 || w->ring_skipped) {
-        w->ring_skipped = 0;
+    if (tmx_list_is_empty(&w->ring_polled) || tmx_worker_poll_rings(w, &count)) {
+        unsigned dev = 0;
+
         for (int i = 0; i < w->num_ifaces; i++) {
-            count += tmx_worker_poll_iface(&w->ifaces[i]);
+            dev += tmx_worker_poll_iface(&w->ifaces[i]);
         }
-    } else {
-        w->ring_skipped = 1;
+        w->devs_busy = dev > 0;
+        count += dev;
     }
     if (w->ring_sleepers > 0 && w->rx_msgs != w->ring_sleep_rx) {
         tmx_ring_awake(w); /* messages reach us again: senders may use our rings */

@@ -135,12 +135,17 @@ void tmx_ring_ep_failed(tmx_ep_t *ep)
     }
 }
 
-/* The sender's word gets {messages taken, asleep}: signaled (the sleep notice, whose
- * completion says it is placed) or not. TMX_OK when posted. */
-static tmx_status_t tmx_ring_rx_report(tmx_ep_t *ep, tmx_ring_rx_t *rx, int asleep, int signaled)
+/* Where the receiver's words lie in the sender's control block: apart, so that the sender's
+ * look at the sleep word after every ring write reads a line the receiver seldom writes. */
+#define TMX_RING_CREDIT_OFF 0
+#define TMX_RING_SLEEP_OFF  64
+
+/* One word into the sender's control block: signaled (a sleep notice, whose completion says it
+ * is placed) or not. TMX_OK when posted. */
+static tmx_status_t tmx_ring_rx_write(tmx_ep_t *ep, tmx_ring_rx_t *rx, uint64_t off,
+                                      uint64_t word, int signaled)
 {
-    uint64_t      word = tmx_ring_credit_pack(rx->head, asleep);
-    tmx_sge_t     sge  = {.addr = (uintptr_t)&word, .length = sizeof(word)};
+    tmx_sge_t     sge = {.addr = (uintptr_t)&word, .length = sizeof(word)};
     tmx_send_wr_t wr, *bad;
     tmx_status_t  status;
 
@@ -153,16 +158,28 @@ static tmx_status_t tmx_ring_rx_report(tmx_ep_t *ep, tmx_ring_rx_t *rx, int asle
     wr.num_sge          = 1;
     wr.opcode           = TMX_WR_RDMA_WRITE;
     wr.send_flags       = TMX_SEND_INLINE | (signaled ? TMX_SEND_SIGNALED : 0);
-    wr.rdma.remote_addr = rx->ctrl_addr;
+    wr.rdma.remote_addr = rx->ctrl_addr + off;
     wr.rdma.rkey        = rx->ctrl_rkey;
     status = ep->iface->ops->post_send(ep->qp, &wr, &bad);
-    if (status == TMX_OK) {
-        rx->reported = rx->head;
-        if (signaled) {
-            ep->sq_busy++;
-        }
+    if (status == TMX_OK && signaled) {
+        ep->sq_busy++;
     }
     return status;
+}
+
+/* The sender learns how many messages we took: its slots are free again. */
+static void tmx_ring_rx_report(tmx_ep_t *ep, tmx_ring_rx_t *rx)
+{
+    if (tmx_ring_rx_write(ep, rx, TMX_RING_CREDIT_OFF, tmx_ring_credit_pack(rx->head, 0), 0) ==
+        TMX_OK) {
+        rx->reported = rx->head;
+    }
+}
+
+/* The sender's sleep word: asleep (signaled: its completion says it is in place) or awake. */
+static tmx_status_t tmx_ring_rx_sleep(tmx_ep_t *ep, tmx_ring_rx_t *rx, int asleep)
+{
+    return tmx_ring_rx_write(ep, rx, TMX_RING_SLEEP_OFF, tmx_ring_credit_pack(0, asleep), asleep);
 }
 
 /* A message taken out of a slot: to the protocol (eager messages only come this way). */
@@ -182,7 +199,7 @@ static int tmx_ring_rx_deliver(tmx_ep_t *ep, tmx_ring_rx_t *rx, const uint8_t *m
     w->ring_stats.received++;
     tmx_proto_rx_msg(ep->iface, ep, msg, len);
     if (ep->ring_rx == rx && rx->head - rx->reported >= rx->slots / 2) {
-        (void)tmx_ring_rx_report(ep, rx, rx->sleep != TMX_RING_SLEEP_AWAKE, 0);
+        tmx_ring_rx_report(ep, rx);
     }
     return 0;
 }
@@ -400,10 +417,12 @@ static void tmx_ring_tx_free(tmx_ep_t *ep)
     ep->worker->rings_tx--;
 }
 
-/* Reads the receiver's word: messages taken, asleep. */
-static inline void tmx_ring_tx_refresh(tmx_ring_tx_t *tx)
+/* Reads the receiver's credit word: messages taken. */
+static inline void tmx_ring_tx_credits(tmx_ring_tx_t *tx)
 {
-    uint64_t w = __atomic_load_n((const uint64_t *)tx->ctrl_mr->addr, __ATOMIC_ACQUIRE);
+    uint64_t w = __atomic_load_n((const uint64_t *)((uint8_t *)tx->ctrl_mr->addr +
+                                                     TMX_RING_CREDIT_OFF),
+                                 __ATOMIC_ACQUIRE);
     uint32_t c;
     int      asleep;
 
@@ -414,8 +433,21 @@ static inline void tmx_ring_tx_refresh(tmx_ring_tx_t *tx)
          * placement, the receiver's writes may land out of order): keep what we knew */
         if (out <= tx->slots && tx->head - out >= tx->consumed) {
             tx->consumed = tx->head - out;
-            tx->asleep   = asleep;
         }
+    }
+}
+
+/* Reads the receiver's sleep word. */
+static inline void tmx_ring_tx_sleep(tmx_ring_tx_t *tx)
+{
+    uint64_t w = __atomic_load_n((const uint64_t *)((uint8_t *)tx->ctrl_mr->addr +
+                                                     TMX_RING_SLEEP_OFF),
+                                 __ATOMIC_ACQUIRE);
+    uint32_t c;
+    int      asleep;
+
+    if (tmx_ring_credit_unpack(w, &c, &asleep)) {
+        tx->asleep = asleep;
     }
 }
 
@@ -559,13 +591,16 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
     if ((caps & (TMX_DEV_CAP_MEM_DIRECT | TMX_DEV_CAP_MANUAL_PROGRESS)) && ep->sq_busy > 0) {
         return TMX_ERR_NO_RESOURCE;
     }
-    if (tx->head - tx->consumed >= tx->slots || tx->asleep) {
-        tmx_ring_tx_refresh(tx);
+    if (tx->head - tx->consumed >= tx->slots) {
+        tmx_ring_tx_credits(tx);
         if (tx->head - tx->consumed >= tx->slots) {
             w->ring_stats.full++;
             return TMX_ERR_NO_RESOURCE;
         }
-        if (tx->asleep && tx->seq_on) {
+    }
+    if (tx->asleep) {
+        tmx_ring_tx_sleep(tx);
+        if (tx->asleep) {
             w->ring_stats.asleep++;
             return TMX_ERR_NO_RESOURCE; /* the queue wakes it */
         }
@@ -608,7 +643,7 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
             } else {
                 atomic_thread_fence(memory_order_seq_cst);
             }
-            tmx_ring_tx_refresh(tx);
+            tmx_ring_tx_sleep(tx);
             if (tx->asleep) {
                 w->ring_stats.wakes++;
                 tmx_proto_send_ctrl(ep, TMX_PROTO_CREDIT, 0, 0);
@@ -632,7 +667,7 @@ tmx_status_t tmx_ring_arm(tmx_worker_t *w)
             if (w->ring_sleepers == 0) {
                 w->ring_sleep_rx = w->rx_msgs;
             }
-            if (tmx_ring_rx_report(rx->ep, rx, 1, 1) != TMX_OK) {
+            if (tmx_ring_rx_sleep(rx->ep, rx, 1) != TMX_OK) {
                 busy = 1; /* the wire is full: poll, and try again */
                 continue;
             }
@@ -675,7 +710,7 @@ void tmx_ring_awake(tmx_worker_t *w)
         tmx_ring_rx_t *rx = tmx_container_of(l, tmx_ring_rx_t, link);
 
         if (rx->sleep != TMX_RING_SLEEP_AWAKE &&
-            tmx_ring_rx_report(rx->ep, rx, 0, 0) == TMX_OK) {
+            tmx_ring_rx_sleep(rx->ep, rx, 0) == TMX_OK) {
             rx->sleep = TMX_RING_SLEEP_AWAKE;
             w->ring_sleepers--;
         }
@@ -704,7 +739,7 @@ void tmx_ring_wc(tmx_iface_t *iface, const tmx_wc_t *wc)
         }
     } else if (ep->ring_tx != NULL && ep->ring_tx->seq_on) {
         /* a ring message is in place: the receiver's word, once more */
-        tmx_ring_tx_refresh(ep->ring_tx);
+        tmx_ring_tx_sleep(ep->ring_tx);
         if (ep->ring_tx->asleep) {
             w->ring_stats.wakes++;
             tmx_proto_send_ctrl(ep, TMX_PROTO_CREDIT, 0, 0);

@@ -12,7 +12,8 @@
  *   receiver: RING_GRANT {slots addr, rkey, slots, slot size, mode}          (queue)
  *   sender:   RING_ACK   {its control word's addr, rkey} or a refusal          (queue)
  *   sender:   ring messages, and queue messages as before                     (both)
- *   receiver: RDMA writes of {messages taken, asleep} into the control word    (no message)
+ *   receiver: RDMA writes of its count taken and of asleep/awake into the
+ *             sender's control block (two words on two lines)                 (no message)
  *
  * Mode: the receiver's choice at connect (tmx_ring_choose), from its queue pair's answer to
  * the data-in-order query, never polling on a queue pair with OOO placement (TMX_RING_MODE

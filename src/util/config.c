@@ -160,7 +160,7 @@ static const tmx_config_field_t tmx_config_table[] = {
     {TMX_CONFIG_FIELD("RING_SLOTS", TMX_CONFIG_UINT, "32", ring_slots,
                       "Slots (messages in flight) of an eager-RDMA ring."),
      .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX | TMX_CONFIG_F_POW2, .min = 2, .max = 4096},
-    {TMX_CONFIG_FIELD("RING_SLOT_SIZE", TMX_CONFIG_SIZE, "512", ring_slot_size,
+    {TMX_CONFIG_FIELD("RING_SLOT_SIZE", TMX_CONFIG_SIZE, "2k", ring_slot_size,
                       "Bytes of a ring slot: larger messages go by the queue."),
      .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX | TMX_CONFIG_F_POW2, .min = 128,
      .max = 65536},
@@ -219,7 +219,7 @@ static const tmx_config_field_t tmx_config_table[] = {
     {TMX_CONFIG_FIELD("SOFT_SCRAMBLE_SEED", TMX_CONFIG_UINT, "0", soft_scramble_seed,
                       "Soft device, for tests: seed of the order in which scrambled data lands; "
                       "0 takes one from the pid and the clock.")},
-    {TMX_CONFIG_FIELD("SOFT_DM_SIZE", TMX_CONFIG_SIZE, "256k", soft_dm_size,
+    {TMX_CONFIG_FIELD("SOFT_DM_SIZE", TMX_CONFIG_SIZE, "1m", soft_dm_size,
                       "Soft device: bytes of its segment given out as device memory (mem_alloc: "
                       "what eager-RDMA rings are made of), where peers' RDMA writes are their own "
                       "stores; 0: none."),

@@ -72,7 +72,7 @@ expect_grep "$T/out" '^#   tag matching     software' "TMX_TM_OFFLOAD=no tmx_inf
 expect_grep "$T/out" '^#   tag matching     software' "(offload off again)"
 run 30 "$INFO" -w
 expect_grep "$T/out" '^#   eager-RDMA ring  whole: ' "tmx_info -w: rings polled on a flag"
-expect_grep "$T/out" '^#   ring limits      8 senders at most, 32 slots of 512 bytes' \
+expect_grep "$T/out" '^#   ring limits      8 senders at most, 32 slots of 2048 bytes' \
     "tmx_info -w: ring limits"
 run 30 env TMX_SOFT_DATA_IN_ORDER=aligned128 "$INFO" -w
 expect_grep "$T/out" '^#   eager-RDMA ring  aligned128: ' "aligned128 answer: block stamps"

@@ -60,6 +60,10 @@ static unsigned tmx_ring_choose(tmx_ep_t *ep, const char **why)
         *why = "tag-matching offload on: its device matches messages in their order";
         return TMX_RING_MODE_NONE;
     }
+    if (ep->xrc) {
+        *why = "XRC: a message's immediate data names its endpoint";
+        return TMX_RING_MODE_NONE;
+    }
     if (!(iface->dev->attr.caps & TMX_DEV_CAP_RMA) || cfg->ring_slot_size > iface->max_inline) {
         *why = "the device has no RDMA write of a slot's size";
         return TMX_RING_MODE_NONE;
@@ -352,7 +356,7 @@ void tmx_ring_rx_counted(tmx_ep_t *ep)
     tmx_worker_t *w = ep->worker;
 
     if (++ep->ring_msgs >= (w->ctx->cfg.ring == 1 ? 1u : TMX_RING_AFTER) &&
-        ep->ring_choice != TMX_RING_MODE_NONE && ep->state == TMX_EP_CONNECTED &&
+        ep->ring_choice != TMX_RING_MODE_NONE && ep->state == TMX_EP_CONNECTED && !ep->xrc &&
         !ep->closing && w->rings_rx < w->ctx->cfg.ring_peers) {
         tmx_ring_grant(ep);
     }
@@ -456,7 +460,7 @@ static unsigned tmx_ring_refusal(tmx_ep_t *ep, const tmx_proto_ring_hdr_t *h)
     const tmx_config_t *cfg = &ep->worker->ctx->cfg;
     unsigned            mode = (unsigned)h->base.status;
 
-    if (ep->passive || ep->ring_tx != NULL || cfg->ring == 0 || ep->iface->tm_on ||
+    if (ep->passive || ep->ring_tx != NULL || cfg->ring == 0 || ep->iface->tm_on || ep->xrc ||
         ep->state != TMX_EP_CONNECTED || ep->closing) {
         return TMX_RING_REFUSE_CONFIG;
     }

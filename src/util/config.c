@@ -96,7 +96,7 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "Log destination file; empty means stderr, %p is replaced by the pid.")},
     {TMX_CONFIG_FIELD("PROVIDERS", TMX_CONFIG_STRING, "", providers,
                       "Comma-separated device providers to use; empty means all that were built.")},
-    {TMX_CONFIG_FIELD("EAGER_MAX", TMX_CONFIG_SIZE, "8k", eager_max,
+    {TMX_CONFIG_FIELD("EAGER_MAX", TMX_CONFIG_SIZE, "16k", eager_max,
                       "Largest message sent eagerly; larger ones use rendezvous.")},
     {TMX_CONFIG_FIELD("UNEXP_BUDGET", TMX_CONFIG_SIZE, "64m", unexp_budget,
                       "Bytes of unexpected eager messages buffered per worker.")},
@@ -132,6 +132,10 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "NUMA node of this process's CPUs (set by tmxrun): the soft device's "
                       "memory goes there. -1: found with hwloc, or unknown."),
      .flags = TMX_CONFIG_F_MIN, .min = -1},
+    {TMX_CONFIG_FIELD("NODE_ID", TMX_CONFIG_STRING, "", node_id,
+                      "The node this process counts as running on; processes with the same value "
+                      "share XRC domains. Empty: the host. Set it per rank to make one host look "
+                      "like several nodes.")},
     {TMX_CONFIG_FIELD("TM_OFFLOAD", TMX_CONFIG_ENUM, "auto", tm_offload,
                       "Tag-matching offload: auto and yes give receives to a device's tag list "
                       "where the device has one (yes warns where none has); no matches in "
@@ -168,6 +172,15 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "Rings a worker lends at most (to its busiest senders, first come); each "
                       "costs RING_SLOTS x RING_SLOT_SIZE bytes of device memory."),
      .flags = TMX_CONFIG_F_MAX, .max = 4096},
+    {TMX_CONFIG_FIELD("XRC", TMX_CONFIG_ENUM, "auto", xrc,
+                      "XRC domains: auto and yes connect through the node's XRC domains where "
+                      "the device offers them and tag-matching offload is off (yes warns where "
+                      "it cannot); no connects one RC queue pair per peer process."),
+     .words = tmx_config_ternary},
+    {TMX_CONFIG_FIELD("XRC_DOMAINS", TMX_CONFIG_UINT, "2", xrc_domains,
+                      "XRC domains per node: a peer's messages use one (chosen by the peer), "
+                      "rendezvous data is striped over all."),
+     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX, .min = 1, .max = 4},
     {TMX_CONFIG_FIELD("SOFT_RING_SIZE", TMX_CONFIG_SIZE, "256k", soft_ring_size,
                       "Soft device: bytes of each per-peer fast ring."),
      .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_POW2, .min = 4096},
@@ -191,6 +204,9 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "Soft device: anonymous segments (memfd) that peers open through /proc, "
                       "instead of named ones in /dev/shm."),
      .words = tmx_config_ternary},
+    {TMX_CONFIG_FIELD("SOFT_INPLACE", TMX_CONFIG_BOOL, "yes", soft_inplace,
+                      "Soft device: an eager message is read where the sender wrote it, not "
+                      "first copied into a receive buffer (receives in place).")},
     {TMX_CONFIG_FIELD("SOFT_TM", TMX_CONFIG_BOOL, "no", soft_tm,
                       "Soft device: offer a tag-matching SRQ (TM SRQ), as mlx5 adapters do.")},
     {TMX_CONFIG_FIELD("SOFT_TM_TAGS", TMX_CONFIG_UINT, "1023", soft_tm_tags,
@@ -224,6 +240,13 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "what eager-RDMA rings are made of), where peers' RDMA writes are their own "
                       "stores; 0: none."),
      .flags = TMX_CONFIG_F_MAX, .max = 1073741824.0},
+    {TMX_CONFIG_FIELD("SOFT_XRC", TMX_CONFIG_BOOL, "no", soft_xrc,
+                      "Soft device: offer XRC domains, SRQs and queue pairs, as mlx5 adapters "
+                      "do (needs cross-memory attach: not with TMX_SOFT_CMA=no).")},
+    {TMX_CONFIG_FIELD("SOFT_XRC_STREAMS", TMX_CONFIG_UINT, "1024", soft_xrc_streams,
+                      "Soft device: XRC senders a process receives from at once, and XRC "
+                      "destinations it sends to (per device)."),
+     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX, .min = 1, .max = 65536},
     {TMX_CONFIG_FIELD("RANK", TMX_CONFIG_INT, "-1", rank,
                       "Rank of this process in the job (set by tmxrun); -1 means not launched."),
      .flags = TMX_CONFIG_F_MIN, .min = -1},

@@ -3,7 +3,7 @@
 # all over shared memory on this host, interleaved round by round. See bench/README.md.
 #
 #   bench/compare.sh [-r ROUNDS] [-d SECONDS] [-i SECONDS] [--full] [-s SIZES] [--tm]
-#                    [-o DIR] [BUILDDIR]
+#                    [--ring] [-o DIR] [BUILDDIR]
 #
 # BUILDDIR is a tmx build directory (tools/tmxrun and examples/tmx_pingpong in it); without it
 # tmxrun and tmx_pingpong are taken from PATH. Builds only bench/osu_pingpong_mpi.c (mpicc).
@@ -12,7 +12,8 @@ set -u
 
 usage() {
     cat <<EOF
-usage: $0 [-r ROUNDS] [-d SECONDS] [-i SECONDS] [--full] [-s SIZES] [--tm] [-o DIR] [BUILDDIR]
+usage: $0 [-r ROUNDS] [-d SECONDS] [-i SECONDS] [--full] [-s SIZES] [--tm] [--ring] [-o DIR]
+          [BUILDDIR]
   -r ROUNDS  interleaved rounds (tmx, ucx, ompi in each); medians over them (default 3)
   -d SECONDS pause between rounds, to spread them over the VM's fast and slow
              phases (default 0)
@@ -22,6 +23,8 @@ usage: $0 [-r ROUNDS] [-d SECONDS] [-i SECONDS] [--full] [-s SIZES] [--tm] [-o D
   -s SIZES   comma list of sizes in bytes (overrides --full)
   --tm       also run tmx with tag-matching offload on the soft device (TMX_SOFT_TM=yes)
              right after tmx in every round, and print offload on / off ratios
+  --ring     also run tmx without eager-RDMA rings (TMX_RING=no) right after tmx in every
+             round, and print ring / no ring ratios
   -o DIR     where raw outputs go (default bench/results/<date>-<time>)
   BUILDDIR   tmx build directory holding tools/tmxrun and examples/tmx_pingpong
              (default: tmxrun and tmx_pingpong from PATH)
@@ -36,6 +39,7 @@ sizes="8 1024 65536 1048576"
 outdir=""
 builddir=""
 with_tm=0
+with_ring=0
 while [ $# -gt 0 ]; do
     case "$1" in
     -r) [ $# -ge 2 ] || { usage >&2; exit 2; }; rounds=$2; shift 2 ;;
@@ -46,6 +50,7 @@ while [ $# -gt 0 ]; do
     -s) [ $# -ge 2 ] || { usage >&2; exit 2; }; sizes=$(echo "$2" | tr ',' ' '); shift 2 ;;
     -o) [ $# -ge 2 ] || { usage >&2; exit 2; }; outdir=$2; shift 2 ;;
     --tm) with_tm=1; shift ;;
+    --ring) with_ring=1; shift ;;
     -h|--help) usage; exit 0 ;;
     -*) echo "$0: unknown option $1" >&2; usage >&2; exit 2 ;;
     *) builddir=$1; shift ;;
@@ -167,6 +172,10 @@ run_tmx_tm() { # round
     TMX_SOFT_TM=yes TMX_TM_OFFLOAD=yes run_pair tmxtm "$1" "$tmxrun" -n 2 "$pingpong"
 }
 
+run_tmx_noring() { # round
+    TMX_RING=no run_pair tmxq "$1" "$tmxrun" -n 2 "$pingpong"
+}
+
 run_ompi() { # round
     run_pair ompi "$1" mpirun -np 2 --bind-to core "$osu_bin"
 }
@@ -248,6 +257,7 @@ for r in $(seq "$rounds"); do
     log "round $r/$rounds: $(date +%H:%M:%S), other processes used $busy% of the CPUs"
     [ "$tmx_status" = ok ] && run_tmx "$r"
     [ "$tmx_status" = ok ] && [ "$with_tm" = 1 ] && run_tmx_tm "$r"
+    [ "$tmx_status" = ok ] && [ "$with_ring" = 1 ] && run_tmx_noring "$r"
     [ "$ucx_status" = ok ] && run_ucx "$r"
     [ "$ompi_status" = ok ] && run_ompi "$r"
 done
@@ -276,7 +286,7 @@ status_of() {
     fi
 } | tee -a "$outdir/summary.txt"
 
-awk -v sizes="$sizes" -v tm="$with_tm" -v tmxst="$tmx_status" -v ucxst="$ucx_status" -v ompist="$ompi_status" '
+awk -v sizes="$sizes" -v tm="$with_tm" -v ring="$with_ring" -v tmxst="$tmx_status" -v ucxst="$ucx_status" -v ompist="$ompi_status" '
     function sort(v, n,    i, j, t) {  # insertion sort of v[1..n], n is small
         for (i = 2; i <= n; i++) {
             t = v[i]
@@ -372,27 +382,43 @@ awk -v sizes="$sizes" -v tm="$with_tm" -v tmxst="$tmx_status" -v ucxst="$ucx_sta
             printf "%-10s latency %s; bandwidth %s\n", human(sz[i]), round_ratio("lat", sz[i]),
                    round_ratio("bw", sz[i])
         }
-        if (!tm) exit
-        print ""
-        print "# tag-matching offload on (TMX_SOFT_TM=yes) / off, per-round ratio: median"
-        print "# (rounds, min..max); latency: below 1 is faster, bandwidth: above 1 is faster"
-        printf "%-10s | %9s %9s %-26s | %10s %10s %-26s\n", "size", "lat off", "on",
-               "on/off", "bw off", "on", "on/off"
-        for (i = 1; i <= ns; i++) {
-            s = sz[i]
-            printf "%-10s | %9s %9s %-26s | %10s %10s %-26s\n", human(s),
-                   fmt(median("tmx" SUBSEP "lat" SUBSEP s), 2),
-                   fmt(median("tmxtm" SUBSEP "lat" SUBSEP s), 2), tm_ratio("lat", s),
-                   fmt(median("tmx" SUBSEP "bw" SUBSEP s), 1),
-                   fmt(median("tmxtm" SUBSEP "bw" SUBSEP s), 1), tm_ratio("bw", s)
+        if (tm) {
+            print ""
+            print "# tag-matching offload on (TMX_SOFT_TM=yes) / off, per-round ratio: median"
+            print "# (rounds, min..max); latency: below 1 is faster, bandwidth: above 1 is faster"
+            printf "%-10s | %9s %9s %-26s | %10s %10s %-26s\n", "size", "lat off", "on",
+                   "on/off", "bw off", "on", "on/off"
+            for (i = 1; i <= ns; i++) {
+                s = sz[i]
+                printf "%-10s | %9s %9s %-26s | %10s %10s %-26s\n", human(s),
+                       fmt(median("tmx" SUBSEP "lat" SUBSEP s), 2),
+                       fmt(median("tmxtm" SUBSEP "lat" SUBSEP s), 2), tm_ratio("tmxtm", "tmx", "lat", s),
+                       fmt(median("tmx" SUBSEP "bw" SUBSEP s), 1),
+                       fmt(median("tmxtm" SUBSEP "bw" SUBSEP s), 1), tm_ratio("tmxtm", "tmx", "bw", s)
+            }
+        }
+        if (ring) {
+            print ""
+            print "# eager-RDMA rings on (tmx) / off (TMX_RING=no), per-round ratio: median"
+            print "# (rounds, min..max); latency: below 1 is faster, bandwidth: above 1 is faster"
+            printf "%-10s | %9s %9s %-26s | %10s %10s %-26s\n", "size", "lat off", "on",
+                   "on/off", "bw off", "on", "on/off"
+            for (i = 1; i <= ns; i++) {
+                s = sz[i]
+                printf "%-10s | %9s %9s %-26s | %10s %10s %-26s\n", human(s),
+                       fmt(median("tmxq" SUBSEP "lat" SUBSEP s), 2),
+                       fmt(median("tmx" SUBSEP "lat" SUBSEP s), 2), tm_ratio("tmx", "tmxq", "lat", s),
+                       fmt(median("tmxq" SUBSEP "bw" SUBSEP s), 1),
+                       fmt(median("tmx" SUBSEP "bw" SUBSEP s), 1), tm_ratio("tmx", "tmxq", "bw", s)
+            }
         }
     }
-    function tm_ratio(metric, s,    r, n, v, x) {
+    function tm_ratio(on, off, metric, s,    r, n, v, x) {
         n = 0
         for (r = 1; r <= maxr; r++) {
-            if ((("tmx", metric, s, r) in rv) && (("tmxtm", metric, s, r) in rv) &&
-                rv["tmx", metric, s, r] > 0) {
-                v[++n] = rv["tmxtm", metric, s, r] / rv["tmx", metric, s, r]
+            if (((off, metric, s, r) in rv) && ((on, metric, s, r) in rv) &&
+                rv[off, metric, s, r] > 0) {
+                v[++n] = rv[on, metric, s, r] / rv[off, metric, s, r]
             }
         }
         if (n == 0) return "-"

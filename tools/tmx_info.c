@@ -50,6 +50,77 @@ static void tmx_info_print_size(const char *label, size_t value)
     }
 }
 
+/* Connects the worker to itself and sends one message through the connection, so that the
+ * query can say what mode its eager-RDMA ring takes on this device (the receiving side
+ * chooses when the connection comes up). 0 when that worked within two seconds. */
+static int tmx_info_self_connect(tmx_worker_h worker, tmx_ep_h *ep_p)
+{
+    tmx_ep_params_t ep_params;
+    tmx_request_h   sreq = NULL, rreq = NULL;
+    void           *addr;
+    size_t          len;
+    char            out = 'x', in = 0;
+    int             n   = 0;
+
+    *ep_p = NULL;
+    if (tmx_worker_get_address(worker, &addr, &len) != TMX_OK) {
+        return -1;
+    }
+    ep_params.field_mask     = TMX_EP_PARAM_ADDRESS;
+    ep_params.address        = addr;
+    ep_params.address_length = len;
+    if (tmx_ep_create(worker, &ep_params, ep_p) != TMX_OK) {
+        tmx_worker_release_address(worker, addr);
+        return -1;
+    }
+    tmx_worker_release_address(worker, addr);
+    if (tmx_tag_recv_nb(worker, &in, 1, 1, ~(tmx_tag_t)0, NULL, &rreq) < 0 ||
+        tmx_tag_send_nb(*ep_p, &out, 1, 1, NULL, &sreq) < 0) {
+        return -1;
+    }
+    while (n++ < 2000000 && (tmx_request_test(rreq, NULL) == TMX_INPROGRESS ||
+                             (sreq != NULL && tmx_request_test(sreq, NULL) == TMX_INPROGRESS))) {
+        tmx_worker_progress(worker);
+    }
+    if (sreq != NULL) {
+        tmx_request_free(sreq);
+    }
+    tmx_request_free(rreq);
+    return in == out ? 0 : -1;
+}
+
+static void tmx_info_ring(tmx_worker_h worker)
+{
+    tmx_worker_attr_t attr = {.field_mask = TMX_WORKER_ATTR_RING};
+    tmx_ep_h          ep;
+    const char       *mode;
+
+    if (!tmx_info_self_connect(worker, &ep) && tmx_worker_query(worker, &attr) == TMX_OK) {
+        const tmx_ring_attr_t *r = &attr.ring;
+
+        if (r->eps_whole > 0) {
+            mode = "whole: polled on a flag at each slot's end (whole-message order)";
+        } else if (r->eps_aligned128 > 0) {
+            mode = "aligned128: polled on a stamp in each 128-byte block (blocks in order)";
+        } else if (r->eps_imm > 0) {
+            mode = "imm: RDMA write with immediate, seen in the completion queue (no "
+                   "data-in-order promise)";
+        } else {
+            mode = "none (TMX_RING=no, or tag-matching offload)";
+        }
+        printf("#   eager-RDMA ring  %s\n", mode);
+        if (r->enabled) {
+            printf("#   ring limits      %u senders at most, %u slots of %zu bytes each\n",
+                   r->max_rings, r->slots, r->slot_size);
+        }
+    } else {
+        printf("#   eager-RDMA ring  unknown (a connection to itself did not come up)\n");
+    }
+    if (ep != NULL) {
+        tmx_ep_close(ep, TMX_EP_CLOSE_FORCE);
+    }
+}
+
 static int tmx_info_worker(tmx_context_h context)
 {
     tmx_worker_params_t params = {.field_mask = 0};
@@ -107,6 +178,7 @@ static int tmx_info_worker(tmx_context_h context)
     } else {
         printf("#   tag matching     software\n");
     }
+    tmx_info_ring(worker);
     if (attr.xrc.enabled) {
         printf("#   xrc              on %.*s: %u domain%s of node %016llx, SRQ numbers",
                (int)sizeof(attr.xrc.device), attr.xrc.device, attr.xrc.domains,

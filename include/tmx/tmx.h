@@ -190,6 +190,7 @@ enum tmx_worker_attr_field {
     TMX_WORKER_ATTR_WAIT        = 1u << 4, /**< wait_mode .. can_sleep (API 1.2) */
     TMX_WORKER_ATTR_TM          = 1u << 5, /**< tm (API 1.3) */
     TMX_WORKER_ATTR_XRC         = 1u << 6, /**< xrc: XRC domains and connection counts */
+    TMX_WORKER_ATTR_RING        = 1u << 7, /**< ring: eager-RDMA rings */
 };
 
 /** Tag-matching offload of a worker (TMX_WORKER_ATTR_TM, API 1.3): the device whose tag list
@@ -257,6 +258,27 @@ typedef struct tmx_xrc_attr {
     unsigned               num_rcv_qps;
 } tmx_xrc_attr_t;
 
+/** Eager-RDMA rings of a worker (TMX_WORKER_ATTR_RING; tmx(7), "Eager-RDMA ring"): small
+ *  messages written into memory the receiver polls. The mode of each connection is chosen by
+ *  its receiving side from the device's data-in-order answer. */
+typedef struct tmx_ring_attr {
+    int      enabled;        /**< TMX_RING is not no and the device can lend rings */
+    unsigned slots;          /**< slots of a ring (TMX_RING_SLOTS) */
+    size_t   slot_size;      /**< bytes of a slot (TMX_RING_SLOT_SIZE) */
+    unsigned max_rings;      /**< rings this worker lends at most (TMX_RING_PEERS) */
+    unsigned eps_whole;      /**< connections into this worker whose ring is polled on a flag */
+    unsigned eps_aligned128; /**< ... polled on a stamp per 128-byte block */
+    unsigned eps_imm;        /**< ... written with immediate data, seen in the CQ */
+    unsigned eps_none;       /**< ... that get no ring (TMX_RING=no, tag-matching offload) */
+    unsigned rx_rings;       /**< rings lent to senders now */
+    unsigned tx_rings;       /**< rings receivers lent us now */
+    uint64_t sent;           /**< messages sent through rings */
+    uint64_t received;       /**< messages received through rings */
+    uint64_t full;           /**< sends that went by the queue: the ring was full */
+    uint64_t asleep;         /**< sends that went by the queue: the receiver slept */
+    uint64_t wakes;          /**< notices sent to a receiver that fell asleep under a write */
+} tmx_ring_attr_t;
+
 typedef struct tmx_worker_attr {
     uint64_t              field_mask; /**< which fields the caller asks for */
     tmx_thread_mode_t     thread_mode;
@@ -272,6 +294,7 @@ typedef struct tmx_worker_attr {
     int                   can_sleep;     /**< every device can wake a sleeping worker */
     tmx_tm_attr_t         tm;            /**< tag-matching offload (API 1.3) */
     tmx_xrc_attr_t        xrc;           /**< XRC domains and connection counts */
+    tmx_ring_attr_t       ring;          /**< eager-RDMA rings (TMX_WORKER_ATTR_RING) */
 } tmx_worker_attr_t;
 
 TMX_API tmx_status_t tmx_worker_query(tmx_worker_h worker, tmx_worker_attr_t *attr);

@@ -194,7 +194,7 @@ static void tmx_print_caps(FILE *stream, const tmx_dev_attr_t *a, const tmx_topo
 {
     static const char *names[] = {"rc", "ud", "srq", "rma", "tm", "tm-rndv",
                                   "xrc", "ooo", "full-match", "local-only",
-                                  "manual-progress"};
+                                  "manual-progress", "mem-direct", "mem-asym"};
     fprintf(stream, "#      caps       :");
     for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         if (a->caps & (1ull << i)) {

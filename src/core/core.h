@@ -148,6 +148,19 @@ typedef struct tmx_worker {
     uint64_t          reg_waits;      /* registration attempts refused, since the last log */
     double            reg_wait_logged; /* when the last line said so (0: never) */
     uint64_t          stat_ooo_eps;   /* endpoints connected with OOO placement on */
+    /* Eager-RDMA rings (src/proto/ring.h) */
+    tmx_list_t        ring_polled;    /* rings lent to senders that we poll */
+    unsigned          rings_rx;       /* rings lent to senders */
+    unsigned          rings_tx;       /* rings senders lent us */
+    unsigned          ring_sleepers;  /* lent rings whose sender's word does not say awake */
+    int               ring_skipped;   /* the last progress round took ring messages only */
+    int               devs_busy;      /* the devices' last poll found something */
+    unsigned          ring_rounds;    /* rounds of ring polls while the devices are quiet */
+    uint64_t          ring_sleep_rx;  /* rx_msgs when the first of them was told */
+    uint64_t          rx_msgs;        /* messages received, any path */
+    struct {
+        uint64_t sent, received, full, asleep, wakes;
+    } ring_stats;
     uint64_t          stat_xrc_striped; /* rendezvous reads striped over XRC domains */
 } tmx_worker_t;
 
@@ -201,6 +214,12 @@ typedef struct tmx_ep {
                                     * fence planner (src/proto/fence.c) fences per its table */
     int            poll_data;      /* the receiver polls memory for data (eager-RDMA ring):
                                     * never with ooo (tmx_ep_data_path_check) */
+    struct tmx_ring_rx *ring_rx;   /* passive: the ring we lend the sender (proto/ring.h) */
+    struct tmx_ring_tx *ring_tx;   /* active: the ring the receiver lent us */
+    uint8_t        ring_choice;    /* passive: the mode its ring would have (tmx_ring_mode_t) */
+    uint8_t        ring_tried;     /* passive: lent once (or could not be): not again */
+    unsigned       ring_msgs;      /* passive: eager messages through the queue so far */
+    unsigned       sq_busy;        /* signaled work requests of ours on qp not completed yet */
     /* XRC (src/core/xrc.c): qp is the initiator of domain xdom, shared with the other
      * endpoints to the peer's node; the peer's messages land in our XRC SRQs */
     int            xrc;

@@ -19,6 +19,7 @@
 
 #include "core/core.h"
 #include "proto/proto.h"
+#include "proto/ring.h"
 #include "util/log.h"
 #include "util/time.h"
 
@@ -221,6 +222,9 @@ static tmx_status_t tmx_ep_qp_connect(tmx_ep_t *ep, const tmx_wireup_msg_t *msg,
         }
         status = tmx_ep_data_path_check(ep);
     }
+    if (status == TMX_OK) {
+        tmx_ring_ep_connected(ep); /* the eager-RDMA ring's mode, from the device's answer */
+    }
     return status;
 }
 
@@ -385,6 +389,7 @@ void tmx_ep_destroy(tmx_ep_t *ep)
     tmx_list_del(&ep->list);
     tmx_list_del(&ep->pending_link);
     tmx_proto_ctrl_drop(ep);
+    tmx_ring_ep_cleanup(ep);
     ep->magic = TMX_MAGIC_DEAD;
     if (ep->passive) {
         free(ep); /* never handed to the user */
@@ -419,6 +424,7 @@ void tmx_ep_fail(tmx_ep_t *ep, tmx_status_t status)
         return;
     }
     ep->state = TMX_EP_FAILED;
+    tmx_ring_ep_failed(ep);
     tmx_ep_fail_sends(ep, status);
     tmx_proto_ctrl_drop(ep); /* never sent now: the receives waiting on them complete */
     tmx_list_del(&ep->pending_link);

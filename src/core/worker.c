@@ -12,6 +12,7 @@
 
 #include "core/core.h"
 #include "proto/proto.h"
+#include "proto/ring.h"
 #include "topo/topo.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -444,6 +445,7 @@ TMX_API tmx_status_t tmx_worker_create(tmx_context_h ctx, const tmx_worker_param
     tmx_list_init(&w->pending_eps);
     tmx_list_init(&w->claimed);
     tmx_list_init(&w->failures);
+    tmx_list_init(&w->ring_polled);
 
     status = tmx_tag_engine_init(&w->tm, ctx->cfg.tag_hash_bits);
     if (status != TMX_OK) {
@@ -541,6 +543,14 @@ TMX_API tmx_status_t tmx_worker_destroy(tmx_worker_h w)
         return TMX_ERR_INVALID_HANDLE;
     }
     tmx_worker_lock(w);
+    if (w->ring_stats.sent + w->ring_stats.received > 0) {
+        tmx_info("eager-RDMA rings: %llu messages sent, %llu received; sends by the queue: "
+                 "%llu (ring full), %llu (receiver asleep); %llu wake notices",
+                 (unsigned long long)w->ring_stats.sent,
+                 (unsigned long long)w->ring_stats.received,
+                 (unsigned long long)w->ring_stats.full, (unsigned long long)w->ring_stats.asleep,
+                 (unsigned long long)w->ring_stats.wakes);
+    }
     w->destroying = 1;
     tmx_ep_close_all(w);
     tmx_worker_drop_unexpected(w);
@@ -953,7 +963,12 @@ static void tmx_iface_dispatch(tmx_iface_t *iface, const tmx_wc_t *wc)
         tmx_proto_tx_done(iface, wc);
         break;
     case TMX_WRID_RNDV_RD:
+        tmx_ring_sq_done(iface, wc);
         tmx_proto_rndv_read_done(iface, wc);
+        break;
+    case TMX_WRID_RING_RX:
+    case TMX_WRID_RING_TX:
+        tmx_ring_wc(iface, wc);
         break;
     case TMX_WRID_TM_RECV:
         if (iface->tm_on) {
@@ -1064,6 +1079,30 @@ unsigned tmx_worker_poll_iface(tmx_iface_t *iface)
     return (unsigned)n;
 }
 
+/*
+ * The rings we poll, first: polling memory is what they are for. Whether the devices are
+ * polled in this round too: not when the rings took messages (their receives may be what the
+ * caller waits for: return at once; the next round polls the devices whatever the rings hold),
+ * and, while the devices' last poll found nothing, only every fourth round: a round of ring
+ * polls alone is short, so a ring message is seen sooner. Traffic through the devices makes
+ * them polled every round again.
+ */
+static int tmx_worker_poll_rings(tmx_worker_t *w, unsigned *count_p)
+{
+    unsigned n = tmx_ring_poll(w);
+
+    *count_p += n;
+    if (w->ring_skipped) {
+        w->ring_skipped = 0;
+        return 1;
+    }
+    if (n > 0) {
+        w->ring_skipped = 1;
+        return 0;
+    }
+    return w->devs_busy || (++w->ring_rounds & 3) == 0;
+}
+
 unsigned tmx_worker_progress_locked(tmx_worker_t *w)
 {
     unsigned count = 0;
@@ -1072,8 +1111,17 @@ unsigned tmx_worker_progress_locked(tmx_worker_t *w)
         return 0; /* called from a completion callback */
     }
     w->in_progress = 1;
-    for (int i = 0; i < w->num_ifaces; i++) {
-        count += tmx_worker_poll_iface(&w->ifaces[i]);
+    if (tmx_list_is_empty(&w->ring_polled) || tmx_worker_poll_rings(w, &count)) {
+        unsigned dev = 0;
+
+        for (int i = 0; i < w->num_ifaces; i++) {
+            dev += tmx_worker_poll_iface(&w->ifaces[i]);
+        }
+        w->devs_busy = dev > 0;
+        count += dev;
+    }
+    if (w->ring_sleepers > 0 && w->rx_msgs != w->ring_sleep_rx) {
+        tmx_ring_awake(w); /* messages reach us again: senders may use our rings */
     }
     if (!tmx_list_is_empty(&w->pending_eps)) {
         tmx_proto_progress_pending(w);
@@ -1116,8 +1164,11 @@ TMX_API tmx_status_t tmx_worker_query(tmx_worker_h w, tmx_worker_attr_t *attr)
     if (attr->field_mask & ~(uint64_t)(TMX_WORKER_ATTR_THREAD_MODE | TMX_WORKER_ATTR_PEERS |
                                        TMX_WORKER_ATTR_LIMITS | TMX_WORKER_ATTR_ID |
                                        TMX_WORKER_ATTR_WAIT | TMX_WORKER_ATTR_TM |
-                                       TMX_WORKER_ATTR_XRC)) {
+                                       TMX_WORKER_ATTR_XRC | TMX_WORKER_ATTR_RING)) {
         return TMX_ERR_INVALID_PARAM;
+    }
+    if (attr->field_mask & TMX_WORKER_ATTR_RING) {
+        tmx_ring_query(w, &attr->ring);
     }
     if ((attr->field_mask & TMX_WORKER_ATTR_XRC) && attr->xrc.max_rcv_qps > 0 &&
         attr->xrc.rcv_qps == NULL) {
@@ -1180,7 +1231,9 @@ TMX_API tmx_status_t tmx_worker_query(tmx_worker_h w, tmx_worker_attr_t *attr)
                 pc->available = 1;
                 snprintf(pc->provider, sizeof(pc->provider), "%s", iface->dev->prov->name);
                 snprintf(pc->device, sizeof(pc->device), "%s", iface->dev->name);
-                snprintf(pc->protocol, sizeof(pc->protocol), "eager+rndv-read");
+                snprintf(pc->protocol, sizeof(pc->protocol), "%seager+rndv-read",
+                         !iface->tm_on && w->ctx->cfg.ring != 0 && w->ctx->cfg.ring_peers > 0
+                             ? "ring+" : "");
                 pc->eager_max      = w->eager_max;
                 pc->rndv_threshold = w->eager_max + 1;
                 pc->max_msg        = TMX_MAX_MSG;
@@ -1234,6 +1287,10 @@ static tmx_status_t tmx_worker_arm_locked(tmx_worker_t *w)
         }
     }
     if (w->failures_unreported > 0 || tmx_worker_sends_queued(w)) {
+        return TMX_ERR_BUSY;
+    }
+    /* a ring write wakes nobody: our senders learn that we sleep first (proto/ring.h) */
+    if (!tmx_list_is_empty(&w->ring_polled) && tmx_ring_arm(w) != TMX_OK) {
         return TMX_ERR_BUSY;
     }
     for (int i = 0; i < w->num_ifaces && status == TMX_OK; i++) {

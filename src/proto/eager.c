@@ -11,6 +11,7 @@
 #include "core/core.h"
 #include "proto/fence.h"
 #include "proto/proto.h"
+#include "proto/ring.h"
 #include "util/copy.h"
 #include "util/log.h"
 
@@ -48,6 +49,7 @@ static tmx_status_t tmx_proto_post_wire(tmx_ep_t *ep, const void *h1, size_t l1,
     tmx_status_t  status;
     unsigned      idx = 0;
     size_t        total = l1 + l2 + len;
+    int           numbered;
 
     wr = (tmx_send_wr_t){.opcode = TMX_WR_SEND, .sg_list = sge};
     if (total <= iface->max_inline) {
@@ -85,6 +87,12 @@ static tmx_status_t tmx_proto_post_wire(tmx_ep_t *ep, const void *h1, size_t l1,
     /* EAGER, RTS and the control messages all come through here: SENDs after SENDs */
     wr.send_flags |= tmx_fence_flags_for_step(ep->ooo, TMX_FENCE_STEP_EAGER,
                                               ep->worker->ctx->cfg.fence_drop);
+    numbered = ep->ring_tx != NULL && ep->ring_tx->seq_on; /* never with XRC (ring.c) */
+    if (numbered) {
+        /* numbered like the ring's messages, so that neither path overtakes (ring.h) */
+        wr.opcode   = TMX_WR_SEND_WITH_IMM;
+        wr.imm_data = ep->ring_tx->seq;
+    }
     if (ep->xrc) {
         status = tmx_xrc_post(ep, ep->xdom, &wr); /* the pair's domain: one stream, in order */
     } else {
@@ -92,6 +100,13 @@ static tmx_status_t tmx_proto_post_wire(tmx_ep_t *ep, const void *h1, size_t l1,
     }
     if (status != TMX_OK && (wr.send_flags & TMX_SEND_SIGNALED)) {
         iface->tx_free[iface->tx_free_top++] = idx;
+    } else if (status == TMX_OK) {
+        if (numbered) {
+            ep->ring_tx->seq++;
+        }
+        if (wr.send_flags & TMX_SEND_SIGNALED) {
+            ep->sq_busy++;
+        }
     }
     return status;
 }
@@ -113,7 +128,13 @@ static tmx_status_t tmx_proto_post(tmx_ep_t *ep, void *hdr, size_t hdr_len, cons
         tmx_tmh_t tmh = {.opcode = TMX_TMH_NO_TAG};
         status = tmx_proto_post_wire(ep, &tmh, sizeof(tmh), hdr, hdr_len, buf, len);
     } else {
-        status = tmx_proto_post_wire(ep, hdr, hdr_len, NULL, 0, buf, len);
+        status = TMX_ERR_NO_RESOURCE;
+        if (ep->ring_tx != NULL && (h->op == TMX_PROTO_EAGER || h->op == TMX_PROTO_EAGER_SYNC)) {
+            status = tmx_ring_send(ep, hdr, hdr_len, buf, len);
+        }
+        if (status != TMX_OK) {
+            status = tmx_proto_post_wire(ep, hdr, hdr_len, NULL, 0, buf, len);
+        }
     }
     if (status == TMX_OK) {
         ep->credits_owed -= give;
@@ -159,6 +180,9 @@ static tmx_status_t tmx_proto_ctrl_post(tmx_ep_t *ep, uint8_t op, uint64_t sreq_
 {
     tmx_proto_sync_hdr_t h;
 
+    if (op == TMX_PROTO_RING_GRANT || op == TMX_PROTO_RING_ACK) {
+        return tmx_ring_ctrl_post(ep, op, status);
+    }
     memset(&h, 0, sizeof(h));
     h.base.op     = op;
     h.base.status = status;
@@ -660,9 +684,23 @@ void tmx_proto_rx(tmx_iface_t *iface, const tmx_wc_t *wc)
     tmx_ep_t *ep = iface->xrc_on && TMX_WRID_VAL(wc->wr_id) >= iface->rx_basic
                        ? tmx_xrc_rx_ep(iface, wc)
                        : tmx_ep_by_qpn(iface->worker, iface, wc->qp_num);
+    const uint8_t *buf;
 
     if (ep == NULL) {
         tmx_debug("message on unknown qp %u dropped", wc->qp_num);
+        return;
+    }
+    if (ep->ring_rx != NULL) {
+        if (wc->opcode == TMX_WC_RECV_RDMA_WITH_IMM) {
+            tmx_ring_rx_imm(ep, wc); /* a ring message in IMM mode */
+            return;
+        }
+        if (tmx_ring_rx_seq(ep, wc) != 0) { /* the ring's messages numbered before first */
+            return;
+        }
+    } else if (wc->opcode != TMX_WC_RECV) {
+        tmx_warn("unexpected completion (opcode %d) from %016llx dropped", (int)wc->opcode,
+                 (unsigned long long)ep->remote_uuid);
         return;
     }
     if (wc->byte_len > iface->rx_size) {
@@ -673,10 +711,13 @@ void tmx_proto_rx(tmx_iface_t *iface, const tmx_wc_t *wc)
     /* in place (TMX_SRQ_F_INPLACE): where the device has it, valid during this dispatch;
      * tmx_proto_rx_msg reads each byte once (headers copied out, data copied to its receive
      * or to an unexpected message) */
-    tmx_proto_rx_msg(iface, ep,
-                     wc->data != NULL ? (const uint8_t *)wc->data
-                                      : iface->rx_bufs + TMX_WRID_VAL(wc->wr_id) * iface->rx_size,
-                     wc->byte_len);
+    buf = wc->data != NULL ? (const uint8_t *)wc->data
+                           : iface->rx_bufs + TMX_WRID_VAL(wc->wr_id) * iface->rx_size;
+    if (ep->passive && !ep->ring_tried && wc->byte_len > 0 &&
+        (buf[0] == TMX_PROTO_EAGER || buf[0] == TMX_PROTO_EAGER_SYNC)) {
+        tmx_ring_rx_counted(ep); /* a sender with traffic may get a ring */
+    }
+    tmx_proto_rx_msg(iface, ep, buf, wc->byte_len);
 }
 
 /* A message of ours (tmx_proto_hdr_t first) in a receive buffer. */
@@ -693,6 +734,7 @@ void tmx_proto_rx_msg(tmx_iface_t *iface, tmx_ep_t *ep, const uint8_t *buf, size
         return;
     }
     memcpy(&h, buf, sizeof(h));
+    w->rx_msgs++;
     if (iface->tm_on &&
         (h.op == TMX_PROTO_EAGER || h.op == TMX_PROTO_EAGER_SYNC || h.op == TMX_PROTO_RTS)) {
         goto malformed; /* tagged data must come tagged, or it would bypass the device's order */
@@ -752,6 +794,12 @@ void tmx_proto_rx_msg(tmx_iface_t *iface, tmx_ep_t *ep, const uint8_t *buf, size
     case TMX_PROTO_DISC_ACK:
         ep->disc_acked = 1;
         break;
+    case TMX_PROTO_RING_GRANT:
+        tmx_ring_tx_grant(ep, buf, len);
+        break;
+    case TMX_PROTO_RING_ACK:
+        tmx_ring_rx_ack(ep, buf, len);
+        break;
     default:
         goto malformed;
     }
@@ -771,6 +819,7 @@ void tmx_proto_tx_done(tmx_iface_t *iface, const tmx_wc_t *wc)
 
     if (TMX_WRID_KIND(wc->wr_id) == TMX_WRID_TX_BUF && val < iface->tx_count) {
         iface->tx_free[iface->tx_free_top++] = (uint32_t)val;
+        tmx_ring_sq_done(iface, wc);
     }
     if (wc->status != TMX_WC_SUCCESS && wc->status != TMX_WC_WR_FLUSH_ERR) {
         tmx_ep_t *ep = tmx_ep_by_qpn(iface->worker, iface, wc->qp_num);

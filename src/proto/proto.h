@@ -32,6 +32,8 @@ enum {
     TMX_PROTO_CREDIT     = 7,
     TMX_PROTO_DISC       = 8,
     TMX_PROTO_DISC_ACK   = 9,
+    TMX_PROTO_RING_GRANT = 10, /* the receiver lends an eager-RDMA ring (ring.h) */
+    TMX_PROTO_RING_ACK   = 11, /* the sender takes it (or refuses) */
 };
 
 typedef struct tmx_proto_hdr {
@@ -49,6 +51,15 @@ typedef struct tmx_proto_sync_hdr {
     tmx_proto_hdr_t base;
     uint64_t        sreq_id;
 } tmx_proto_sync_hdr_t;
+
+typedef struct tmx_proto_ring_hdr {
+    tmx_proto_hdr_t base;      /* status: GRANT: the mode; ACK: 0 taken, else refused */
+    uint64_t        addr;      /* GRANT: the slots; ACK: the sender's control word */
+    uint32_t        rkey;
+    uint32_t        slots;     /* GRANT */
+    uint32_t        slot_size; /* GRANT */
+    uint32_t        reserved;
+} tmx_proto_ring_hdr_t;
 
 typedef struct tmx_proto_rts_hdr {
     tmx_proto_hdr_t base;
@@ -108,6 +119,8 @@ enum {
     TMX_WRID_CTRL     = 5, /* nothing to do */
     TMX_WRID_TM_RECV  = 6, /* a receive the device's tag list matched: its slot */
     TMX_WRID_TM_OP    = 7, /* a tag list operation: its slot */
+    TMX_WRID_RING_RX  = 8, /* a receiver's "asleep" word to a ring's sender: the ep id */
+    TMX_WRID_RING_TX  = 9, /* a ring message written signaled: the ep id */
 };
 #define TMX_WRID(_kind, _val) (((uint64_t)(_kind) << TMX_WRID_KIND_SHIFT) | (uint64_t)(_val))
 #define TMX_WRID_KIND(_wrid)  ((unsigned)((_wrid) >> TMX_WRID_KIND_SHIFT))

@@ -204,6 +204,7 @@ void tmx_proto_rndv_recv(tmx_request_t *rreq, tmx_ep_t *ep, uint64_t sreq_id, ui
             break;
         }
         rreq->reads_left++;
+        ep->sq_busy++;
     }
     if (rreq->reads_left == 0) {
         tmx_hash_del(&w->sreq_by_id, rreq->id);

@@ -2,6 +2,10 @@
  * The static provider table and the stubs for ops a provider does not implement (so the core
  * never tests an ops slot for NULL).
  */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "prov/prov.h"
 
 extern const tmx_prov_t tmx_soft_prov;
@@ -89,6 +93,47 @@ unsigned tmx_prov_no_data_in_order(tmx_qp_t *qp, tmx_wr_opcode_t op)
     (void)qp;
     (void)op;
     return 0;
+}
+
+tmx_status_t tmx_prov_host_mem_alloc(tmx_pd_t *pd, size_t len, unsigned access,
+                                     tmx_mr_t **mr_p)
+{
+    size_t       size = (len + 4095) & ~(size_t)4095;
+    void        *buf;
+    tmx_status_t status;
+
+    if (pd == NULL || mr_p == NULL || len == 0 || size < len) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    buf = aligned_alloc(4096, size);
+    if (buf == NULL) {
+        return TMX_ERR_NO_MEMORY;
+    }
+    memset(buf, 0, size);
+    status = pd->dev->prov->ops->mr_reg(pd, buf, len, access, mr_p);
+    if (status != TMX_OK) {
+        free(buf);
+    }
+    return status;
+}
+
+void tmx_prov_host_mem_free(tmx_mr_t *mr)
+{
+    void *buf;
+
+    if (mr == NULL) {
+        return;
+    }
+    buf = mr->addr; /* mr_dereg may reuse the object */
+    mr->pd->dev->prov->ops->mr_dereg(mr);
+    free(buf);
+}
+
+tmx_status_t tmx_prov_fence_mem_barrier(tmx_dev_t *dev)
+{
+    (void)dev;
+    atomic_thread_fence(memory_order_seq_cst);
+    return TMX_OK;
 }
 
 tmx_status_t tmx_prov_unsupported_ah_create(tmx_pd_t *pd, const void *dev_addr, size_t len,

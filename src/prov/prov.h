@@ -42,8 +42,22 @@ enum tmx_dev_cap {
      * poll). Such a device accepts an unsignaled SEND only when it can put the whole of it on
      * the wire at once (TMX_ERR_NO_RESOURCE otherwise, nothing posted), so that nothing the
      * caller may treat as done waits for its progress; a SEND of more than max_inline bytes
-     * must be signaled, and its completion is what says it left. */
+     * must be signaled, and its completion is what says it left. The same holds for an
+     * unsignaled RDMA_WRITE_WITH_IMM into memory from mem_alloc (its notice is a message). */
     TMX_DEV_CAP_MANUAL_PROGRESS = 1u << 10,
+    /* Memory from mem_alloc is written by the peer's CPU itself: an unsignaled RDMA WRITE (or
+     * the data of a WRITE_WITH_IMM) whose target lies wholly in memory the remote side got from
+     * mem_alloc, posted on a QP whose send queue is empty and that has no out-of-order
+     * placement (TMX_QP_ATTR_OOO), is placed (visible to the target's
+     * CPU, in the order its data-in-order answer promises) by the time post_send returns
+     * TMX_OK. Without it a write is placed some time before its completion. */
+    TMX_DEV_CAP_MEM_DIRECT = 1u << 11,
+    /* With MEM_DIRECT: the peers that poll memory we write order our stores with mem_barrier.
+     * Between a direct write and a load of ours that must not pass it (Dekker: we write a
+     * message, then look whether the reader sleeps; it writes "asleep", then looks for
+     * messages), a compiler barrier is enough if the other side calls mem_barrier between its
+     * store and its load. Without this cap, a full fence. */
+    TMX_DEV_CAP_MEM_ASYM = 1u << 12,
     /* Receives in place (TMX_SRQ_F_INPLACE): a basic or XRC SRQ created with that flag may complete
      * a receive with the message left where the device has it instead of in the posted buffer
      * (tmx_wc_t.data). Hardware's counterpart is a striding (multi-packet) receive queue,
@@ -534,6 +548,23 @@ struct tmx_prov_ops {
     tmx_status_t (*mr_reg)(tmx_pd_t *pd, void *addr, size_t length, unsigned access,
                            tmx_mr_t **mr_p);
     void (*mr_dereg)(tmx_mr_t *mr);
+    /*
+     * Memory the provider allocates and registers (as mr_reg with access): len bytes, zeroed,
+     * at mr->addr, aligned to at least 128 bytes, where RDMA writes of peers land without
+     * their owner's progress, as a real adapter's DMA writes registered host memory. It is
+     * what a receiver polls (the eager-RDMA ring, doc/DESIGN.md). A provider with no better
+     * way uses tmx_prov_host_mem_alloc / _free (page-aligned host memory + mr_reg). The soft
+     * device gives it from its segment (TMX_SOFT_DM_SIZE), where peers' writes are their own
+     * stores (TMX_DEV_CAP_MEM_DIRECT); TMX_ERR_NO_RESOURCE when that area is full.
+     * mem_free deregisters and frees it (mr from mem_alloc only).
+     */
+    tmx_status_t (*mem_alloc)(tmx_pd_t *pd, size_t len, unsigned access, tmx_mr_t **mr_p);
+    void (*mem_free)(tmx_mr_t *mr);
+    /* A full memory barrier of the caller that also orders the direct writes of every peer
+     * process with TMX_DEV_CAP_MEM_ASYM (on the soft device: membarrier(2), global expedited);
+     * an error when it cannot (the caller must then not count on its order: e.g. not sleep).
+     * Providers without direct writes: tmx_prov_fence_mem_barrier (a fence). */
+    tmx_status_t (*mem_barrier)(tmx_dev_t *dev);
 
     tmx_status_t (*cq_create)(tmx_dev_t *dev, int cqe, tmx_cq_t **cq_p);
     void (*cq_destroy)(tmx_cq_t *cq);
@@ -619,6 +650,11 @@ tmx_status_t tmx_prov_unsupported_srq_get_num(tmx_srq_t *srq, uint32_t *srqn_p);
 tmx_status_t tmx_prov_unsupported_qp_open(tmx_pd_t *pd, const tmx_qp_open_attr_t *attr,
                                           tmx_qp_t **qp_p);
 unsigned tmx_prov_no_data_in_order(tmx_qp_t *qp, tmx_wr_opcode_t op);
+/* mem_alloc / mem_free for providers without device memory: aligned host memory + mr_reg. */
+tmx_status_t tmx_prov_host_mem_alloc(tmx_pd_t *pd, size_t len, unsigned access,
+                                     tmx_mr_t **mr_p);
+void tmx_prov_host_mem_free(tmx_mr_t *mr);
+tmx_status_t tmx_prov_fence_mem_barrier(tmx_dev_t *dev);
 tmx_status_t tmx_prov_unsupported_ah_create(tmx_pd_t *pd, const void *dev_addr, size_t len,
                                             tmx_ah_t **ah_p);
 void tmx_prov_unsupported_ah_destroy(tmx_ah_t *ah);

@@ -73,6 +73,11 @@ static const tmx_config_enum_t tmx_config_data_in_order[] = {
     {"whole", 0}, {"aligned128", 1}, {"none", 2}, {NULL, 0},
 };
 
+/* tmx_ring_mode_t (src/proto/ring_slot.h) */
+static const tmx_config_enum_t tmx_config_ring_modes[] = {
+    {"auto", 0}, {"whole", 1}, {"aligned128", 2}, {"imm", 3}, {NULL, 0},
+};
+
 /* tmx_topo_level_t (src/topo/topo.h) */
 static const tmx_config_enum_t tmx_config_bind_levels[] = {
     {"unknown", -1}, {"none", 0}, {"core", 1}, {"numa", 2}, {"socket", 3}, {NULL, 0},
@@ -147,6 +152,26 @@ static const tmx_config_field_t tmx_config_table[] = {
     {TMX_CONFIG_FIELD("FENCE_DROP", TMX_CONFIG_BOOL, "no", fence_drop,
                       "For tests only: the fence planner sets no fence, so that data placed out "
                       "of order shows as corruption.")},
+    {TMX_CONFIG_FIELD("RING", TMX_CONFIG_ENUM, "auto", ring,
+                      "Eager-RDMA rings: small messages written into memory the receiver polls. "
+                      "auto lends one to a sender once it has sent a few messages; yes from its "
+                      "first (and warns where none can be); no never."),
+     .words = tmx_config_ternary},
+    {TMX_CONFIG_FIELD("RING_MODE", TMX_CONFIG_ENUM, "auto", ring_mode,
+                      "For tests only: the ring mode a receiver uses whatever its device's "
+                      "data-in-order answer (whole, aligned128, imm); auto follows the answer."),
+     .words = tmx_config_ring_modes},
+    {TMX_CONFIG_FIELD("RING_SLOTS", TMX_CONFIG_UINT, "32", ring_slots,
+                      "Slots (messages in flight) of an eager-RDMA ring."),
+     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX | TMX_CONFIG_F_POW2, .min = 2, .max = 4096},
+    {TMX_CONFIG_FIELD("RING_SLOT_SIZE", TMX_CONFIG_SIZE, "2k", ring_slot_size,
+                      "Bytes of a ring slot: larger messages go by the queue."),
+     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX | TMX_CONFIG_F_POW2, .min = 128,
+     .max = 65536},
+    {TMX_CONFIG_FIELD("RING_PEERS", TMX_CONFIG_UINT, "8", ring_peers,
+                      "Rings a worker lends at most (to its busiest senders, first come); each "
+                      "costs RING_SLOTS x RING_SLOT_SIZE bytes of device memory."),
+     .flags = TMX_CONFIG_F_MAX, .max = 4096},
     {TMX_CONFIG_FIELD("XRC", TMX_CONFIG_ENUM, "auto", xrc,
                       "XRC domains: auto and yes connect through the node's XRC domains where "
                       "the device offers them and tag-matching offload is off (yes warns where "
@@ -210,6 +235,11 @@ static const tmx_config_field_t tmx_config_table[] = {
     {TMX_CONFIG_FIELD("SOFT_SCRAMBLE_SEED", TMX_CONFIG_UINT, "0", soft_scramble_seed,
                       "Soft device, for tests: seed of the order in which scrambled data lands; "
                       "0 takes one from the pid and the clock.")},
+    {TMX_CONFIG_FIELD("SOFT_DM_SIZE", TMX_CONFIG_SIZE, "1m", soft_dm_size,
+                      "Soft device: bytes of its segment given out as device memory (mem_alloc: "
+                      "what eager-RDMA rings are made of), where peers' RDMA writes are their own "
+                      "stores; 0: none."),
+     .flags = TMX_CONFIG_F_MAX, .max = 1073741824.0},
     {TMX_CONFIG_FIELD("SOFT_XRC", TMX_CONFIG_BOOL, "no", soft_xrc,
                       "Soft device: offer XRC domains, SRQs and queue pairs, as mlx5 adapters "
                       "do (needs cross-memory attach: not with TMX_SOFT_CMA=no).")},

@@ -34,6 +34,12 @@ typedef struct tmx_config {
     /* out-of-order data placement */
     int      ooo;              /* TMX_OOO: -1 auto, 0 no, 1 yes */
     int      fence_drop;       /* TMX_FENCE_DROP: debug, the planner sets no fence */
+    /* eager-RDMA rings (src/proto/ring.h) */
+    int      ring;             /* TMX_RING: -1 auto, 0 no, 1 yes */
+    int      ring_mode;        /* TMX_RING_MODE: 0 auto, else tmx_ring_mode_t (tests) */
+    unsigned ring_slots;       /* TMX_RING_SLOTS */
+    size_t   ring_slot_size;   /* TMX_RING_SLOT_SIZE */
+    unsigned ring_peers;       /* TMX_RING_PEERS: rings a worker lends at most */
     /* XRC domains */
     int      xrc;              /* TMX_XRC: -1 auto, 0 no, 1 yes */
     unsigned xrc_domains;      /* TMX_XRC_DOMAINS: domains (and SRQs) per process */
@@ -55,6 +61,7 @@ typedef struct tmx_config {
     int      soft_data_in_order; /* TMX_SOFT_DATA_IN_ORDER: TMX_SOFT_DIO_* (soft.h) */
     int      soft_ooo;         /* TMX_SOFT_OOO: the soft device offers OOO placement */
     unsigned soft_scramble_seed; /* TMX_SOFT_SCRAMBLE_SEED: 0 = from the pid and the clock */
+    size_t   soft_dm_size;     /* TMX_SOFT_DM_SIZE: bytes of device memory (mem_alloc) */
     int      soft_xrc;         /* TMX_SOFT_XRC: the soft device offers XRC */
     unsigned soft_xrc_streams; /* TMX_SOFT_XRC_STREAMS: XRC streams a device receives / sends */
     /* job bootstrap (set by tmxrun) */

@@ -68,6 +68,19 @@ expect_grep "$T/out" '^#   tag list counters offered 0' "TMX_SOFT_TM=yes tmx_inf
 run 30 env TMX_SOFT_TM=yes TMX_TM_OFFLOAD=no "$INFO" -w
 expect_grep "$T/out" '^#   tag matching     software' "TMX_TM_OFFLOAD=no tmx_info -w: software"
 
+# Eager-RDMA ring: the mode a connection into the worker takes, from the device's answer.
+expect_grep "$T/out" '^#   tag matching     software' "(offload off again)"
+run 30 "$INFO" -w
+expect_grep "$T/out" '^#   eager-RDMA ring  whole: ' "tmx_info -w: rings polled on a flag"
+expect_grep "$T/out" '^#   ring limits      8 senders at most, 32 slots of 2048 bytes' \
+    "tmx_info -w: ring limits"
+run 30 env TMX_SOFT_DATA_IN_ORDER=aligned128 "$INFO" -w
+expect_grep "$T/out" '^#   eager-RDMA ring  aligned128: ' "aligned128 answer: block stamps"
+run 30 env TMX_SOFT_DATA_IN_ORDER=none "$INFO" -w
+expect_grep "$T/out" '^#   eager-RDMA ring  imm: ' "no answer: write with immediate"
+run 30 env TMX_RING=no "$INFO" -w
+expect_grep "$T/out" '^#   eager-RDMA ring  none ' "TMX_RING=no: no ring"
+
 run 30 "$INFO" -x
 expect_rc 2 "tmx_info -x"
 run 30 "$INFO" extra

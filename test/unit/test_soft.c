@@ -2919,3 +2919,321 @@ Test(soft, a_dying_peer_wakes_a_sleeper, .timeout = 30)
     cfg_init(&cfg, -1, 64 * 1024);
     run_pair(chan_death_rx, chan_dead_tx, &cfg);
 }
+
+/* ---------------------------------------------------------------- device memory (mem_alloc) */
+
+Test(soft, mem_alloc_gives_zeroed_lines_of_the_segment, .timeout = 10)
+{
+    tmx_config_t          cfg;
+    tmx_dev_t            *devs[1];
+    int                   num = 0;
+    const tmx_prov_ops_t *ops = tmx_soft_prov.ops;
+    tmx_soft_dev_t       *dev;
+    tmx_pd_t             *pd;
+    tmx_mr_t             *a, *b, *c, *d, *h;
+    unsigned              acc = TMX_ACCESS_LOCAL_WRITE | TMX_ACCESS_REMOTE_WRITE;
+
+    cfg_init(&cfg, 0, 65536);
+    cfg.soft_dm_size = 8192;
+    cr_assert_eq(ops->dev_open(&tmx_soft_prov, &cfg, devs, 1, &num), TMX_OK);
+    dev = (tmx_soft_dev_t *)devs[0];
+    cr_assert(devs[0]->attr.caps & TMX_DEV_CAP_MEM_DIRECT);
+    cr_assert_eq(ops->pd_alloc(devs[0], &pd), TMX_OK);
+    cr_assert_eq(ops->mem_alloc(pd, 0, acc, &a), TMX_ERR_INVALID_PARAM);
+    cr_assert_eq(ops->mem_alloc(pd, 100, acc, &a), TMX_OK);
+    cr_assert_eq(ops->mem_alloc(pd, 4000, acc, &b), TMX_OK);
+    for (tmx_mr_t **m = (tmx_mr_t *[]){a, b, NULL}; *m != NULL; m++) {
+        uint8_t *p = (*m)->addr;
+
+        cr_assert(p >= (uint8_t *)dev->base + dev->hdr->dm_off &&
+                  p + (*m)->length <= (uint8_t *)dev->base + dev->hdr->dm_off + 8192,
+                  "inside the segment's device memory");
+        cr_assert_eq((uintptr_t)p % 128, 0);
+        cr_assert((*m)->access == acc && (*m)->rkey != 0);
+        for (size_t i = 0; i < (*m)->length; i++) {
+            cr_assert_eq(p[i], 0);
+        }
+        memset(p, 0xab, (*m)->length);
+    }
+    cr_assert((uint8_t *)b->addr >= (uint8_t *)a->addr + 128, "no overlap");
+    /* 8192 - 128 - 4032 left: 4000 more does not fit at a 128-byte boundary after b */
+    cr_assert_eq(ops->mem_alloc(pd, 4096, acc, &c), TMX_ERR_NO_RESOURCE);
+    cr_assert_eq(ops->mem_alloc(pd, 64, acc, &c), TMX_OK);
+    ops->mem_free(a);
+    cr_assert_eq(ops->mem_alloc(pd, 128, acc, &d), TMX_OK);
+    cr_assert_eq(d->addr, (void *)((uint8_t *)dev->base + dev->hdr->dm_off), "freed lines reused");
+    for (size_t i = 0; i < 128; i++) {
+        cr_assert_eq(((uint8_t *)d->addr)[i], 0, "zeroed again");
+    }
+    ops->mem_free(b);
+    ops->mem_free(c);
+    ops->mem_free(d);
+    cr_assert_eq(ops->mem_alloc(pd, 8192, acc, &a), TMX_OK, "everything is free again");
+    ops->mem_free(a);
+    /* the generic host fallback: zeroed, page-aligned, registered */
+    cr_assert_eq(tmx_prov_host_mem_alloc(pd, 5000, acc, &h), TMX_OK);
+    cr_assert_eq((uintptr_t)h->addr % 4096, 0);
+    cr_assert(h->length == 5000 && ((uint8_t *)h->addr)[4999] == 0);
+    tmx_prov_host_mem_free(h);
+    ops->pd_free(pd);
+    ops->dev_close(devs[0]);
+
+    cfg.soft_dm_size = 0;
+    cr_assert_eq(ops->dev_open(&tmx_soft_prov, &cfg, devs, 1, &num), TMX_OK);
+    cr_assert(!(devs[0]->attr.caps & TMX_DEV_CAP_MEM_DIRECT));
+    cr_assert_eq(ops->pd_alloc(devs[0], &pd), TMX_OK);
+    cr_assert_eq(ops->mem_alloc(pd, 64, acc, &a), TMX_ERR_NO_RESOURCE);
+    ops->pd_free(pd);
+    ops->dev_close(devs[0]);
+}
+
+/*
+ * RDMA writes into the target's device memory land without the target polling at all (it only
+ * reads its memory), unsignaled ones when post_send returns. Cross-memory attach is off, so a
+ * write to the target's ordinary memory goes through its rings and lands only when the target
+ * polls: the fallback for anything outside device memory. Keys and bounds are checked as for
+ * any remote access, a refused write completing with REM_ACCESS_ERR even when unsignaled.
+ */
+#define DM_LEN 4096
+
+static int dm_target(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    tmx_mr_t *dm, *ro, *heap, *rmr;
+    uint8_t  *h = calloc(1, DM_LEN), imm_buf[8];
+    double    end;
+    tmx_wc_t  wc;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    CHECK(h != NULL);
+    CHECK(n->ops->mem_alloc(n->pd, DM_LEN, TMX_ACCESS_LOCAL_WRITE | TMX_ACCESS_REMOTE_WRITE,
+                            &dm) == TMX_OK);
+    CHECK(n->ops->mem_alloc(n->pd, 256, TMX_ACCESS_REMOTE_READ, &ro) == TMX_OK);
+    heap = reg(n, h, DM_LEN, TMX_ACCESS_LOCAL_WRITE | TMX_ACCESS_REMOTE_WRITE);
+    rmr  = reg(n, imm_buf, sizeof(imm_buf), TMX_ACCESS_LOCAL_WRITE);
+    CHECK(heap != NULL && rmr != NULL);
+    sh->addr[0][0] = (uintptr_t)dm->addr;
+    sh->rkey[0][0] = dm->rkey;
+    sh->addr[0][1] = (uintptr_t)ro->addr;
+    sh->rkey[0][1] = ro->rkey;
+    sh->addr[0][2] = (uintptr_t)h;
+    sh->rkey[0][2] = heap->rkey;
+    CHECK(post_recv(n, 0, imm_buf, sizeof(imm_buf), rmr->lkey, 77) == TMX_OK);
+    TRY(node_connect(n));
+    /* no poll from here on: the writes must show in memory by themselves */
+    CHECK(node_sync(n, 2) == 0);
+    end = tmx_time_sec() + 5;
+    while (!same(dm->addr, 1000, 4) || !same((uint8_t *)dm->addr + 1024, 1000, 5) ||
+           !same((uint8_t *)dm->addr + 2048, 8, 6)) {
+        CHECK(tmx_time_sec() < end);
+    }
+    CHECK(node_sync(n, 3) == 0); /* the initiator tried its refused writes meanwhile */
+    for (size_t i = 3072; i < DM_LEN; i++) {
+        CHECK(((uint8_t *)dm->addr)[i] == 0); /* nothing out of bounds */
+    }
+    CHECK(((uint8_t *)ro->addr)[0] == 0);
+    CHECK(h[0] == 0); /* the heap write waits for our poll (no cross-memory attach) */
+    usleep(20 * 1000);
+    CHECK(h[0] == 0);
+    end = tmx_time_sec() + 5;
+    while (!same(h, 1000, 7)) {
+        node_poll(n);
+        CHECK(tmx_time_sec() < end);
+    }
+    CHECK(node_wc(n, &wc) == 0); /* the WRITE_WITH_IMM's notice */
+    CHECK(wc.wr_id == 77 && wc.status == TMX_WC_SUCCESS &&
+          wc.opcode == TMX_WC_RECV_RDMA_WITH_IMM && wc.imm_data == 99 && wc.byte_len == 8);
+    CHECK(node_barrier(n, 4) == 0);
+    n->ops->mem_free(dm);
+    n->ops->mem_free(ro);
+    n->ops->mr_dereg(heap);
+    n->ops->mr_dereg(rmr);
+    free(h);
+    node_close(n);
+    return 0;
+}
+
+static int dm_initiator(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t  *l = malloc(DM_LEN);
+    tmx_mr_t *mr;
+    uint64_t  dm, ro, heap;
+    uint32_t  dmk, rok, heapk;
+    tmx_wc_t  wc;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    CHECK(l != NULL);
+    mr = reg(n, l, DM_LEN, TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL);
+    TRY(node_connect(n));
+    dm = sh->addr[0][0], dmk = sh->rkey[0][0];
+    ro = sh->addr[0][1], rok = sh->rkey[0][1];
+    heap = sh->addr[0][2], heapk = sh->rkey[0][2];
+    CHECK(node_sync(n, 2) == 0);
+    /* unsignaled (straight from post_send), inline, and signaled through the queue */
+    fill(l, 1000, 4);
+    CHECK(post_send(n, 0, TMX_WR_RDMA_WRITE, l, 1000, mr->lkey, 0, 1, dm, dmk, 0) == TMX_OK);
+    CHECK(n->nstash == 0);
+    fill(l, 8, 6);
+    CHECK(post_send(n, 0, TMX_WR_RDMA_WRITE, l, 8, 0, TMX_SEND_INLINE, 2, dm + 2048, dmk, 0) ==
+          TMX_OK);
+    fill(l, 1000, 5);
+    TRY(rdma_one(n, TMX_WR_RDMA_WRITE, l, 1000, mr->lkey, dm + 1024, dmk, TMX_WC_SUCCESS));
+    /* refused: past the region (still inside device memory), rights, key; unsignaled too */
+    memset(l, 0xee, DM_LEN);
+    TRY(rdma_one(n, TMX_WR_RDMA_WRITE, l, 200, mr->lkey, dm + DM_LEN - 100, dmk,
+                 TMX_WC_REM_ACCESS_ERR));
+    TRY(rdma_one(n, TMX_WR_RDMA_WRITE, l, 100, mr->lkey, ro, rok, TMX_WC_REM_ACCESS_ERR));
+    TRY(rdma_one(n, TMX_WR_RDMA_WRITE, l, 100, mr->lkey, dm + 3072, dmk ^ 0x100,
+                 TMX_WC_REM_ACCESS_ERR));
+    CHECK(post_send(n, 0, TMX_WR_RDMA_WRITE, l, 100, mr->lkey, 0, 9, dm + 3072, dmk + 1, 0) ==
+          TMX_OK);
+    CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 9 && wc.status == TMX_WC_REM_ACCESS_ERR);
+    CHECK(node_sync(n, 3) == 0);
+    /* outside device memory: through the target's rings */
+    fill(l, 1000, 7);
+    CHECK(post_send(n, 0, TMX_WR_RDMA_WRITE, l, 1000, mr->lkey, 0, 3, heap, heapk, 0) == TMX_OK);
+    fill(l, 8, 8);
+    CHECK(post_send(n, 0, TMX_WR_RDMA_WRITE_WITH_IMM, l, 8, mr->lkey, 0, 4, dm + 3000, dmk,
+                    99) == TMX_OK);
+    CHECK(node_barrier(n, 4) == 0);
+    n->ops->mr_dereg(mr);
+    free(l);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, dm_writes_land_without_target_poll, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, 0, 65536);
+    run_pair(dm_target, dm_initiator, &cfg);
+}
+
+/* An unsignaled WRITE_WITH_IMM into device memory goes whole or not at all: with the target's
+ * ring full its notice cannot go, so post_send refuses it (TMX_ERR_NO_RESOURCE) and writes
+ * nothing; once the target drained its ring it goes. */
+static int wimm_full_target(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    tmx_mr_t *dm, *rmr;
+    uint8_t  *rbuf = malloc(64 * 1024);
+    tmx_wc_t  wc;
+    int       imm_seen = 0;
+    double    end;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    CHECK(rbuf != NULL);
+    CHECK(n->ops->mem_alloc(n->pd, 256, TMX_ACCESS_LOCAL_WRITE | TMX_ACCESS_REMOTE_WRITE,
+                            &dm) == TMX_OK);
+    rmr = reg(n, rbuf, 64 * 1024, TMX_ACCESS_LOCAL_WRITE);
+    CHECK(rmr != NULL);
+    for (int k = 0; k < 500; k++) {
+        CHECK(post_recv(n, 0, rbuf + k * 128, 128, rmr->lkey, 1000 + k) == TMX_OK);
+    }
+    sh->addr[0][0] = (uintptr_t)dm->addr;
+    sh->rkey[0][0] = dm->rkey;
+    TRY(node_connect(n));
+    CHECK(node_sync(n, 2) == 0); /* the initiator fills our ring, tries the write */
+    CHECK(node_sync(n, 3) == 0);
+    for (int i = 0; i < 256; i++) {
+        CHECK(((uint8_t *)dm->addr)[i] == 0); /* nothing of the refused write */
+    }
+    end = tmx_time_sec() + 5;
+    while (!imm_seen) {
+        CHECK(node_wc(n, &wc) == 0 && wc.status == TMX_WC_SUCCESS);
+        if (wc.opcode == TMX_WC_RECV_RDMA_WITH_IMM) {
+            CHECK(wc.imm_data == 55 && same(dm->addr, 256, 3));
+            imm_seen = 1;
+        }
+        CHECK(tmx_time_sec() < end);
+    }
+    CHECK(node_barrier(n, 4) == 0);
+    n->ops->mem_free(dm);
+    n->ops->mr_dereg(rmr);
+    free(rbuf);
+    node_close(n);
+    return 0;
+}
+
+static int wimm_full_initiator(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t  l[256], small[64];
+    tmx_mr_t *mr;
+    int       sent = 0, st;
+    double    end;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    mr = reg(n, l, sizeof(l), TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL);
+    TRY(node_connect(n));
+    CHECK(node_sync(n, 2) == 0);
+    memset(small, 1, sizeof(small));
+    while (post_send(n, 0, TMX_WR_SEND, small, 8, 0, TMX_SEND_INLINE, 1, 0, 0, 0) ==
+           TMX_OK) {
+        sent++;
+        CHECK(sent < 10000);
+    }
+    fill(l, sizeof(l), 3);
+    CHECK(post_send(n, 0, TMX_WR_RDMA_WRITE_WITH_IMM, l, sizeof(l), mr->lkey, 0, 2,
+                    sh->addr[0][0], sh->rkey[0][0], 55) == TMX_ERR_NO_RESOURCE);
+    CHECK(n->nstash == 0);
+    CHECK(node_sync(n, 3) == 0); /* the target looks, then drains */
+    end = tmx_time_sec() + 5;
+    while ((st = post_send(n, 0, TMX_WR_RDMA_WRITE_WITH_IMM, l, sizeof(l), mr->lkey, 0, 2,
+                           sh->addr[0][0], sh->rkey[0][0], 55)) == TMX_ERR_NO_RESOURCE) {
+        node_poll(n);
+        CHECK(tmx_time_sec() < end);
+    }
+    CHECK(st == TMX_OK);
+    CHECK(node_barrier(n, 4) == 0);
+    n->ops->mr_dereg(mr);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, dm_write_with_imm_whole_or_nothing, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, 0, 16384);
+    run_pair(wimm_full_target, wimm_full_initiator, &cfg);
+}
+
+/* A peer's header that puts its device memory outside its segment (or off the 128-byte
+ * grain) is refused when the segment is mapped; the copy checked then is what stores use. */
+Test(soft, dm_bounds_checked_when_mapping, .timeout = 10)
+{
+    tmx_config_t          cfg;
+    const tmx_prov_ops_t *ops = tmx_soft_prov.ops;
+    tmx_dev_t            *a[1], *b[1];
+    tmx_soft_dev_t       *da;
+    tmx_pd_t             *pd;
+    tmx_ah_t             *ah;
+    uint8_t               addr[TMX_DEV_ADDR_MAX];
+    size_t                len = sizeof(addr);
+    uint64_t              off, size;
+    int                   num;
+
+    cfg_init(&cfg, -1, 65536);
+    cr_assert_eq(ops->dev_open(&tmx_soft_prov, &cfg, a, 1, &num), TMX_OK);
+    cr_assert_eq(ops->dev_open(&tmx_soft_prov, &cfg, b, 1, &num), TMX_OK);
+    cr_assert_eq(ops->dev_get_addr(a[0], addr, &len), TMX_OK);
+    cr_assert_eq(ops->pd_alloc(b[0], &pd), TMX_OK);
+    da   = (tmx_soft_dev_t *)a[0];
+    off  = da->hdr->dm_off;
+    size = da->hdr->dm_size;
+    cr_assert(size > 0 && off + size <= da->hdr->total);
+    da->hdr->dm_size = da->hdr->total - off + 64; /* past the segment's end */
+    cr_assert_eq(ops->ah_create(pd, addr, len, &ah), TMX_ERR_INVALID_ADDR);
+    da->hdr->dm_size = size;
+    da->hdr->dm_off  = off + 64; /* not on the grain */
+    cr_assert_eq(ops->ah_create(pd, addr, len, &ah), TMX_ERR_INVALID_ADDR);
+    da->hdr->dm_off  = UINT64_MAX - 127; /* wraps */
+    cr_assert_eq(ops->ah_create(pd, addr, len, &ah), TMX_ERR_INVALID_ADDR);
+    da->hdr->dm_off  = da->hdr->rings_off; /* over the rings */
+    cr_assert_eq(ops->ah_create(pd, addr, len, &ah), TMX_ERR_INVALID_ADDR);
+    da->hdr->dm_off = off;
+    cr_assert_eq(ops->ah_create(pd, addr, len, &ah), TMX_OK);
+    ops->ah_destroy(ah);
+    ops->pd_free(pd);
+    ops->dev_close(b[0]);
+    ops->dev_close(a[0]);
+}

@@ -241,10 +241,15 @@ static void watch_hook(void *arg, uint64_t addr, size_t len)
     }
 }
 
-/* Writes of several sizes through the CMA or the ring path; the hook records what a reader
- * polling the target saw. Returns the number of writes in which the reader saw the last byte
- * early, and sets *torn if a 128-byte block ever showed its end without all of it. */
-static int writes_seen_early(int cma, int dio, int ooo, tmx_wr_opcode_t op, int *torn)
+/* Where the target of writes_seen_at is: a registered heap buffer (written by CMA or through
+ * the rings), or the device's memory (mem_alloc: written by the initiator's stores), by WRs
+ * that go through the send queue (signaled) or straight from post_send (unsignaled). */
+enum { AT_HEAP = 0, AT_DM = 1, AT_DM_UNSIGNALED = 2 };
+
+/* Writes of several sizes; the hook records what a reader polling the target saw. Returns the
+ * number of writes in which the reader saw the last byte early, and sets *torn if a 128-byte
+ * block ever showed its end without all of it. */
+static int writes_seen_at(int at, int cma, int dio, int ooo, tmx_wr_opcode_t op, int *torn)
 {
     static const size_t lens[] = {16, 200, 1000, 4096, 40000};
     tmx_config_t        cfg;
@@ -253,17 +258,26 @@ static int writes_seen_early(int cma, int dio, int ooo, tmx_wr_opcode_t op, int 
     tmx_mr_t           *smr, *dmr, *rmr;
     tmx_wc_t            wc[2];
     int                 early = 0;
+    unsigned            unsig = at == AT_DM_UNSIGNALED;
 
     cfg_init(&cfg, cma, dio);
     cfg.soft_ooo = ooo;
     loop_open(&l, &cfg, ooo);
     cr_assert_eq(posix_memalign((void **)&src, 4096, 65536), 0);
-    cr_assert_eq(posix_memalign((void **)&dst, 4096, 65536), 0);
     for (size_t i = 0; i < 65536; i++) {
         src[i] = val(i);
     }
     smr = loop_reg(&l, src, 65536);
-    dmr = loop_reg(&l, dst, 65536);
+    if (at == AT_HEAP) {
+        cr_assert_eq(posix_memalign((void **)&dst, 4096, 65536), 0);
+        dmr = loop_reg(&l, dst, 65536);
+    } else {
+        cr_assert(l.dev->attr.caps & TMX_DEV_CAP_MEM_DIRECT);
+        cr_assert_eq(l.ops->mem_alloc(l.pd, 65536, TMX_ACCESS_LOCAL_WRITE |
+                                                       TMX_ACCESS_REMOTE_WRITE, &dmr),
+                     TMX_OK);
+        dst = dmr->addr;
+    }
     rmr = loop_reg(&l, rbuf, sizeof(rbuf));
     *torn = 0;
     for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
@@ -276,22 +290,58 @@ static int writes_seen_early(int cma, int dio, int ooo, tmx_wr_opcode_t op, int 
         if (op == TMX_WR_RDMA_WRITE_WITH_IMM) {
             loop_post_recv(&l, rbuf, sizeof(rbuf), rmr->lkey, 9);
         }
-        cr_assert_eq(loop_post(&l, op, src, lens[k], smr->lkey, 0, 1, dst, dmr->rkey), TMX_OK);
-        loop_wait(&l, wc, op == TMX_WR_RDMA_WRITE_WITH_IMM ? 2 : 1);
-        tmx_soft_write_hook = NULL;
-        cr_assert_eq(wc[0].status, TMX_WC_SUCCESS);
+        if (unsig && op == TMX_WR_RDMA_WRITE) {
+            tmx_sge_t      sge = {.addr = (uintptr_t)src, .length = (uint32_t)lens[k],
+                                  .lkey = smr->lkey};
+            tmx_send_wr_t  wr, *bad;
+
+            memset(&wr, 0, sizeof(wr));
+            wr.sg_list          = &sge;
+            wr.num_sge          = 1;
+            wr.opcode           = op;
+            wr.rdma.remote_addr = (uintptr_t)dst;
+            wr.rdma.rkey        = dmr->rkey;
+            cr_assert_eq(l.ops->post_send(l.qp, &wr, &bad), TMX_OK);
+            if (ooo) {
+                double end = tmx_time_sec() + 5;
+
+                /* OOO placement holds a write back for what is posted behind it */
+                while (memcmp(dst, src, lens[k]) != 0) {
+                    cr_assert_eq(l.ops->cq_poll(l.cq, 2, wc), 0);
+                    cr_assert(tmx_time_sec() < end, "the write never landed");
+                }
+            }
+            tmx_soft_write_hook = NULL;
+            cr_assert_eq(memcmp(dst, src, lens[k]), 0, "placed when post_send returns");
+            cr_assert_eq(l.ops->cq_poll(l.cq, 2, wc), 0, "an unsignaled write completes nothing");
+        } else {
+            cr_assert_eq(loop_post(&l, op, src, lens[k], smr->lkey, 0, 1, dst, dmr->rkey),
+                         TMX_OK);
+            loop_wait(&l, wc, op == TMX_WR_RDMA_WRITE_WITH_IMM ? 2 : 1);
+            tmx_soft_write_hook = NULL;
+            cr_assert_eq(wc[0].status, TMX_WC_SUCCESS);
+        }
         cr_assert_eq(memcmp(dst, src, lens[k]), 0, "the data is all there at the completion");
         cr_assert(watch.calls >= 1);
         early += watch.early;
         *torn |= watch.torn_block;
     }
     l.ops->mr_dereg(smr);
-    l.ops->mr_dereg(dmr);
+    if (at == AT_HEAP) {
+        l.ops->mr_dereg(dmr);
+        free(dst);
+    } else {
+        l.ops->mem_free(dmr);
+    }
     l.ops->mr_dereg(rmr);
     loop_close(&l);
     free(src);
-    free(dst);
     return early;
+}
+
+static int writes_seen_early(int cma, int dio, int ooo, tmx_wr_opcode_t op, int *torn)
+{
+    return writes_seen_at(AT_HEAP, cma, dio, ooo, op, torn);
 }
 
 static const unsigned whole_bits = TMX_DATA_IN_ORDER_WHOLE_MSG |
@@ -550,6 +600,37 @@ Test(soft_order, ooo_write_overtakes_write_without_fence, .timeout = 60)
     for (int cma = 0; cma < 2; cma++) {
         cr_assert_eq(write_then_write_swapped(cma, TMX_SEND_FENCE, 8), 0, "cma %d", cma);
         cr_assert_gt(write_then_write_swapped(cma, 0, 8), 0, "cma %d: never overtaken", cma);
+    }
+}
+
+/* Writes into device memory (mem_alloc) are the initiator's stores, through the queue or
+ * straight from post_send, and keep each mode's promise exactly as the other paths do. */
+Test(soft_order, dm_writes_keep_each_mode, .timeout = 60)
+{
+    int torn;
+
+    for (int at = AT_DM; at <= AT_DM_UNSIGNALED; at++) {
+        for (int cma = 0; cma < 2; cma++) {
+            cr_assert_eq(writes_seen_at(at, cma, TMX_SOFT_DIO_WHOLE, 0, TMX_WR_RDMA_WRITE, &torn),
+                         0, "at %d", at);
+            cr_assert_eq(torn, 0);
+            cr_assert_eq(writes_seen_at(at, cma, TMX_SOFT_DIO_ALIGNED128, 0, TMX_WR_RDMA_WRITE,
+                                        &torn),
+                         4, "at %d", at);
+            cr_assert_eq(torn, 0, "a 128-byte block showed its end before the rest");
+            cr_assert_eq(writes_seen_at(at, cma, TMX_SOFT_DIO_NONE, 0, TMX_WR_RDMA_WRITE, &torn),
+                         5, "at %d", at);
+            cr_assert_eq(torn, 1);
+            /* OOO on: no promise, whatever the device's answer would be */
+            cr_assert_eq(writes_seen_at(at, cma, TMX_SOFT_DIO_WHOLE, 1, TMX_WR_RDMA_WRITE, &torn),
+                         5, "at %d", at);
+        }
+        cr_assert_eq(writes_seen_at(AT_DM, 0, TMX_SOFT_DIO_WHOLE, 0, TMX_WR_RDMA_WRITE_WITH_IMM,
+                                    &torn),
+                     0);
+        cr_assert(writes_seen_at(AT_DM, 0, TMX_SOFT_DIO_ALIGNED128, 0,
+                                 TMX_WR_RDMA_WRITE_WITH_IMM, &torn) >= 3);
+        cr_assert_eq(torn, 0);
     }
 }
 

@@ -9,7 +9,15 @@
  * tmx_soft_memfd_trial), a POSIX shm segment "/tmx-<uid>-<pid>-<n>":
  *
  *   header | MR table (max_mrs entries) | inbox control line + inbox ring | per-QP control
- *   lines (max_qps) | fast ring control lines (max_fast) | max_fast fast rings of ring_size
+ *   lines (max_qps) | fast ring control lines (max_fast) | max_fast fast rings of ring_size |
+ *   device memory (dm_size)
+ *
+ * Device memory is what mem_alloc gives out (a bitmap of 64-byte lines, process-local): an
+ * RDMA WRITE whose target lies wholly inside a peer's device memory is done by the
+ * initiator's own stores into its mapping of the segment, checked against the target's MR
+ * table like any remote access and ordered as the target's data-in-order answer promises
+ * (tmx_soft_dm_store), so that a receiver polling that memory sees a write without any poll
+ * of its own, as with an adapter that DMA-writes registered memory.
  *
  * The header's third line holds the wake word. Sleeping (verbs' completion channel): the
  * owner arms its wake word before it sleeps on its wake socket; a producer that finds the word
@@ -56,13 +64,15 @@
 #define TMX_SOFT_MAGIC      0x746d78736f667431ULL /* "tmxsoft1" */
 #define TMX_SOFT_ADDR_MAGIC 0x736d7431u
 #define TMX_SOFT_QP_MAGIC   0x71707431u
-#define TMX_SOFT_VERSION    4
+#define TMX_SOFT_VERSION    5
 #define TMX_SOFT_LINE       64
 #define TMX_SOFT_MAX_SGE    4
 #define TMX_SOFT_NAME_MAX   40
 #define TMX_SOFT_MAX_UD_MSG 4096
 #define TMX_SOFT_MAX_MSG    (1ul << 30)
 #define TMX_SOFT_MAX_RESP   16 /* fallback READs a target serves at once per QP */
+#define TMX_SOFT_DM_MAX     (1ull << 30) /* largest device memory area (TMX_SOFT_DM_SIZE) */
+#define TMX_SOFT_DM_ALIGN   128 /* of a mem_alloc area: the data-in-order block */
 /* Payload of one SEND record when a message takes several: the receiver copies a record out
  * while the sender writes the next, so a message above it moves in a pipeline instead of in
  * two serial copies (tmx_soft_send_direct). */
@@ -98,6 +108,8 @@ typedef struct tmx_soft_seg_hdr {
      * producer that finds it armed and wakes it (tmx_soft_wake_peer). */
     _Atomic uint32_t armed;
     uint8_t          pad_wake[TMX_SOFT_LINE - 4];
+    uint64_t         dm_off;  /* device memory (mem_alloc): peers write it with stores */
+    uint64_t         dm_size; /* a multiple of the line, 0: none */
     uint64_t         xs_off;
 } tmx_soft_seg_hdr_t;
 
@@ -337,6 +349,7 @@ typedef struct tmx_soft_tm {
 typedef struct tmx_soft_mr {
     tmx_mr_t            super;
     unsigned            index;
+    int                 dm;        /* from mem_alloc: its lines are given back at mem_free */
     struct tmx_soft_mr *next_free; /* dev->mr_free while deregistered */
 } tmx_soft_mr_t;
 
@@ -502,6 +515,10 @@ struct tmx_soft_dev {
     size_t              max_payload; /* of one RC record */
     unsigned            data_order;  /* TMX_SOFT_DIO_* (TMX_SOFT_DATA_IN_ORDER) */
     uint64_t            rng;         /* scrambling and OOO choices (tmx_soft_rand) */
+    uint8_t            *dm;          /* device memory (hdr->dm_off), NULL when none */
+    uint64_t           *dm_map;      /* its lines: bit set = taken */
+    size_t              dm_lines;
+    size_t              dm_hint;     /* no free line below this one */
     unsigned long       stat_ooo_qps; /* QPs that enabled OOO placement */
 
     tmx_soft_qp_t     **qps;     /* by control line slot */

@@ -405,8 +405,10 @@ static tmx_status_t tmx_soft_seg_create(tmx_soft_dev_t *dev, const tmx_config_t 
     unsigned max_qps   = cfg->soft_max_qps ? cfg->soft_max_qps : 64;
     unsigned max_mrs   = cfg->soft_max_mrs ? cfg->soft_max_mrs : 1024;
     unsigned max_fast  = cfg->soft_fast_rings > 1024 ? 1024 : cfg->soft_fast_rings;
+    size_t   dm_size   = cfg->soft_dm_size > TMX_SOFT_DM_MAX ? TMX_SOFT_DM_MAX
+                                                                : cfg->soft_dm_size;
     unsigned max_xs    = tmx_soft_xrc_offered(cfg) ? cfg->soft_xrc_streams : 0;
-    size_t   off, mr_off, inbox_off, ctrl_off, fctrl_off, xs_off, rings_off;
+    size_t   off, mr_off, inbox_off, ctrl_off, fctrl_off, xs_off, rings_off, dm_off;
     uint64_t probe = 0;
     tmx_status_t status;
 
@@ -423,7 +425,9 @@ static tmx_status_t tmx_soft_seg_create(tmx_soft_dev_t *dev, const tmx_config_t 
     fctrl_off = TMX_SOFT_ALIGN(ctrl_off + (size_t)max_qps * sizeof(tmx_soft_ring_ctrl_t));
     xs_off    = TMX_SOFT_ALIGN(fctrl_off + (size_t)max_fast * sizeof(tmx_soft_ring_ctrl_t));
     rings_off = TMX_SOFT_ALIGN(xs_off + (size_t)max_xs * sizeof(tmx_soft_ring_ctrl_t));
-    off       = rings_off + (size_t)max_fast * ring_size;
+    dm_off    = TMX_SOFT_ALIGN(rings_off + (size_t)max_fast * ring_size);
+    dm_size   = dm_size & ~(size_t)(TMX_SOFT_LINE - 1);
+    off       = TMX_SOFT_ALIGN(dm_off + dm_size);
 
     status = tmx_soft_seg_open(dev, cfg, off);
     if (status != TMX_OK) {
@@ -454,6 +458,8 @@ static tmx_status_t tmx_soft_seg_create(tmx_soft_dev_t *dev, const tmx_config_t 
     dev->hdr->total    = off;
     dev->hdr->start_time = tmx_soft_start_time(getpid());
     dev->hdr->data_order = (uint32_t)cfg->soft_data_in_order;
+    dev->hdr->dm_off   = dm_off;
+    dev->hdr->dm_size  = dm_size;
     dev->mrs           = (tmx_soft_mr_ent_t *)((uint8_t *)dev->base + mr_off);
     /* Magic last, by a release store: a peer that maps a half-built segment rejects it. (A
      * release store rather than a fence and a plain store: ThreadSanitizer cannot see fences,
@@ -517,9 +523,12 @@ static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t
     dev->fast_on    = calloc(dev->hdr->max_fast + 1, sizeof(*dev->fast_on));
     dev->fast_pos   = calloc(dev->hdr->max_fast + 1, sizeof(*dev->fast_pos));
     dev->fast_rest  = calloc(dev->hdr->max_fast + 1, sizeof(*dev->fast_rest));
+    dev->dm_lines   = dev->hdr->dm_size / TMX_SOFT_LINE;
+    dev->dm_map     = calloc(dev->dm_lines / 64 + 1, sizeof(*dev->dm_map));
+    dev->dm         = dev->dm_lines > 0 ? (uint8_t *)dev->base + dev->hdr->dm_off : NULL;
     if (dev->qps == NULL || dev->active == NULL || dev->pend == NULL || dev->mr_objs == NULL ||
         dev->fast_owner == NULL || dev->fast_on == NULL || dev->fast_pos == NULL ||
-        dev->fast_rest == NULL) {
+        dev->fast_rest == NULL || dev->dm_map == NULL) {
         status = TMX_ERR_NO_MEMORY;
         goto err_seg;
     }
@@ -560,6 +569,9 @@ static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t
     if (cfg->soft_ooo) {
         dev->super.attr.caps |= TMX_DEV_CAP_OOO;
     }
+    if (dev->dm != NULL) {
+        dev->super.attr.caps |= TMX_DEV_CAP_MEM_DIRECT | (dev->asym ? TMX_DEV_CAP_MEM_ASYM : 0);
+    }
     if (tmx_soft_xrc_offered(cfg)) {
         dev->super.attr.caps |= TMX_DEV_CAP_XRC;
     }
@@ -585,6 +597,7 @@ err_free:
     free(dev->fast_on);
     free(dev->fast_pos);
     free(dev->fast_rest);
+    free(dev->dm_map);
     free(dev);
 err:
     return status;
@@ -626,6 +639,7 @@ static void tmx_soft_dev_close(tmx_dev_t *d)
     free(dev->fast_on);
     free(dev->fast_pos);
     free(dev->fast_rest);
+    free(dev->dm_map);
     free(dev);
 }
 
@@ -715,6 +729,11 @@ static int tmx_soft_seg_valid(const tmx_soft_seg_hdr_t *h, size_t size, pid_t pi
         return 0;
     }
     rings_end = h->rings_off + (uint64_t)h->max_fast * h->ring_size;
+    if (h->dm_size > TMX_SOFT_DM_MAX || h->dm_size % TMX_SOFT_LINE != 0 ||
+        h->dm_off % TMX_SOFT_DM_ALIGN != 0 || h->dm_off > size || h->dm_size > size - h->dm_off ||
+        (h->dm_size != 0 && h->dm_off < rings_end)) {
+        return 0;
+    }
     return h->mr_off + (uint64_t)h->max_mrs * sizeof(tmx_soft_mr_ent_t) <= size &&
            h->inbox_off + sizeof(tmx_soft_ring_ctrl_t) + h->inbox_size <= size &&
            h->ctrl_off + (uint64_t)h->max_qps * sizeof(tmx_soft_ring_ctrl_t) <= size &&
@@ -1028,6 +1047,101 @@ static void tmx_soft_mr_dereg(tmx_mr_t *m)
     }
     mr->next_free = dev->mr_free;
     dev->mr_free  = mr;
+}
+
+/* ---------------------------------------------------------------- device memory */
+
+static int tmx_soft_dm_taken(const tmx_soft_dev_t *dev, size_t line)
+{
+    return (dev->dm_map[line / 64] >> (line % 64)) & 1;
+}
+
+static void tmx_soft_dm_mark(tmx_soft_dev_t *dev, size_t first, size_t n, int taken)
+{
+    for (size_t l = first; l < first + n; l++) {
+        if (taken) {
+            dev->dm_map[l / 64] |= 1ull << (l % 64);
+        } else {
+            dev->dm_map[l / 64] &= ~(1ull << (l % 64));
+        }
+    }
+}
+
+/* First fit of len bytes in the device memory's lines, at a TMX_SOFT_DM_ALIGN boundary, zeroed
+ * and registered like any memory; the MR says it is device memory. */
+static tmx_status_t tmx_soft_mem_alloc(tmx_pd_t *pd, size_t len, unsigned access,
+                                       tmx_mr_t **mr_p)
+{
+    tmx_soft_dev_t *dev   = (tmx_soft_dev_t *)pd->dev;
+    const size_t    step  = TMX_SOFT_DM_ALIGN / TMX_SOFT_LINE;
+    size_t          need, first;
+    tmx_status_t    status;
+
+    if (mr_p == NULL || len == 0 || len > TMX_SOFT_DM_MAX) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    need = (len + TMX_SOFT_LINE - 1) / TMX_SOFT_LINE;
+    for (first = dev->dm_hint - dev->dm_hint % step; first + need <= dev->dm_lines;
+         first += step) {
+        size_t n = 0;
+
+        while (n < need && !tmx_soft_dm_taken(dev, first + n)) {
+            n++;
+        }
+        if (n == need) {
+            break;
+        }
+    }
+    if (first + need > dev->dm_lines) {
+        tmx_debug("device memory: no %zu free bytes of %zu", len, dev->dm_lines * TMX_SOFT_LINE);
+        return TMX_ERR_NO_RESOURCE;
+    }
+    memset(dev->dm + first * TMX_SOFT_LINE, 0, need * TMX_SOFT_LINE);
+    status = tmx_soft_ops.mr_reg(pd, dev->dm + first * TMX_SOFT_LINE, len, access, mr_p);
+    if (status != TMX_OK) {
+        return status;
+    }
+    ((tmx_soft_mr_t *)*mr_p)->dm = 1;
+    tmx_soft_dm_mark(dev, first, need, 1);
+    if (first == dev->dm_hint) {
+        dev->dm_hint = first + need;
+    }
+    return TMX_OK;
+}
+
+static void tmx_soft_mem_free(tmx_mr_t *m)
+{
+    tmx_soft_dev_t *dev;
+    size_t          first, need;
+
+    if (m == NULL) {
+        return;
+    }
+    dev = (tmx_soft_dev_t *)m->pd->dev;
+    if (!((tmx_soft_mr_t *)m)->dm) {
+        tmx_error("mem_free of memory that mem_alloc did not give: ignored");
+        return;
+    }
+    first = (size_t)((uint8_t *)m->addr - dev->dm) / TMX_SOFT_LINE;
+    need  = (m->length + TMX_SOFT_LINE - 1) / TMX_SOFT_LINE;
+    tmx_soft_ops.mr_dereg(m);
+    tmx_soft_dm_mark(dev, first, need, 0);
+    if (first < dev->dm_hint) {
+        dev->dm_hint = first;
+    }
+}
+
+/* The slow side of the asymmetric barrier (TMX_DEV_CAP_MEM_ASYM), as before a sleep
+ * (tmx_soft_cq_req_notify): every registered process runs a full barrier. */
+static tmx_status_t tmx_soft_mem_barrier(tmx_dev_t *d)
+{
+    tmx_soft_dev_t *dev = (tmx_soft_dev_t *)d;
+
+    if (dev->asym) {
+        return tmx_soft_membarrier() ? TMX_OK : TMX_ERR_IO;
+    }
+    TMX_SOFT_FENCE();
+    return TMX_OK;
 }
 
 /* ---------------------------------------------------------------- CQ */
@@ -1501,6 +1615,9 @@ const tmx_prov_ops_t tmx_soft_ops = {
     .pd_free          = tmx_soft_pd_free,
     .mr_reg           = tmx_soft_mr_reg,
     .mr_dereg         = tmx_soft_mr_dereg,
+    .mem_alloc        = tmx_soft_mem_alloc,
+    .mem_free         = tmx_soft_mem_free,
+    .mem_barrier      = tmx_soft_mem_barrier,
     .cq_create        = tmx_soft_cq_create,
     .cq_destroy       = tmx_soft_cq_destroy,
     .cq_poll          = tmx_soft_cq_poll,

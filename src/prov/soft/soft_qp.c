@@ -246,6 +246,83 @@ static void tmx_soft_place(tmx_soft_qp_t *qp, uint64_t addr, const uint8_t *src,
     }
 }
 
+/*
+ * The last len (1..8) bytes of a write, from src to dst, after everything before them and in
+ * ascending address order, each store with release: a reader that sees the last byte sees
+ * every earlier one, whatever order memcpy would have stored them in. A whole aligned 8 bytes
+ * is one store.
+ */
+static void tmx_soft_store_tail(uint8_t *dst, const uint8_t *src, size_t len)
+{
+    if (len == 8 && ((uintptr_t)dst & 7) == 0) {
+        uint64_t v;
+
+        memcpy(&v, src, 8);
+        __atomic_store_n((uint64_t *)(void *)dst, v, __ATOMIC_RELEASE);
+        return;
+    }
+    for (size_t i = 0; i < len; i++) {
+        __atomic_store_n(dst + i, src[i], __ATOMIC_RELEASE);
+    }
+}
+
+/* The pieces of an RDMA WRITE of swr's data into dst, the target's device memory (the peer's
+ * address raddr), as the target's data-in-order mode says (tmx_soft_scramble_plan): whole:
+ * the last byte last; aligned128: 128-byte blocks in a scrambled order, each block's last
+ * 8 bytes after its others (a run of several blocks is cut into its blocks); none: scrambled
+ * pieces. Release ordering between pieces. */
+static void tmx_soft_swr_data(tmx_soft_swr_t *swr, size_t off, uint8_t *dst, size_t n);
+
+static void tmx_soft_dm_store(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr, uint8_t *dst)
+{
+    tmx_soft_piece_t pieces[TMX_SOFT_MAX_PIECES];
+    unsigned         mode = tmx_soft_write_mode(qp, qp->rseg->h.data_order);
+    size_t           n    = tmx_soft_scramble_plan(mode, swr->raddr, swr->total, &qp->dev->rng,
+                                                   pieces);
+
+    for (size_t i = 0; i < n; i++) {
+        size_t off = pieces[i].off, len = pieces[i].len;
+
+        if (mode == TMX_SOFT_DIO_NONE) {
+            tmx_soft_swr_data(swr, off, dst + off, len);
+        } else if (len <= 8 && (off + len == swr->total ||
+                                mode == TMX_SOFT_DIO_ALIGNED128)) {
+            uint8_t tail[8];
+
+            tmx_soft_swr_data(swr, off, tail, len); /* a block's (or the write's) end */
+            atomic_thread_fence(memory_order_release);
+            tmx_soft_store_tail(dst + off, tail, len);
+        } else if (mode == TMX_SOFT_DIO_ALIGNED128) {
+            /* a run of whole blocks but its last 8 bytes: each block's end after the rest */
+            uint64_t a = swr->raddr + off, end = a + len;
+
+            while (a < end) {
+                uint64_t b    = (a & ~(uint64_t)127) + 128;
+                uint64_t t    = b - 8 > a ? b - 8 : a;
+                uint8_t  tail[8];
+
+                if (b >= end) {
+                    tmx_soft_swr_data(swr, (size_t)(a - swr->raddr),
+                                      dst + (a - swr->raddr), (size_t)(end - a));
+                    break;
+                }
+                tmx_soft_swr_data(swr, (size_t)(a - swr->raddr), dst + (a - swr->raddr),
+                                  (size_t)(t - a));
+                tmx_soft_swr_data(swr, (size_t)(t - swr->raddr), tail, (size_t)(b - t));
+                atomic_thread_fence(memory_order_release);
+                tmx_soft_store_tail(dst + (t - swr->raddr), tail, (size_t)(b - t));
+                a = b;
+            }
+        } else {
+            tmx_soft_swr_data(swr, off, dst + off, len);
+        }
+        atomic_thread_fence(memory_order_release); /* the pieces land in this order */
+        if (tmx_soft_write_hook != NULL) {
+            tmx_soft_write_hook(tmx_soft_write_hook_arg, swr->raddr + off, len);
+        }
+    }
+}
+
 /* ---------------------------------------------------------------- QP bookkeeping */
 
 /*
@@ -915,6 +992,90 @@ static ssize_t tmx_soft_cma_write(tmx_soft_qp_t *qp, const tmx_soft_swr_t *swr)
     return (ssize_t)done;
 }
 
+/* Where [raddr, raddr + len) of the peer's address space lies in our mapping of its device
+ * memory (soft.h); NULL when not wholly inside it. Bounded by the validated header: whatever
+ * the peer wrote there, the pointer stays in its device memory. */
+static inline uint8_t *tmx_soft_dm_target(const tmx_soft_rseg_t *r, uint64_t raddr, uint64_t len)
+{
+    uint64_t lo = r->h.map_addr + r->h.dm_off;
+
+    if (len == 0 || raddr < lo || raddr - lo >= r->h.dm_size ||
+        len > r->h.dm_size - (raddr - lo)) {
+        return NULL;
+    }
+    return (uint8_t *)r->base + r->h.dm_off + (raddr - lo);
+}
+
+/* A WRITE_WITH_IMM whose data is placed: its notice, a record that consumes a receive at the
+ * target. 1 when sent (the WR is done), 0 when the ring is full (the next call sends it). */
+static int tmx_soft_tx_notice(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
+{
+    tmx_soft_rec_t *rec;
+
+    if (swr->opcode == TMX_WR_RDMA_WRITE_WITH_IMM) {
+        rec = tmx_soft_qp_reserve(qp, TMX_SOFT_HDR_EXT);
+        if (rec == NULL) {
+            return 0;
+        }
+        rec->len                 = 0;
+        rec->op                  = TMX_SOFT_OP_WIMM;
+        rec->flags               = TMX_SOFT_REC_IMM;
+        rec->imm                 = swr->imm;
+        rec->seq                 = swr->seq;
+        tmx_soft_ext(rec)->total = swr->total;
+        tmx_soft_qp_commit(qp, rec, TMX_SOFT_HDR_EXT);
+    }
+    swr->state  = TMX_SOFT_SWR_DONE;
+    swr->status = TMX_WC_SUCCESS;
+    return 1;
+}
+
+/* An RDMA WRITE into the peer's device memory, by our stores (dst: tmx_soft_dm_target), checked
+ * against the target's own MR table as CMA is; then a WRITE_WITH_IMM's notice. As
+ * tmx_soft_tx_cma returns. A store into the mapping of a dead peer's segment harms nobody
+ * (unlike CMA, which names a pid that may be another process's by now): its death is what
+ * the liveness checks found (tmx_soft_check_peers), as for records in its rings. */
+static int tmx_soft_tx_dm(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr, uint8_t *dst)
+{
+    tmx_soft_rseg_t         *r     = qp->rseg;
+    const tmx_soft_mr_ent_t *table = (tmx_soft_mr_ent_t *)((uint8_t *)r->base + r->hdr->mr_off);
+
+    if (r->dead) {
+        return TMX_SOFT_TX_GONE; /* found gone by a liveness check, as for ring records */
+    }
+    if (tmx_soft_key_check(table, r->hdr->max_mrs, swr->rkey, swr->raddr, swr->total,
+                           TMX_ACCESS_REMOTE_WRITE) != 0) {
+        tmx_debug("qp %u: remote write of %zu bytes at 0x%llx refused: bad key or bounds",
+                  qp->super.qp_num, swr->total, (unsigned long long)swr->raddr);
+        swr->state  = TMX_SOFT_SWR_DONE;
+        swr->status = TMX_WC_REM_ACCESS_ERR;
+        return 1;
+    }
+    if (swr->opcode == TMX_WR_RDMA_WRITE_WITH_IMM) {
+        /* room for the notice first: all of it goes now, or nothing (an unsignaled one is
+         * then taken back by post_send, TMX_DEV_CAP_MANUAL_PROGRESS) */
+        tmx_soft_rec_t *rec = tmx_soft_qp_reserve(qp, TMX_SOFT_HDR_EXT);
+
+        if (rec == NULL) {
+            return 0;
+        }
+        tmx_soft_dm_store(qp, swr, dst);
+        rec->len                 = 0;
+        rec->op                  = TMX_SOFT_OP_WIMM;
+        rec->flags               = TMX_SOFT_REC_IMM;
+        rec->imm                 = swr->imm;
+        rec->seq                 = swr->seq;
+        tmx_soft_ext(rec)->total = swr->total;
+        tmx_soft_qp_commit(qp, rec, TMX_SOFT_HDR_EXT);
+        swr->state  = TMX_SOFT_SWR_DONE;
+        swr->status = TMX_WC_SUCCESS;
+        return 1;
+    }
+    tmx_soft_dm_store(qp, swr, dst);
+    swr->cma_done = 1;
+    return tmx_soft_tx_notice(qp, swr);
+}
+
 /* RDMA by cross-memory attach, checked against the target's own MR table. 1 when done, 0
  * when it must wait for ring space (a WRITE_WITH_IMM whose data went, and whose notice waits:
  * the next call sends only the notice), TMX_SOFT_TX_GONE when the target process is gone (the
@@ -925,7 +1086,6 @@ static int tmx_soft_tx_cma(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
     const tmx_soft_mr_ent_t  *table = (tmx_soft_mr_ent_t *)((uint8_t *)r->base + r->hdr->mr_off);
     int                       read  = swr->opcode == TMX_WR_RDMA_READ;
     struct iovec              liov[TMX_SOFT_MAX_SGE], riov;
-    tmx_soft_rec_t           *rec;
     ssize_t                   n     = 0;
     int                       cnt;
 
@@ -933,7 +1093,7 @@ static int tmx_soft_tx_cma(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
         return TMX_SOFT_TX_GONE; /* whatever the key: the fallback path would not answer */
     }
     if (swr->cma_done) {
-        goto notice;
+        return tmx_soft_tx_notice(qp, swr);
     }
     if (tmx_soft_key_check(table, r->hdr->max_mrs, swr->rkey, swr->raddr, swr->total,
                            read ? TMX_ACCESS_REMOTE_READ : TMX_ACCESS_REMOTE_WRITE) != 0) {
@@ -968,23 +1128,7 @@ static int tmx_soft_tx_cma(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
         return 1;
     }
     swr->cma_done = 1;
-notice:
-    if (swr->opcode == TMX_WR_RDMA_WRITE_WITH_IMM) {
-        rec = tmx_soft_qp_reserve(qp, TMX_SOFT_HDR_EXT);
-        if (rec == NULL) {
-            return 0;
-        }
-        rec->len                 = 0;
-        rec->op                  = TMX_SOFT_OP_WIMM;
-        rec->flags               = TMX_SOFT_REC_IMM;
-        rec->imm                 = swr->imm;
-        rec->seq                 = swr->seq;
-        tmx_soft_ext(rec)->total = swr->total;
-        tmx_soft_qp_commit(qp, rec, TMX_SOFT_HDR_EXT);
-    }
-    swr->state  = TMX_SOFT_SWR_DONE;
-    swr->status = TMX_WC_SUCCESS;
-    return 1;
+    return tmx_soft_tx_notice(qp, swr);
 }
 
 /* A WR with FENCE waits until the earlier RDMA READs of the QP completed. */
@@ -1008,6 +1152,7 @@ static int tmx_soft_fenced(tmx_soft_qp_t *qp, const tmx_soft_swr_t *swr)
 static int tmx_soft_tx_one(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
 {
     tmx_soft_rec_t *rec;
+    uint8_t        *dst;
 
     if (swr->state == TMX_SOFT_SWR_DONE) {
         return 1;
@@ -1036,6 +1181,12 @@ static int tmx_soft_tx_one(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
         return 1;
     case TMX_WR_RDMA_WRITE:
     case TMX_WR_RDMA_WRITE_WITH_IMM:
+        if (swr->cma_done) {
+            return tmx_soft_tx_notice(qp, swr); /* the data went: the notice waited */
+        }
+        if ((dst = tmx_soft_dm_target(qp->rseg, swr->raddr, swr->total)) != NULL) {
+            return tmx_soft_tx_dm(qp, swr, dst);
+        }
         if (qp->cma) {
             return tmx_soft_tx_cma(qp, swr);
         }
@@ -2747,6 +2898,10 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
             return TMX_ERR_NO_RESOURCE;
         }
     }
+    if (wr->opcode == TMX_WR_RDMA_WRITE_WITH_IMM && !(wr->send_flags & TMX_SEND_SIGNALED) &&
+        !qp->sig_all && !idle) {
+        return TMX_ERR_NO_RESOURCE; /* its notice is a record: the same rule as a SEND */
+    }
     swr           = tmx_soft_swr(qp, qp->next_seq);
     swr->wr_id    = wr->wr_id;
     swr->seq      = qp->next_seq;
@@ -2920,6 +3075,47 @@ static int tmx_soft_send_direct(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, size
     return 1;
 }
 
+/*
+ * The eager-RDMA ring's common case: an unsignaled RDMA WRITE into the peer's device memory on
+ * an RC QP whose send queue is empty, key and bounds good and the peer alive: our stores place
+ * it now, and it needs no queue entry and makes no completion (the sequence numbers move as if
+ * it had passed through the queue). 0: not this case (the general path does it, or fails it
+ * with the completion it deserves).
+ */
+static int tmx_soft_write_direct(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, size_t total)
+{
+    tmx_soft_rseg_t         *r = qp->rseg;
+    const tmx_soft_mr_ent_t *table;
+    tmx_soft_swr_t           swr;
+    uint8_t                 *dst;
+
+    if (wr->opcode != TMX_WR_RDMA_WRITE || qp->sq_count != 0 || qp->resp_count != 0 ||
+        qp->sig_all || qp->ooo || qp->super.type != TMX_QPT_RC ||
+        (wr->send_flags & TMX_SEND_SIGNALED) ||
+        (dst = tmx_soft_dm_target(r, wr->rdma.remote_addr, total)) == NULL) {
+        return 0;
+    }
+    table = (tmx_soft_mr_ent_t *)((uint8_t *)r->base + r->hdr->mr_off);
+    if ((!(wr->send_flags & TMX_SEND_INLINE) &&
+         tmx_soft_sge_check(qp->dev, wr->sg_list, wr->num_sge, 0) != 0) ||
+        tmx_soft_key_check(table, r->hdr->max_mrs, wr->rdma.rkey, wr->rdma.remote_addr, total,
+                           TMX_ACCESS_REMOTE_WRITE) != 0 ||
+        r->dead) {
+        return 0;
+    }
+    swr.num_sge = wr->num_sge;
+    memcpy(swr.sge, wr->sg_list, (size_t)wr->num_sge * sizeof(tmx_sge_t));
+    swr.copy  = NULL;
+    swr.raddr = wr->rdma.remote_addr;
+    swr.total = total;
+    tmx_soft_dm_store(qp, &swr, dst);
+    /* the queue was empty: head, tx and next were equal and stay so */
+    qp->next_seq++;
+    qp->tx_seq++;
+    qp->head_seq++;
+    return 1;
+}
+
 tmx_status_t tmx_soft_post_send(tmx_qp_t *q, tmx_send_wr_t *wr, tmx_send_wr_t **bad_p)
 {
     tmx_soft_qp_t *qp     = (tmx_soft_qp_t *)q;
@@ -2942,7 +3138,8 @@ tmx_status_t tmx_soft_post_send(tmx_qp_t *q, tmx_send_wr_t *wr, tmx_send_wr_t **
         } else {
             status = tmx_soft_wr_check(qp, wr, &total);
         }
-        if (status == TMX_OK && !tmx_soft_send_direct(qp, wr, total)) {
+        if (status == TMX_OK && !tmx_soft_send_direct(qp, wr, total) &&
+            !tmx_soft_write_direct(qp, wr, total)) {
             status = qp->super.type == TMX_QPT_UD ? tmx_soft_ud_send(qp, wr, total)
                                                   : tmx_soft_post_one(qp, wr, total);
         }

@@ -1,0 +1,805 @@
+/*
+ * The eager-RDMA ring: lending, writing, polling, credits and sleep (ring.h).
+ */
+#define TMX_LOG_SUBSYS "ring"
+#include "config.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "proto/proto.h"
+#include "proto/ring.h"
+#include "util/log.h"
+
+/* Eager messages a sender carries through the queue before its receiver lends it a ring
+ * (TMX_RING=auto): a connection used once or twice costs no memory. */
+#define TMX_RING_AFTER 16
+/* Ring messages taken per ring per poll, so that one busy sender does not hold the others. */
+#define TMX_RING_DRAIN 32
+
+/* Refusals in RING_ACK's status. */
+enum {
+    TMX_RING_REFUSE_NONE    = 0,
+    TMX_RING_REFUSE_BAD     = 1, /* a grant that makes no sense */
+    TMX_RING_REFUSE_OOO     = 2, /* polling asked of a queue pair with OOO placement on */
+    TMX_RING_REFUSE_NOMEM   = 3, /* no memory for the control word */
+    TMX_RING_REFUSE_CONFIG  = 4, /* TMX_RING=no, tag-matching offload, already one */
+};
+
+static unsigned tmx_ring_log2(unsigned v)
+{
+    unsigned l = 0;
+
+    while ((1u << l) < v) {
+        l++;
+    }
+    return l;
+}
+
+static int tmx_ring_polling(unsigned mode)
+{
+    return mode == TMX_RING_MODE_WHOLE || mode == TMX_RING_MODE_ALIGNED128;
+}
+
+/* ---------------------------------------------------------------- the choice */
+
+/* The mode of the ring ep's receiving side would lend, and why. */
+static unsigned tmx_ring_choose(tmx_ep_t *ep, const char **why)
+{
+    const tmx_config_t *cfg   = &ep->worker->ctx->cfg;
+    tmx_iface_t        *iface = ep->iface;
+    unsigned            dio;
+
+    if (cfg->ring == 0 || cfg->ring_peers == 0) {
+        *why = cfg->ring == 0 ? "TMX_RING=no" : "TMX_RING_PEERS=0";
+        return TMX_RING_MODE_NONE;
+    }
+    if (iface->tm_on) {
+        *why = "tag-matching offload on: its device matches messages in their order";
+        return TMX_RING_MODE_NONE;
+    }
+    if (ep->xrc) {
+        *why = "XRC: a message's immediate data names its endpoint";
+        return TMX_RING_MODE_NONE;
+    }
+    if (!(iface->dev->attr.caps & TMX_DEV_CAP_RMA) || cfg->ring_slot_size > iface->max_inline) {
+        *why = "the device has no RDMA write of a slot's size";
+        return TMX_RING_MODE_NONE;
+    }
+    if (cfg->ring_mode != TMX_RING_MODE_NONE) {
+        if (ep->ooo && tmx_ring_polling((unsigned)cfg->ring_mode)) {
+            *why = "TMX_RING_MODE asks for polling, but out-of-order placement is on";
+            return TMX_RING_MODE_IMM;
+        }
+        *why = "forced by TMX_RING_MODE, whatever the device answers";
+        return (unsigned)cfg->ring_mode;
+    }
+    if (ep->ooo) {
+        *why = "out-of-order placement on: never polling on data";
+        return TMX_RING_MODE_IMM;
+    }
+    dio = iface->ops->qp_data_in_order(ep->qp, TMX_WR_RDMA_WRITE);
+    if (dio & TMX_DATA_IN_ORDER_WHOLE_MSG) {
+        *why = "the device answers whole-message order";
+        return TMX_RING_MODE_WHOLE;
+    }
+    if (dio & TMX_DATA_IN_ORDER_ALIGNED_128_BYTES) {
+        *why = "the device answers 128-byte blocks in order";
+        return TMX_RING_MODE_ALIGNED128;
+    }
+    *why = "the device gives no data-in-order promise";
+    return TMX_RING_MODE_IMM;
+}
+
+void tmx_ring_ep_connected(tmx_ep_t *ep)
+{
+    const char *why = "";
+
+    ep->ring_choice = (uint8_t)tmx_ring_choose(ep, &why);
+    if (ep->passive) {
+        tmx_info("endpoint from %016llx: eager-RDMA ring %s (%s)",
+                 (unsigned long long)ep->remote_uuid, tmx_ring_mode_name(ep->ring_choice), why);
+    }
+}
+
+/* ---------------------------------------------------------------- the receiver */
+
+static void tmx_ring_rx_free(tmx_ep_t *ep)
+{
+    tmx_ring_rx_t *rx = ep->ring_rx;
+    tmx_worker_t  *w  = ep->worker;
+
+    if (rx == NULL) {
+        return;
+    }
+    tmx_ring_ep_failed(ep);
+    if (rx->mr != NULL) {
+        ep->iface->ops->mem_free(rx->mr);
+    }
+    free(rx->stage);
+    free(rx);
+    ep->ring_rx = NULL;
+    w->rings_rx--;
+}
+
+void tmx_ring_ep_failed(tmx_ep_t *ep)
+{
+    tmx_ring_rx_t *rx = ep->ring_rx;
+
+    if (rx == NULL || !rx->polled) {
+        return;
+    }
+    tmx_list_del(&rx->link);
+    rx->polled = 0;
+    if (rx->sleep != TMX_RING_SLEEP_AWAKE) {
+        rx->sleep = TMX_RING_SLEEP_AWAKE;
+        ep->worker->ring_sleepers--;
+    }
+}
+
+/* Where the receiver's words lie in the sender's control block: apart, so that the sender's
+ * look at the sleep word after every ring write reads a line the receiver seldom writes. */
+#define TMX_RING_CREDIT_OFF 0
+#define TMX_RING_SLEEP_OFF  64
+
+/* One word into the sender's control block: signaled (a sleep notice, whose completion says it
+ * is placed) or not. TMX_OK when posted. */
+static tmx_status_t tmx_ring_rx_write(tmx_ep_t *ep, tmx_ring_rx_t *rx, uint64_t off,
+                                      uint64_t word, int signaled)
+{
+    tmx_sge_t     sge = {.addr = (uintptr_t)&word, .length = sizeof(word)};
+    tmx_send_wr_t wr, *bad;
+    tmx_status_t  status;
+
+    if (ep->state != TMX_EP_CONNECTED || ep->qp == NULL || !rx->active) {
+        return TMX_ERR_PEER_FAILED;
+    }
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id            = TMX_WRID(TMX_WRID_RING_RX, ep->id);
+    wr.sg_list          = &sge;
+    wr.num_sge          = 1;
+    wr.opcode           = TMX_WR_RDMA_WRITE;
+    wr.send_flags       = TMX_SEND_INLINE | (signaled ? TMX_SEND_SIGNALED : 0);
+    wr.rdma.remote_addr = rx->ctrl_addr + off;
+    wr.rdma.rkey        = rx->ctrl_rkey;
+    status = ep->iface->ops->post_send(ep->qp, &wr, &bad);
+    if (status == TMX_OK && signaled) {
+        ep->sq_busy++;
+    }
+    return status;
+}
+
+/* The sender learns how many messages we took: its slots are free again. */
+static void tmx_ring_rx_report(tmx_ep_t *ep, tmx_ring_rx_t *rx)
+{
+    if (tmx_ring_rx_write(ep, rx, TMX_RING_CREDIT_OFF, tmx_ring_credit_pack(rx->head, 0), 0) ==
+        TMX_OK) {
+        rx->reported = rx->head;
+    }
+}
+
+/* The sender's sleep word: asleep (signaled: its completion says it is in place) or awake. */
+static tmx_status_t tmx_ring_rx_sleep(tmx_ep_t *ep, tmx_ring_rx_t *rx, int asleep)
+{
+    return tmx_ring_rx_write(ep, rx, TMX_RING_SLEEP_OFF, tmx_ring_credit_pack(0, asleep), asleep);
+}
+
+/* A message taken out of a slot: to the protocol (eager messages only come this way). */
+static int tmx_ring_rx_deliver(tmx_ep_t *ep, tmx_ring_rx_t *rx, const uint8_t *msg, size_t len)
+{
+    tmx_worker_t *w = ep->worker;
+    uint8_t       op;
+
+    if (len < sizeof(tmx_proto_hdr_t) ||
+        ((op = msg[0]) != TMX_PROTO_EAGER && op != TMX_PROTO_EAGER_SYNC)) {
+        tmx_error("malformed ring message (%zu bytes) from %016llx: the connection fails", len,
+                  (unsigned long long)ep->remote_uuid);
+        tmx_ep_lost(ep, TMX_ERR_PEER_FAILED);
+        return -1;
+    }
+    rx->head++;
+    w->ring_stats.received++;
+    tmx_proto_rx_msg(ep->iface, ep, msg, len);
+    if (ep->ring_rx == rx && rx->head - rx->reported >= rx->slots / 2) {
+        tmx_ring_rx_report(ep, rx);
+    }
+    return 0;
+}
+
+/* Takes the ring's messages in order while they are there and numbered next, up to max;
+ * how many. */
+static unsigned tmx_ring_rx_drain(tmx_ep_t *ep, tmx_ring_rx_t *rx, unsigned max)
+{
+    unsigned n = 0;
+
+    while (n < max) {
+        const uint8_t *slot = rx->base + (rx->head & (rx->slots - 1)) * rx->slot_size;
+        tmx_ring_msg_t msg;
+        int            rc;
+
+        rc = tmx_ring_slot_read(rx->mode, slot, rx->slot_size, rx->slots_log2, rx->head,
+                                rx->stage, &msg);
+        if (rc == 0) {
+            break;
+        }
+        if (rc < 0 || (int32_t)(msg.seq - rx->expected) < 0) {
+            tmx_error("malformed ring slot from %016llx (sequence %u, expected %u): the "
+                      "connection fails", (unsigned long long)ep->remote_uuid, msg.seq,
+                      rx->expected);
+            tmx_ep_lost(ep, TMX_ERR_PEER_FAILED);
+            break;
+        }
+        if (msg.seq != rx->expected) {
+            break; /* a queue message comes first: its completion is on its way */
+        }
+        rx->expected++;
+        n++;
+        if (tmx_ring_rx_deliver(ep, rx, msg.data, msg.len) != 0 || !rx->polled) {
+            break;
+        }
+    }
+    return n;
+}
+
+unsigned tmx_ring_poll(tmx_worker_t *w)
+{
+    tmx_list_t *l, *t;
+    unsigned    n = 0;
+
+    tmx_list_for_each_safe(l, t, &w->ring_polled) {
+        tmx_ring_rx_t *rx = tmx_container_of(l, tmx_ring_rx_t, link);
+
+        if (tmx_ring_slot_ready(rx->base + (rx->head & (rx->slots - 1)) * rx->slot_size,
+                                rx->slot_size, rx->slots_log2, rx->head)) {
+            n += tmx_ring_rx_drain(rx->ep, rx, TMX_RING_DRAIN);
+        }
+    }
+    return n;
+}
+
+int tmx_ring_rx_seq(tmx_ep_t *ep, const tmx_wc_t *wc)
+{
+    tmx_ring_rx_t *rx = ep->ring_rx;
+    uint32_t       seq;
+
+    if (!(wc->wc_flags & TMX_WC_WITH_IMM)) {
+        if (rx->seq_seen && rx->polled) {
+            tmx_warn("message without sequence number from %016llx, whose ring is polled: its "
+                     "order with ring messages is lost", (unsigned long long)ep->remote_uuid);
+        }
+        return 0;
+    }
+    seq = wc->imm_data;
+    if (rx->polled) {
+        /* the ring messages posted before it are in our memory by now */
+        while (rx->expected != seq && rx->polled && tmx_ring_rx_drain(ep, rx, UINT32_MAX) > 0) {
+        }
+        if (!rx->polled) {
+            return -1; /* a bad slot failed the connection */
+        }
+        if (rx->expected != seq) {
+            tmx_error("ring messages %u..%u of %016llx missing before its queued message %u: "
+                      "the connection fails", rx->expected, seq - 1,
+                      (unsigned long long)ep->remote_uuid, seq);
+            tmx_ep_lost(ep, TMX_ERR_PEER_FAILED);
+            return -1;
+        }
+    }
+    rx->expected = seq + 1;
+    rx->seq_seen = 1;
+    return 0;
+}
+
+void tmx_ring_rx_imm(tmx_ep_t *ep, const tmx_wc_t *wc)
+{
+    tmx_ring_rx_t *rx = ep->ring_rx;
+
+    if (rx == NULL || !rx->active || rx->mode != TMX_RING_MODE_IMM ||
+        wc->imm_data != (uint32_t)(rx->head & (rx->slots - 1)) || wc->byte_len > rx->slot_size) {
+        tmx_error("unexpected RDMA write with immediate data from %016llx: the connection fails",
+                  (unsigned long long)ep->remote_uuid);
+        tmx_ep_lost(ep, TMX_ERR_PEER_FAILED);
+        return;
+    }
+    (void)tmx_ring_rx_deliver(ep, rx, rx->base + (size_t)wc->imm_data * rx->slot_size,
+                              wc->byte_len);
+}
+
+/* Lends ep's sender a ring. */
+static void tmx_ring_grant(tmx_ep_t *ep)
+{
+    tmx_worker_t       *w   = ep->worker;
+    const tmx_config_t *cfg = &w->ctx->cfg;
+    tmx_ring_rx_t      *rx;
+    tmx_status_t        status;
+
+    ep->ring_tried = 1;
+    rx             = calloc(1, sizeof(*rx));
+    if (rx == NULL) {
+        return;
+    }
+    rx->ep         = ep;
+    rx->mode       = ep->ring_choice;
+    rx->slots      = cfg->ring_slots;
+    rx->slots_log2 = tmx_ring_log2(rx->slots);
+    rx->slot_size  = cfg->ring_slot_size;
+    tmx_list_init(&rx->link);
+    if (rx->mode == TMX_RING_MODE_ALIGNED128 && (rx->stage = malloc(rx->slot_size)) == NULL) {
+        free(rx);
+        return;
+    }
+    status = ep->iface->ops->mem_alloc(ep->iface->pd, (size_t)rx->slots * rx->slot_size,
+                                       TMX_ACCESS_LOCAL_WRITE | TMX_ACCESS_REMOTE_WRITE, &rx->mr);
+    if (status != TMX_OK) {
+        tmx_debug("no eager-RDMA ring for %016llx: its memory: %s",
+                  (unsigned long long)ep->remote_uuid, tmx_status_string(status));
+        free(rx->stage);
+        free(rx);
+        return;
+    }
+    rx->base    = rx->mr->addr;
+    ep->ring_rx = rx;
+    w->rings_rx++;
+    if (tmx_proto_send_ctrl(ep, TMX_PROTO_RING_GRANT, 0, (int32_t)rx->mode) != TMX_OK) {
+        tmx_ring_rx_free(ep);
+        return;
+    }
+    tmx_debug("eager-RDMA ring (%s, %u x %zu bytes) lent to %016llx",
+              tmx_ring_mode_name(rx->mode), rx->slots, rx->slot_size,
+              (unsigned long long)ep->remote_uuid);
+}
+
+void tmx_ring_rx_counted(tmx_ep_t *ep)
+{
+    tmx_worker_t *w = ep->worker;
+
+    if (++ep->ring_msgs >= (w->ctx->cfg.ring == 1 ? 1u : TMX_RING_AFTER) &&
+        ep->ring_choice != TMX_RING_MODE_NONE && ep->state == TMX_EP_CONNECTED && !ep->xrc &&
+        !ep->closing && w->rings_rx < w->ctx->cfg.ring_peers) {
+        tmx_ring_grant(ep);
+    }
+}
+
+void tmx_ring_rx_ack(tmx_ep_t *ep, const uint8_t *buf, size_t len)
+{
+    tmx_ring_rx_t       *rx = ep->ring_rx;
+    tmx_proto_ring_hdr_t h;
+
+    if (len < sizeof(h) || rx == NULL || rx->active || !ep->passive) {
+        tmx_warn("unexpected RING_ACK from %016llx dropped", (unsigned long long)ep->remote_uuid);
+        return;
+    }
+    memcpy(&h, buf, sizeof(h));
+    if (h.base.status != TMX_RING_REFUSE_NONE) {
+        tmx_info("%016llx refused the eager-RDMA ring (reason %d)",
+                 (unsigned long long)ep->remote_uuid, (int)h.base.status);
+        tmx_ring_rx_free(ep);
+        return;
+    }
+    if (tmx_ring_polling(rx->mode) && !rx->seq_seen) {
+        tmx_error("%016llx took the eager-RDMA ring without numbering its messages: the "
+                  "connection fails", (unsigned long long)ep->remote_uuid);
+        tmx_ep_lost(ep, TMX_ERR_PEER_FAILED);
+        return;
+    }
+    rx->ctrl_addr = h.addr;
+    rx->ctrl_rkey = h.rkey;
+    rx->active    = 1;
+    if (tmx_ring_polling(rx->mode)) {
+        ep->poll_data = 1;
+        if (tmx_ep_data_path_check(ep) != TMX_OK) {
+            tmx_ep_lost(ep, TMX_ERR_PEER_FAILED);
+            return;
+        }
+        tmx_list_add_tail(&ep->worker->ring_polled, &rx->link);
+        rx->polled = 1;
+    }
+    tmx_debug("eager-RDMA ring of %016llx in use", (unsigned long long)ep->remote_uuid);
+}
+
+/* ---------------------------------------------------------------- the sender */
+
+static void tmx_ring_tx_free(tmx_ep_t *ep)
+{
+    tmx_ring_tx_t *tx = ep->ring_tx;
+
+    if (tx == NULL) {
+        return;
+    }
+    if (tx->ctrl_mr != NULL) {
+        if (tx->ctrl_host) {
+            tmx_prov_host_mem_free(tx->ctrl_mr);
+        } else {
+            ep->iface->ops->mem_free(tx->ctrl_mr);
+        }
+    }
+    free(tx->stage);
+    free(tx);
+    ep->ring_tx = NULL;
+    ep->worker->rings_tx--;
+}
+
+/* Reads the receiver's credit word: messages taken. */
+static inline void tmx_ring_tx_credits(tmx_ring_tx_t *tx)
+{
+    uint64_t w = __atomic_load_n((const uint64_t *)((uint8_t *)tx->ctrl_mr->addr +
+                                                     TMX_RING_CREDIT_OFF),
+                                 __ATOMIC_ACQUIRE);
+    uint32_t c;
+    int      asleep;
+
+    if (tmx_ring_credit_unpack(w, &c, &asleep)) {
+        uint32_t out = (uint32_t)tx->head - c;
+
+        /* else nonsense, or a count older than one we saw (on a queue pair with OOO
+         * placement, the receiver's writes may land out of order): keep what we knew */
+        if (out <= tx->slots && tx->head - out >= tx->consumed) {
+            tx->consumed = tx->head - out;
+        }
+    }
+}
+
+/* Reads the receiver's sleep word. */
+static inline void tmx_ring_tx_sleep(tmx_ring_tx_t *tx)
+{
+    uint64_t w = __atomic_load_n((const uint64_t *)((uint8_t *)tx->ctrl_mr->addr +
+                                                     TMX_RING_SLEEP_OFF),
+                                 __ATOMIC_ACQUIRE);
+    uint32_t c;
+    int      asleep;
+
+    if (tmx_ring_credit_unpack(w, &c, &asleep)) {
+        tx->asleep = asleep;
+    }
+}
+
+static unsigned tmx_ring_refusal(tmx_ep_t *ep, const tmx_proto_ring_hdr_t *h)
+{
+    const tmx_config_t *cfg = &ep->worker->ctx->cfg;
+    unsigned            mode = (unsigned)h->base.status;
+
+    if (ep->passive || ep->ring_tx != NULL || cfg->ring == 0 || ep->iface->tm_on || ep->xrc ||
+        ep->state != TMX_EP_CONNECTED || ep->closing) {
+        return TMX_RING_REFUSE_CONFIG;
+    }
+    if (mode == TMX_RING_MODE_NONE || mode >= TMX_RING_MODE_LAST || h->slots < 2 ||
+        h->slots > 65536 || (h->slots & (h->slots - 1)) != 0 || h->slot_size < 128 ||
+        h->slot_size > 65536 || h->slot_size % TMX_RING_BLOCK != 0 ||
+        h->slot_size > ep->iface->max_inline) {
+        return TMX_RING_REFUSE_BAD;
+    }
+    if (tmx_ring_polling(mode) && ep->ooo) {
+        return TMX_RING_REFUSE_OOO;
+    }
+    return TMX_RING_REFUSE_NONE;
+}
+
+void tmx_ring_tx_grant(tmx_ep_t *ep, const uint8_t *buf, size_t len)
+{
+    tmx_iface_t         *iface = ep->iface;
+    tmx_proto_ring_hdr_t h;
+    tmx_ring_tx_t       *tx;
+    unsigned             refuse;
+
+    if (len < sizeof(h)) {
+        tmx_warn("malformed RING_GRANT from %016llx dropped", (unsigned long long)ep->remote_uuid);
+        return;
+    }
+    memcpy(&h, buf, sizeof(h));
+    refuse = tmx_ring_refusal(ep, &h);
+    tx     = refuse == TMX_RING_REFUSE_NONE ? calloc(1, sizeof(*tx)) : NULL;
+    if (tx == NULL) {
+        goto refused;
+    }
+    tx->mode       = (unsigned)h.base.status;
+    tx->slots      = h.slots;
+    tx->slots_log2 = tmx_ring_log2(tx->slots);
+    tx->slot_size  = h.slot_size;
+    tx->max        = tmx_ring_slot_max(tx->mode, tx->slot_size);
+    tx->addr       = h.addr;
+    tx->rkey       = h.rkey;
+    tx->seq_on     = tmx_ring_polling(tx->mode);
+    if ((tx->mode == TMX_RING_MODE_ALIGNED128 && (tx->stage = malloc(tx->slot_size)) == NULL) ||
+        (iface->ops->mem_alloc(iface->pd, TMX_RING_BLOCK,
+                               TMX_ACCESS_LOCAL_WRITE | TMX_ACCESS_REMOTE_WRITE,
+                               &tx->ctrl_mr) != TMX_OK &&
+         (tx->ctrl_host = 1,
+          tmx_prov_host_mem_alloc(iface->pd, TMX_RING_BLOCK,
+                                  TMX_ACCESS_LOCAL_WRITE | TMX_ACCESS_REMOTE_WRITE,
+                                  &tx->ctrl_mr) != TMX_OK))) {
+        free(tx->stage);
+        free(tx);
+        refuse = TMX_RING_REFUSE_NOMEM;
+        goto refused;
+    }
+    ep->ring_tx = tx;
+    ep->worker->rings_tx++;
+    if (tx->seq_on) {
+        ep->poll_data = 1;
+        if (tmx_ep_data_path_check(ep) != TMX_OK) {
+            ep->poll_data = 0;
+            tmx_ring_tx_free(ep);
+            refuse = TMX_RING_REFUSE_OOO;
+            goto refused;
+        }
+    }
+    /* RING_ACK is the first numbered message; the ring is used once it is posted */
+    tmx_proto_send_ctrl(ep, TMX_PROTO_RING_ACK, 0, TMX_RING_REFUSE_NONE);
+    tmx_info("endpoint to %016llx: eager-RDMA ring %s (%u x %u bytes, messages up to %zu "
+             "bytes)", (unsigned long long)ep->remote_uuid, tmx_ring_mode_name(tx->mode),
+             tx->slots, h.slot_size, tx->max);
+    return;
+
+refused:
+    tmx_info("endpoint to %016llx: eager-RDMA ring refused (reason %u)",
+             (unsigned long long)ep->remote_uuid, refuse);
+    tmx_proto_send_ctrl(ep, TMX_PROTO_RING_ACK, 0, (int32_t)refuse);
+}
+
+tmx_status_t tmx_ring_ctrl_post(tmx_ep_t *ep, uint8_t op, int32_t status)
+{
+    tmx_proto_ring_hdr_t h;
+    tmx_status_t         st;
+
+    memset(&h, 0, sizeof(h));
+    h.base.op     = op;
+    h.base.status = status;
+    if (op == TMX_PROTO_RING_GRANT) {
+        tmx_ring_rx_t *rx = ep->ring_rx;
+
+        if (rx == NULL) {
+            return TMX_OK; /* taken back meanwhile: nothing to say */
+        }
+        h.addr      = (uintptr_t)rx->base;
+        h.rkey      = rx->mr->rkey;
+        h.slots     = rx->slots;
+        h.slot_size = (uint32_t)rx->slot_size;
+    } else if (status == TMX_RING_REFUSE_NONE) {
+        tmx_ring_tx_t *tx = ep->ring_tx;
+
+        if (tx == NULL) {
+            h.base.status = TMX_RING_REFUSE_CONFIG;
+        } else {
+            h.addr = (uintptr_t)tx->ctrl_mr->addr;
+            h.rkey = tx->ctrl_mr->rkey;
+        }
+    }
+    st = tmx_proto_post_hdr(ep, &h, sizeof(h));
+    if (st == TMX_OK && op == TMX_PROTO_RING_ACK && h.base.status == TMX_RING_REFUSE_NONE) {
+        ep->ring_tx->ready = 1;
+    }
+    return st;
+}
+
+tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const void *buf,
+                           size_t len)
+{
+    tmx_ring_tx_t *tx    = ep->ring_tx;
+    tmx_iface_t   *iface = ep->iface;
+    tmx_worker_t  *w     = ep->worker;
+    uint64_t       caps  = iface->dev->attr.caps;
+    tmx_ring_wr_t  rw;
+    tmx_send_wr_t  wr, *bad;
+    int            direct;
+    tmx_status_t   status;
+
+    if (!tx->ready || hlen + len > tx->max || ep->closing || ep->state != TMX_EP_CONNECTED) {
+        return TMX_ERR_NO_RESOURCE;
+    }
+    /* On a device that places a write when it is posted (or moves data only inside our
+     * calls), the send queue must be empty: then the write is in the receiver's memory when
+     * post_send returns, and nothing of an eager send done on return waits for our progress. */
+    direct = (caps & TMX_DEV_CAP_MEM_DIRECT) != 0;
+    if ((caps & (TMX_DEV_CAP_MEM_DIRECT | TMX_DEV_CAP_MANUAL_PROGRESS)) && ep->sq_busy > 0) {
+        return TMX_ERR_NO_RESOURCE;
+    }
+    if (tx->head - tx->consumed >= tx->slots) {
+        tmx_ring_tx_credits(tx);
+        if (tx->head - tx->consumed >= tx->slots) {
+            w->ring_stats.full++;
+            return TMX_ERR_NO_RESOURCE;
+        }
+    }
+    if (tx->asleep) {
+        tmx_ring_tx_sleep(tx);
+        if (tx->asleep) {
+            w->ring_stats.asleep++;
+            return TMX_ERR_NO_RESOURCE; /* the queue wakes it */
+        }
+    }
+    tmx_ring_slot_build(tx->mode, tx->slot_size, tx->slots_log2, tx->head, tx->seq, hdr, hlen,
+                        buf, len, tx->stage, &rw);
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id            = TMX_WRID(TMX_WRID_RING_TX, ep->id);
+    wr.sg_list          = rw.sge;
+    wr.num_sge          = rw.num_sge;
+    wr.rdma.remote_addr = tx->addr + (tx->head & (tx->slots - 1)) * tx->slot_size + rw.off;
+    wr.rdma.rkey        = tx->rkey;
+    wr.send_flags       = TMX_SEND_INLINE;
+    if (tx->mode == TMX_RING_MODE_IMM) {
+        wr.opcode   = TMX_WR_RDMA_WRITE_WITH_IMM;
+        wr.imm_data = (uint32_t)(tx->head & (tx->slots - 1));
+    } else {
+        wr.opcode = TMX_WR_RDMA_WRITE;
+        if (!direct) {
+            /* placed some time before its completion: the sleep check waits for it */
+            wr.send_flags |= TMX_SEND_SIGNALED;
+        }
+    }
+    status = iface->ops->post_send(ep->qp, &wr, &bad);
+    if (status != TMX_OK) {
+        return TMX_ERR_NO_RESOURCE; /* the queue path reports what is wrong, if anything */
+    }
+    if (wr.send_flags & TMX_SEND_SIGNALED) {
+        ep->sq_busy++;
+    }
+    tx->head++;
+    w->ring_stats.sent++;
+    if (tx->seq_on) {
+        tx->seq++;
+        if (direct) {
+            /* the write is in place: did the receiver fall asleep before it looked? (its
+             * side: "asleep" placed, a full barrier, then a look at the ring) */
+            if (caps & TMX_DEV_CAP_MEM_ASYM) {
+                atomic_signal_fence(memory_order_seq_cst); /* it calls mem_barrier */
+            } else {
+                atomic_thread_fence(memory_order_seq_cst);
+            }
+            tmx_ring_tx_sleep(tx);
+            if (tx->asleep) {
+                w->ring_stats.wakes++;
+                tmx_proto_send_ctrl(ep, TMX_PROTO_CREDIT, 0, 0);
+            }
+        }
+    }
+    return TMX_OK;
+}
+
+/* ---------------------------------------------------------------- sleeping */
+
+tmx_status_t tmx_ring_arm(tmx_worker_t *w)
+{
+    tmx_list_t *l;
+    int         busy = 0;
+
+    tmx_list_for_each(l, &w->ring_polled) {
+        tmx_ring_rx_t *rx = tmx_container_of(l, tmx_ring_rx_t, link);
+
+        if (rx->sleep == TMX_RING_SLEEP_AWAKE) {
+            if (w->ring_sleepers == 0) {
+                w->ring_sleep_rx = w->rx_msgs;
+            }
+            if (tmx_ring_rx_sleep(rx->ep, rx, 1) != TMX_OK) {
+                busy = 1; /* the wire is full: poll, and try again */
+                continue;
+            }
+            rx->sleep = TMX_RING_SLEEP_POSTED;
+            w->ring_sleepers++;
+        }
+        if (rx->sleep == TMX_RING_SLEEP_POSTED) {
+            busy = 1; /* its completion says it is in the sender's memory */
+        }
+    }
+    if (busy) {
+        return TMX_ERR_BUSY;
+    }
+    /* every sender's word says asleep: a barrier (that orders the senders' stores too, on a
+     * device whose senders only fence the compiler), then one more look (a sender wrote its
+     * message, a barrier, then looked at its word) */
+    for (int i = 0; i < w->num_ifaces; i++) {
+        tmx_iface_t *iface = &w->ifaces[i];
+
+        if (iface->ops->mem_barrier(iface->dev) != TMX_OK) {
+            return TMX_ERR_BUSY; /* cannot order the senders: do not sleep */
+        }
+    }
+    tmx_list_for_each(l, &w->ring_polled) {
+        tmx_ring_rx_t *rx = tmx_container_of(l, tmx_ring_rx_t, link);
+
+        if (tmx_ring_slot_ready(rx->base + (rx->head & (rx->slots - 1)) * rx->slot_size,
+                                rx->slot_size, rx->slots_log2, rx->head)) {
+            return TMX_ERR_BUSY;
+        }
+    }
+    return TMX_OK;
+}
+
+void tmx_ring_awake(tmx_worker_t *w)
+{
+    tmx_list_t *l;
+
+    tmx_list_for_each(l, &w->ring_polled) {
+        tmx_ring_rx_t *rx = tmx_container_of(l, tmx_ring_rx_t, link);
+
+        if (rx->sleep != TMX_RING_SLEEP_AWAKE &&
+            tmx_ring_rx_sleep(rx->ep, rx, 0) == TMX_OK) {
+            rx->sleep = TMX_RING_SLEEP_AWAKE;
+            w->ring_sleepers--;
+        }
+    }
+}
+
+void tmx_ring_wc(tmx_iface_t *iface, const tmx_wc_t *wc)
+{
+    tmx_worker_t *w  = iface->worker;
+    tmx_ep_t     *ep = tmx_hash_get(&w->ep_by_id, TMX_WRID_VAL(wc->wr_id));
+
+    if (ep == NULL || ep->iface != iface) {
+        return; /* gone meanwhile */
+    }
+    if (wc->status != TMX_WC_SUCCESS) {
+        /* an unsignaled one failed (or a signaled one was flushed): the connection fails,
+         * its asynchronous error says so */
+        return;
+    }
+    if (ep->sq_busy > 0) {
+        ep->sq_busy--;
+    }
+    if (TMX_WRID_KIND(wc->wr_id) == TMX_WRID_RING_RX) {
+        if (ep->ring_rx != NULL && ep->ring_rx->sleep == TMX_RING_SLEEP_POSTED) {
+            ep->ring_rx->sleep = TMX_RING_SLEEP_PLACED;
+        }
+    } else if (ep->ring_tx != NULL && ep->ring_tx->seq_on) {
+        /* a ring message is in place: the receiver's word, once more */
+        tmx_ring_tx_sleep(ep->ring_tx);
+        if (ep->ring_tx->asleep) {
+            w->ring_stats.wakes++;
+            tmx_proto_send_ctrl(ep, TMX_PROTO_CREDIT, 0, 0);
+        }
+    }
+}
+
+void tmx_ring_sq_done(tmx_iface_t *iface, const tmx_wc_t *wc)
+{
+    tmx_ep_t *ep = tmx_ep_by_qpn(iface->worker, iface, wc->qp_num);
+
+    if (ep != NULL && ep->sq_busy > 0) {
+        ep->sq_busy--;
+    }
+}
+
+/* ---------------------------------------------------------------- cleanup, query */
+
+void tmx_ring_ep_cleanup(tmx_ep_t *ep)
+{
+    tmx_ring_rx_free(ep);
+    tmx_ring_tx_free(ep);
+}
+
+void tmx_ring_query(tmx_worker_t *w, tmx_ring_attr_t *attr)
+{
+    const tmx_config_t *cfg = &w->ctx->cfg;
+    tmx_list_t         *l;
+
+    memset(attr, 0, sizeof(*attr));
+    for (int i = 0; i < w->num_ifaces; i++) {
+        if (!w->ifaces[i].tm_on && cfg->ring != 0 && cfg->ring_peers > 0) {
+            attr->enabled = 1;
+        }
+    }
+    attr->slots     = cfg->ring_slots;
+    attr->slot_size = cfg->ring_slot_size;
+    attr->max_rings = cfg->ring_peers;
+    tmx_list_for_each(l, &w->eps) {
+        tmx_ep_t *ep = tmx_container_of(l, tmx_ep_t, list);
+
+        if (!ep->passive || ep->state != TMX_EP_CONNECTED) {
+            continue;
+        }
+        switch (ep->ring_choice) {
+        case TMX_RING_MODE_WHOLE:      attr->eps_whole++; break;
+        case TMX_RING_MODE_ALIGNED128: attr->eps_aligned128++; break;
+        case TMX_RING_MODE_IMM:        attr->eps_imm++; break;
+        default:                       attr->eps_none++; break;
+        }
+    }
+    attr->rx_rings = w->rings_rx;
+    attr->tx_rings = w->rings_tx;
+    attr->sent     = w->ring_stats.sent;
+    attr->received = w->ring_stats.received;
+    attr->full     = w->ring_stats.full;
+    attr->asleep   = w->ring_stats.asleep;
+    attr->wakes    = w->ring_stats.wakes;
+}

@@ -1,0 +1,140 @@
+/*
+ * The eager-RDMA ring (doc/DESIGN.md, "Data-in-order and polling on data"): small eager
+ * messages RDMA-written by the sender into slots of memory the receiver got from mem_alloc,
+ * read by the receiver polling that memory (or, on a device with no data-in-order promise,
+ * from the completion of an RDMA write with immediate). Slot layout: ring_slot.h.
+ *
+ * Who has what. A connection carries one sender's messages (the active endpoint) to one
+ * receiver (the passive endpoint) and the receiver's replies back. The receiver lends a ring
+ * (tmx_ring_rx_t, on its passive endpoint) once the sender has carried traffic, to at most
+ * TMX_RING_PEERS senders; the sender writes it (tmx_ring_tx_t, on its active endpoint).
+ *
+ *   receiver: RING_GRANT {slots addr, rkey, slots, slot size, mode}          (queue)
+ *   sender:   RING_ACK   {its control word's addr, rkey} or a refusal          (queue)
+ *   sender:   ring messages, and queue messages as before                     (both)
+ *   receiver: RDMA writes of its count taken and of asleep/awake into the
+ *             sender's control block (two words on two lines)                 (no message)
+ *
+ * Mode: the receiver's choice at connect (tmx_ring_choose), from its queue pair's answer to
+ * the data-in-order query, never polling on a queue pair with OOO placement (TMX_RING_MODE
+ * forces one, for tests). The sender refuses a polling mode if its own queue pair has OOO
+ * placement on.
+ *
+ * Order (MPI's non-overtaking). In the polling modes every message the sender posts from its
+ * RING_ACK on carries a sequence number shared by both paths: a queue message in the
+ * immediate data of a SEND_WITH_IMM, a ring message in its flag. The receiver takes a ring
+ * message only when its number is the next one, and before a queue message it first takes
+ * every ring message numbered before it: those were posted before it on the same queue pair,
+ * so they are in its memory by the time the queue message completes. With IMM, ring messages
+ * complete in the same completion queue as the rest, in order.
+ *
+ * Credits. A slot is free again once the receiver has taken its message (matched, or copied
+ * into an unexpected message); the receiver writes the count into the sender's control word
+ * every half ring. A full ring, a message too big for a slot, or a sleeping receiver sends by
+ * the queue instead, numbered like the rest: nothing waits for a slot.
+ *
+ * Sleeping. A write into memory wakes nobody. Before it sleeps (tmx_ring_arm), a receiver
+ * polling rings writes "asleep" into each sender's control word, waits for those writes to
+ * complete (so they are in the senders' memory), then looks at its rings once more. A sender
+ * looks at the word before a ring write (asleep: it uses the queue, which wakes) and again
+ * after it, once the write is placed (at once on a TMX_DEV_CAP_MEM_DIRECT device with an
+ * empty send queue, else at the write's completion): if asleep by then, it sends a CREDIT
+ * through the queue, which wakes the receiver. One of the two sees the other (both look after
+ * their own write is placed), so a ring message is never left behind a sleeper. The receiver
+ * clears the word once messages reach it again.
+ */
+#ifndef TMX_PROTO_RING_H
+#define TMX_PROTO_RING_H
+
+#include "core/core.h"
+#include "proto/ring_slot.h"
+
+/* The receiver's side: the ring it lends a sender (on the passive endpoint). */
+typedef struct tmx_ring_rx {
+    tmx_ep_t  *ep;
+    tmx_mr_t  *mr;         /* slots * slot_size bytes from mem_alloc */
+    uint8_t   *base;
+    unsigned   mode;       /* tmx_ring_mode_t */
+    unsigned   slots, slots_log2;
+    size_t     slot_size;
+    uint64_t   head;       /* messages taken */
+    uint64_t   reported;   /* head last written into the sender's control word */
+    uint32_t   expected;   /* polling modes: sequence number of the sender's next message */
+    int        seq_seen;   /* a numbered queue message came: expected is valid */
+    int        active;     /* the sender took it (RING_ACK) */
+    int        polled;     /* in worker->ring_polled */
+    int        sleep;      /* TMX_RING_SLEEP_*: what the sender's word says of our sleep */
+    uint64_t   ctrl_addr;  /* the sender's control word */
+    uint32_t   ctrl_rkey;
+    tmx_list_t link;       /* worker->ring_polled (active, polling modes) */
+    uint8_t   *stage;      /* ALIGNED128: where a message is gathered (slot_size bytes) */
+} tmx_ring_rx_t;
+
+enum {
+    TMX_RING_SLEEP_AWAKE  = 0, /* the word says awake (or will, once our write lands) */
+    TMX_RING_SLEEP_POSTED = 1, /* "asleep" posted, its completion not seen */
+    TMX_RING_SLEEP_PLACED = 2, /* "asleep" is in the sender's memory */
+};
+
+/* The sender's side: the ring a receiver lent us (on the active endpoint). */
+typedef struct tmx_ring_tx {
+    unsigned  mode;
+    unsigned  slots, slots_log2;
+    size_t    slot_size;
+    size_t    max;         /* largest message (header and payload) a slot takes */
+    uint64_t  addr;        /* the receiver's slots */
+    uint32_t  rkey;
+    uint64_t  head;        /* messages written */
+    uint64_t  consumed;    /* taken by the receiver, as its word last said */
+    int       asleep;      /* and whether it sleeps */
+    int       ready;       /* our RING_ACK is posted: ring messages may follow it */
+    int       seq_on;      /* polling modes: every message carries a sequence number */
+    uint32_t  seq;         /* the next one */
+    tmx_mr_t *ctrl_mr;     /* our control word, written by the receiver */
+    int       ctrl_host;   /* ctrl_mr from tmx_prov_host_mem_alloc, not the device */
+    uint8_t  *stage;       /* ALIGNED128: a slot's image (slot_size bytes) */
+} tmx_ring_tx_t;
+
+/* Connect: what the receiving side of ep would lend (ep->ring_choice), logged for passive
+ * endpoints. Destroy: frees ep's ring state. */
+void tmx_ring_ep_connected(tmx_ep_t *ep);
+void tmx_ring_ep_cleanup(tmx_ep_t *ep);
+
+/* Receiver: an eager message came through the queue on passive ep (may lend a ring). */
+void tmx_ring_rx_counted(tmx_ep_t *ep);
+/* Receiver: before the queue message of wc on ep is handled, the ring messages numbered before
+ * it are; then its number is the last one seen. -1 when ep failed meanwhile (drop it). */
+int tmx_ring_rx_seq(tmx_ep_t *ep, const tmx_wc_t *wc);
+/* ep failed: its ring is no longer polled. */
+void tmx_ring_ep_failed(tmx_ep_t *ep);
+/* Receiver, IMM mode: a ring message's completion. */
+void tmx_ring_rx_imm(tmx_ep_t *ep, const tmx_wc_t *wc);
+/* Receiver: the sender's RING_ACK. Sender: the receiver's RING_GRANT. */
+void tmx_ring_rx_ack(tmx_ep_t *ep, const uint8_t *buf, size_t len);
+void tmx_ring_tx_grant(tmx_ep_t *ep, const uint8_t *buf, size_t len);
+/* Posts a RING_GRANT or RING_ACK (status: ACK's refusal, 0 taken) for the control path of
+ * eager.c; TMX_ERR_NO_RESOURCE when the wire is full. */
+tmx_status_t tmx_ring_ctrl_post(tmx_ep_t *ep, uint8_t op, int32_t status);
+
+/* Progress: takes what the polled rings hold; how many messages. */
+unsigned tmx_ring_poll(tmx_worker_t *w);
+
+/* Sender: the message hdr (hlen bytes) + len bytes of buf through ep's ring. TMX_OK: written
+ * (an eager send done); TMX_ERR_NO_RESOURCE: the queue must carry it (no ring, full, too big,
+ * the receiver sleeps). */
+tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const void *buf,
+                           size_t len);
+
+/* Sleeping: TMX_OK when every ring sender knows we sleep and no ring holds a message,
+ * TMX_ERR_BUSY otherwise (poll, then arm again). Awake: messages reached us since. */
+tmx_status_t tmx_ring_arm(tmx_worker_t *w);
+void tmx_ring_awake(tmx_worker_t *w);
+
+/* Completions of the ring's own work requests (TMX_WRID_RING_RX, _TX), and of the core's
+ * signaled ones on an endpoint's queue pair (the send queue is empty when none is left). */
+void tmx_ring_wc(tmx_iface_t *iface, const tmx_wc_t *wc);
+void tmx_ring_sq_done(tmx_iface_t *iface, const tmx_wc_t *wc);
+
+void tmx_ring_query(tmx_worker_t *w, tmx_ring_attr_t *attr);
+
+#endif /* TMX_PROTO_RING_H */

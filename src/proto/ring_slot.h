@@ -1,0 +1,135 @@
+/*
+ * The eager-RDMA ring's slots: what a sender writes into a slot of the receiver's memory, and
+ * how the receiver, polling that memory and nothing else, knows that a message is wholly
+ * there. Depends on prov.h only (unit-tested with the soft device alone, test_ring.c); the
+ * protocol around it is ring.c.
+ *
+ * A ring is `slots` slots (a power of two) of `slot_size` bytes (a multiple of 128) in memory
+ * the receiver got from mem_alloc; message number pos (counted from 0 since the ring was lent)
+ * goes to slot pos % slots. A message is our protocol header (hlen bytes) then the payload
+ * (len bytes). Three modes, one per answer of the data-in-order query (doc/DESIGN.md):
+ *
+ * - WHOLE (TMX_DATA_IN_ORDER_WHOLE_MSG: the last byte of a write implies every earlier one):
+ *   the message is written so that it ends 8 bytes before the slot's end, followed by the
+ *   flag word, in one RDMA write: [.. | header | payload | flag]. The flag's last byte (the
+ *   slot's last byte) is the lap marker; the reader polls it, and once it shows this lap the
+ *   rest of the flag word (sequence, lengths) and the message are there.
+ * - ALIGNED128 (only each 128-byte aligned block is atomic): the message is cut into 120-byte
+ *   chunks, one per block, each block ending with its own stamp (the same flag word), in the
+ *   last k blocks of the slot, one RDMA write. The reader polls the slot's last stamp, learns
+ *   k from it, and takes the message only once every one of the k blocks shows this lap.
+ * - IMM (no promise, or OOO placement on): [header | payload] at the slot's start by RDMA
+ *   WRITE_WITH_IMM, immediate data = the slot; the receiver learns of it from its completion
+ *   queue, which says the data is there.
+ *
+ * The marker of position pos is (pos / slots) % 255 + 1: never 0 (the memory starts zeroed)
+ * and never the value the slot's end held from the lap before, so stale data is never taken
+ * for a new message. A block before the last one of an ALIGNED128 slot is not written every
+ * lap and may show this marker from 255 laps ago: its stamp's sequence number must also be
+ * the message's.
+ */
+#ifndef TMX_PROTO_RING_SLOT_H
+#define TMX_PROTO_RING_SLOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "prov/prov.h"
+
+typedef enum {
+    TMX_RING_MODE_NONE       = 0, /* no ring */
+    TMX_RING_MODE_WHOLE      = 1, /* flag at the slot's end */
+    TMX_RING_MODE_ALIGNED128 = 2, /* a stamp per 128-byte block */
+    TMX_RING_MODE_IMM        = 3, /* RDMA write with immediate, and the completion queue */
+    TMX_RING_MODE_LAST
+} tmx_ring_mode_t;
+
+#define TMX_RING_FLAG       8   /* bytes of the flag word (and of a block's stamp) */
+#define TMX_RING_BLOCK      128
+#define TMX_RING_BLOCK_DATA (TMX_RING_BLOCK - TMX_RING_FLAG)
+#define TMX_RING_HLEN_MAX   255 /* a header's length travels in a byte */
+
+/* The mode's name, for logs and the worker query: "whole", "aligned128", "imm", "none". */
+const char *tmx_ring_mode_name(unsigned mode);
+
+/* Bytes of message (header and payload) one slot carries in mode. */
+size_t tmx_ring_slot_max(unsigned mode, size_t slot_size);
+
+static inline uint8_t tmx_ring_marker(uint64_t pos, unsigned slots_log2)
+{
+    return (uint8_t)((pos >> slots_log2) % 255 + 1);
+}
+
+/* One RDMA write of a message into its slot: at off in the slot, len bytes from sge[]. */
+typedef struct tmx_ring_wr {
+    size_t    off;
+    size_t    len;
+    tmx_sge_t sge[3];
+    int       num_sge;
+    uint64_t  flag; /* WHOLE: the flag word, which sge[] points at */
+} tmx_ring_wr_t;
+
+/*
+ * What to write for the message (hdr, hlen; data, len) at position pos with sequence number
+ * seq, in mode (WHOLE, ALIGNED128 or IMM). ALIGNED128 builds the slot's image in stage (at
+ * least slot_size bytes); the others point sge[] at hdr, data and out->flag (out must stay in
+ * place until the write is posted). The caller checked hlen + len <= tmx_ring_slot_max and
+ * 0 < hlen <= TMX_RING_HLEN_MAX.
+ */
+void tmx_ring_slot_build(unsigned mode, size_t slot_size, unsigned slots_log2, uint64_t pos,
+                         uint32_t seq, const void *hdr, size_t hlen, const void *data,
+                         size_t len, uint8_t *stage, tmx_ring_wr_t *out);
+
+/* A message found in a slot. */
+typedef struct tmx_ring_msg {
+    uint32_t       seq;
+    size_t         hlen; /* header bytes (the reader checks they make sense) */
+    size_t         len;  /* the whole message: header and payload */
+    const uint8_t *data; /* where it is: in the slot (WHOLE) or gathered into buf */
+} tmx_ring_msg_t;
+
+/*
+ * Polls slot (slot_size bytes) for the message at position pos in mode WHOLE or ALIGNED128:
+ * 1 when it is wholly there (*msg filled; ALIGNED128 gathers it into buf, slot_size bytes),
+ * 0 when not yet, -1 when the slot holds this lap's marker with lengths that cannot be (the
+ * sender is broken or hostile). Every field is read once from the slot and checked.
+ */
+int tmx_ring_slot_read(unsigned mode, const uint8_t *slot, size_t slot_size, unsigned slots_log2,
+                       uint64_t pos, uint8_t *buf, tmx_ring_msg_t *msg);
+
+/* Only whether the slot shows this lap's marker at its end: the poll of an idle ring. */
+static inline int tmx_ring_slot_ready(const uint8_t *slot, size_t slot_size, unsigned slots_log2,
+                                      uint64_t pos)
+{
+    return __atomic_load_n(&slot[slot_size - 1], __ATOMIC_ACQUIRE) ==
+           tmx_ring_marker(pos, slots_log2);
+}
+
+/*
+ * The receiver's word in the sender's memory (its control line, from mem_alloc): how many
+ * messages it has taken out of the ring (the low 32 bits of that count) and whether it sleeps
+ * (then a ring write would wake nobody: the sender uses the queue, or sends a notice). Written
+ * by RDMA WRITE as one 8-byte word, with the count's complement, so that a word read half
+ * written is refused.
+ */
+static inline uint64_t tmx_ring_credit_pack(uint64_t consumed, int asleep)
+{
+    uint32_t c = (uint32_t)consumed;
+
+    return (uint64_t)c | (uint64_t)(~c & 0x7fffffffu) << 32 | (uint64_t)(asleep != 0) << 63;
+}
+
+/* 1 and the fields when w is a whole word; 0 for a word being written (or garbage). */
+static inline int tmx_ring_credit_unpack(uint64_t w, uint32_t *consumed_p, int *asleep_p)
+{
+    uint32_t c = (uint32_t)w;
+
+    if (((w >> 32) & 0x7fffffffu) != (~c & 0x7fffffffu)) {
+        return 0;
+    }
+    *consumed_p = c;
+    *asleep_p   = (int)(w >> 63);
+    return 1;
+}
+
+#endif /* TMX_PROTO_RING_SLOT_H */

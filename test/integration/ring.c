@@ -1,0 +1,337 @@
+/*
+ * Eager-RDMA rings (tmx(7), "Eager-RDMA ring"), end to end on 2 ranks: rank 0 sends, rank 1
+ * receives and checks. Run by ring.sh with TMX_RING=yes and small rings, in every mode.
+ *
+ *  order   messages of one tag that take the ring (small, synchronous, with immediate data)
+ *          and the queue (larger than a slot, rendezvous) interleaved: every receive gets the
+ *          next one, intact, whether it was posted first or the message arrived unexpected
+ *  full    rank 1 does not call tmx while rank 0 sends 600 small messages: the ring fills,
+ *          the rest go by the queue, and they arrive in order
+ *  sleep   a ping-pong of 200 messages where each side polls a random while, then sleeps in
+ *          tmx_worker_wait(-1) (no timeout): a ring write must wake its reader (or go by the
+ *          queue); a lost wake hangs, which ring.sh's timeout turns into a failure
+ *  stats   the worker query says that rings carried messages, filled up, met a sleeper, and
+ *          what mode the connections into rank 1 have (RING_EXPECT_MODE)
+ *
+ * Prints "rank N: ... ok" lines and exits 0 when everything held.
+ */
+#include <tmx/tmx.h>
+#include <tmx/tmx_job.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHECK(call)                                                                               \
+    do {                                                                                          \
+        tmx_status_t s_ = (call);                                                                 \
+        if (s_ < 0) {                                                                             \
+            fprintf(stderr, "rank %d line %d: %s: %s\n", rank, __LINE__, #call,                   \
+                    tmx_status_string(s_));                                                       \
+            exit(1);                                                                              \
+        }                                                                                         \
+    } while (0)
+
+#define EXPECT(cond, ...)                                                                         \
+    do {                                                                                          \
+        if (!(cond)) {                                                                            \
+            bad++;                                                                                \
+            fprintf(stderr, "rank %d line %d: ", rank, __LINE__);                                 \
+            fprintf(stderr, __VA_ARGS__);                                                         \
+            fputc('\n', stderr);                                                                  \
+        }                                                                                         \
+    } while (0)
+
+static int          rank, bad;
+static tmx_worker_h worker;
+
+#define NORDER 3000
+#define NFULL  600
+#define NSLEEP 200
+#define MAXLEN (64 * 1024) /* rendezvous: above the default eager limit */
+#define TAG    7
+
+/* The length of message i of the order phase: ring sizes, a slot and a half, rendezvous. */
+static size_t order_len(unsigned i)
+{
+    static const size_t lens[] = {8, 0, 100, 8, 384, 1000, 8, 200, MAXLEN, 8, 64, 3000};
+
+    return lens[i % (sizeof(lens) / sizeof(lens[0]))];
+}
+
+static void fill(unsigned char *b, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        b[i] = (unsigned char)(seed * 131u + i * 7u + 1);
+    }
+}
+
+/* A send of message i (its index in its first 4 bytes, a pattern after) from buf. */
+static tmx_request_h send_msg(tmx_ep_h ep, unsigned char *buf, unsigned i, size_t len, int sync,
+                              int imm)
+{
+    tmx_request_params_t p;
+    tmx_request_h        req = NULL;
+    tmx_status_t         s;
+
+    memset(&p, 0, sizeof(p));
+    if (sync) {
+        p.field_mask |= TMX_REQ_PARAM_FLAGS;
+        p.flags = TMX_SEND_FLAG_SYNC;
+    }
+    if (imm) {
+        p.field_mask |= TMX_REQ_PARAM_IMM;
+        p.imm = i;
+    }
+    fill(buf, len, i);
+    if (len >= 4) {
+        memcpy(buf, &i, 4);
+    }
+    CHECK(s = tmx_tag_send_nb(ep, buf, len, TAG, &p, &req));
+    return s == TMX_INPROGRESS ? req : NULL;
+}
+
+static void check_msg(const char *what, unsigned i, tmx_status_t s,
+                      const tmx_tag_recv_info_t *info, unsigned char *buf, size_t len, int imm)
+{
+    unsigned got = 0;
+
+    EXPECT(s == TMX_OK, "%s %u: %s", what, i, tmx_status_string(s));
+    EXPECT(info->length == len, "%s %u: length %zu, expected %zu (another message?)", what, i,
+           info->length, len);
+    if (len >= 4 && info->length == len) {
+        memcpy(&got, buf, 4);
+        EXPECT(got == i, "%s: receive %u got message %u: order broken", what, i, got);
+    }
+    EXPECT(info->has_imm == imm && (!imm || info->imm == i), "%s %u: immediate data %d %u", what,
+           i, info->has_imm, info->imm);
+}
+
+/* Message i's data past its index must be intact. */
+static int intact(const unsigned char *buf, size_t len, unsigned i)
+{
+    for (size_t k = 4; k < len; k++) {
+        if (buf[k] != (unsigned char)(i * 131u + k * 7u + 1)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void phase_order(tmx_job_h job, tmx_ep_h ep)
+{
+    static tmx_request_h reqs[NORDER];
+    unsigned char       *bufs = malloc((size_t)MAXLEN * 16);
+
+    if (bufs == NULL) {
+        exit(1);
+    }
+    if (rank == 0) {
+        /* in flight 16 at a time (one buffer each), waited in order */
+        for (unsigned i = 0; i < NORDER; i++) {
+            if (i >= 16) {
+                if (reqs[i - 16] != NULL) {
+                    CHECK(tmx_request_wait(reqs[i - 16], NULL));
+                    tmx_request_free(reqs[i - 16]);
+                }
+            }
+            if (i % 500 == 0) {
+                CHECK(tmx_job_barrier(job)); /* rank 1 switches between posted and late */
+            }
+            reqs[i] = send_msg(ep, bufs + (size_t)(i % 16) * MAXLEN, i, order_len(i), i % 7 == 3,
+                               i % 5 == 1);
+        }
+        for (unsigned i = NORDER - 16; i < NORDER; i++) {
+            if (reqs[i] != NULL) {
+                CHECK(tmx_request_wait(reqs[i], NULL));
+                tmx_request_free(reqs[i]);
+            }
+        }
+    } else {
+        unsigned char *rbuf = malloc(MAXLEN);
+
+        for (unsigned i = 0; i < NORDER; i++) {
+            tmx_tag_recv_info_t info;
+            tmx_request_h       r;
+            tmx_status_t        s;
+
+            if (i % 500 == 0) {
+                CHECK(tmx_job_barrier(job));
+                if ((i / 500) % 2 == 1) {
+                    usleep(20000); /* these arrive unexpected */
+                }
+            }
+            memset(rbuf, 0, MAXLEN);
+            CHECK(tmx_tag_recv_nb(worker, rbuf, MAXLEN, TAG, ~(tmx_tag_t)0, NULL, &r));
+            memset(&info, 0, sizeof(info));
+            s = tmx_request_wait(r, &info);
+            tmx_request_free(r);
+            check_msg("order", i, s, &info, rbuf, order_len(i), i % 5 == 1);
+            EXPECT(info.length != order_len(i) || order_len(i) < 4 ||
+                       intact(rbuf, order_len(i), i),
+                   "order %u: data torn", i);
+            if (bad > 10) {
+                break;
+            }
+        }
+        free(rbuf);
+    }
+    free(bufs);
+}
+
+static void phase_full(tmx_job_h job, tmx_ep_h ep)
+{
+    static tmx_request_h reqs[NFULL];
+    static unsigned char bufs[NFULL][64];
+
+    CHECK(tmx_job_barrier(job));
+    if (rank == 0) {
+        for (unsigned i = 0; i < NFULL; i++) {
+            reqs[i] = send_msg(ep, bufs[i], i, 8 + i % 56, 0, 0);
+        }
+        CHECK(tmx_job_barrier(job));
+        for (unsigned i = 0; i < NFULL; i++) {
+            if (reqs[i] != NULL) {
+                CHECK(tmx_request_wait(reqs[i], NULL));
+                tmx_request_free(reqs[i]);
+            }
+        }
+    } else {
+        CHECK(tmx_job_barrier(job)); /* every send posted while we did not call tmx */
+        for (unsigned i = 0; i < NFULL; i++) {
+            tmx_tag_recv_info_t info;
+            tmx_request_h       r;
+            unsigned char       rbuf[64];
+            tmx_status_t        s;
+
+            CHECK(tmx_tag_recv_nb(worker, rbuf, sizeof(rbuf), TAG, ~(tmx_tag_t)0, NULL, &r));
+            s = tmx_request_wait(r, &info);
+            tmx_request_free(r);
+            check_msg("full", i, s, &info, rbuf, 8 + i % 56, 0);
+            EXPECT(info.length != 8 + i % 56 || intact(rbuf, 8 + i % 56, i), "full %u: torn",
+                   i);
+        }
+    }
+}
+
+/* Waits for the receive r, polling for up to spin_us, then asleep in tmx_worker_wait with no
+ * timeout: a ring write that wakes nobody hangs here. */
+static tmx_status_t wait_asleep(tmx_request_h r, tmx_tag_recv_info_t *info, long spin_us)
+{
+    struct timespec t0, t;
+    tmx_status_t    s;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while ((s = tmx_request_test(r, info)) == TMX_INPROGRESS) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (tmx_worker_progress(worker) == 0 &&
+            (t.tv_sec - t0.tv_sec) * 1000000 + (t.tv_nsec - t0.tv_nsec) / 1000 > spin_us) {
+            CHECK(tmx_worker_wait(worker, -1));
+        }
+    }
+    return s;
+}
+
+/* Ping-pong where each side waits asleep after polling a random while, and the sender pauses a
+ * random while first: rings are written as their readers fall asleep. Each message must be
+ * answered before the next goes, so one lost wake hangs the phase. */
+static void phase_sleep(tmx_job_h job, tmx_ep_h ep)
+{
+    CHECK(tmx_job_barrier(job));
+    srand(rank == 0 ? 12345 : 54321);
+    for (unsigned i = 0; i < NSLEEP; i++) {
+        tmx_tag_recv_info_t info;
+        tmx_request_h       r, sr;
+        unsigned char       buf[8], rbuf[8];
+        tmx_status_t        s;
+        long                spin_us = rand() % 3000;
+
+        if (rank == 0) {
+            struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)(rand() % 3000) * 1000};
+
+            nanosleep(&ts, NULL);
+        }
+        CHECK(tmx_tag_recv_nb(worker, rbuf, sizeof(rbuf), TAG, ~(tmx_tag_t)0, NULL, &r));
+        if (rank == 0) {
+            sr = send_msg(ep, buf, i, sizeof(buf), 0, 0);
+            s  = wait_asleep(r, &info, spin_us);
+        } else {
+            s  = wait_asleep(r, &info, spin_us);
+            sr = send_msg(ep, buf, i, sizeof(buf), 0, 0);
+        }
+        if (sr != NULL) {
+            CHECK(tmx_request_wait(sr, NULL));
+            tmx_request_free(sr);
+        }
+        tmx_request_free(r);
+        check_msg("sleep", i, s, &info, rbuf, sizeof(rbuf), 0);
+    }
+    CHECK(tmx_job_barrier(job));
+}
+
+int main(void)
+{
+    tmx_job_h         job;
+    tmx_context_h     ctx;
+    tmx_ep_h          eps[2];
+    tmx_worker_attr_t attr;
+    const char       *want = getenv("RING_EXPECT_MODE");
+    const char       *min  = getenv("RING_EXPECT_MIN");
+    unsigned long long least = min != NULL ? strtoull(min, NULL, 10) : NORDER / 4;
+    int               none   = want != NULL && strcmp(want, "none") == 0;
+
+    CHECK(tmx_job_init(&job));
+    rank = tmx_job_rank(job);
+    if (tmx_job_size(job) != 2) {
+        fprintf(stderr, "ring: needs 2 ranks\n");
+        return 2;
+    }
+    CHECK(tmx_context_create(NULL, &ctx));
+    CHECK(tmx_worker_create(ctx, NULL, &worker));
+    CHECK(tmx_job_connect(job, worker, eps));
+
+    phase_order(job, eps[1 - rank]);
+    printf("rank %d: order %s\n", rank, bad ? "FAILED" : "ok");
+    phase_full(job, eps[1 - rank]);
+    printf("rank %d: full %s\n", rank, bad ? "FAILED" : "ok");
+    phase_sleep(job, eps[1 - rank]);
+    printf("rank %d: sleep %s\n", rank, bad ? "FAILED" : "ok");
+
+    memset(&attr, 0, sizeof(attr));
+    attr.field_mask = TMX_WORKER_ATTR_RING;
+    CHECK(tmx_worker_query(worker, &attr));
+    printf("rank %d: rings lent %u taken %u; sent %llu received %llu full %llu asleep %llu "
+           "wakes %llu; connections in: whole %u aligned128 %u imm %u none %u\n",
+           rank, attr.ring.rx_rings, attr.ring.tx_rings, (unsigned long long)attr.ring.sent,
+           (unsigned long long)attr.ring.received, (unsigned long long)attr.ring.full,
+           (unsigned long long)attr.ring.asleep, (unsigned long long)attr.ring.wakes,
+           attr.ring.eps_whole, attr.ring.eps_aligned128, attr.ring.eps_imm, attr.ring.eps_none);
+    if (rank == 0 && none) {
+        EXPECT(attr.ring.tx_rings == 0 && attr.ring.sent == 0,
+               "rank 0 sent %llu messages through rings", (unsigned long long)attr.ring.sent);
+    } else if (rank == 0) {
+        EXPECT(attr.ring.tx_rings >= 1 && attr.ring.sent >= least,
+               "rank 0 sent %llu messages through rings", (unsigned long long)attr.ring.sent);
+        EXPECT(attr.ring.full > 0, "the ring never filled");
+    } else if (want != NULL) {
+        unsigned n = strcmp(want, "whole") == 0        ? attr.ring.eps_whole
+                     : strcmp(want, "aligned128") == 0 ? attr.ring.eps_aligned128
+                     : strcmp(want, "imm") == 0        ? attr.ring.eps_imm
+                                                       : attr.ring.eps_none;
+
+        EXPECT(n >= 1, "no connection into rank 1 in mode %s", want);
+        EXPECT(none || attr.ring.received >= least,
+               "rank 1 received %llu messages through rings",
+               (unsigned long long)attr.ring.received);
+    }
+    CHECK(tmx_job_barrier(job));
+    tmx_ep_close(eps[0], TMX_EP_CLOSE_FLUSH);
+    tmx_ep_close(eps[1], TMX_EP_CLOSE_FLUSH);
+    tmx_worker_destroy(worker);
+    tmx_context_destroy(ctx);
+    tmx_job_finalize(job);
+    printf("rank %d: %s\n", rank, bad ? "FAILED" : "all ok");
+    return bad ? 1 : 0;
+}

@@ -1,0 +1,50 @@
+#!/bin/sh
+# Eager-RDMA rings end to end (test/integration/ring.c: order of ring and queue messages, a
+# full ring, a receiver asleep with no timeout, the worker query), with rings of 4 slots of
+# 256 bytes lent at once, in each mode the soft device's data-in-order answer leads to; then
+# the choices that refuse polling: OOO placement on (imm), tag-matching offload (none),
+# TMX_RING=no (none).
+. "$(dirname "$0")/lib.sh"
+
+prog="$B/test/integration/ring"
+small="TMX_RING=yes TMX_RING_SLOTS=4 TMX_RING_SLOT_SIZE=256"
+
+for run in whole:whole aligned128:aligned128 none:imm; do
+    dio=${run%%:*}
+    mode=${run#*:}
+    run 120 env $small TMX_SOFT_DATA_IN_ORDER=$dio RING_EXPECT_MODE=$mode \
+        "$TMXRUN" -n 2 --timeout 100 "$prog"
+    expect_rc 0 "rings $mode (TMX_SOFT_DATA_IN_ORDER=$dio)"
+    expect_grep "$T/out" "rank 1: all ok" "rank 1 got every message in order, intact"
+    expect_grep "$T/out" "rank 0: rings lent [0-9]* taken 1; sent [1-9]" "rank 0 sent by ring"
+    expect_grep "$T/out" "rank 0: .*full [1-9]" "rank 0 found the ring full"
+    if [ "$mode" != imm ]; then
+        expect_grep "$T/out" "rank 0: .*asleep [0-9]* wakes [0-9]*" "sleep counters"
+        if grep -q "rank 0: .*asleep 0 wakes 0;" "$T/out"; then
+            fail "rings $mode: rank 0 never met a sleeping receiver"
+        fi
+    fi
+done
+
+# (OOO placement on the soft device holds the receiver's credit writes back for a while when
+# one could overtake another, so the ring is often full: a few ring messages are enough)
+run 120 env $small TMX_SOFT_OOO=yes TMX_OOO=yes RING_EXPECT_MODE=imm RING_EXPECT_MIN=1 \
+    "$TMXRUN" -n 2 --timeout 100 "$prog"
+expect_rc 0 "rings with OOO placement on"
+expect_grep "$T/out" "rank 1: .*whole 0 aligned128 0 imm [1-9]" "OOO on: never polled (imm)"
+
+run 120 env $small TMX_SOFT_OOO=yes TMX_OOO=yes TMX_RING_MODE=whole RING_EXPECT_MODE=imm \
+    RING_EXPECT_MIN=1 \
+    "$TMXRUN" -n 2 --timeout 100 "$prog"
+expect_rc 0 "TMX_RING_MODE=whole with OOO placement on"
+expect_grep "$T/out" "rank 1: .*whole 0 aligned128 0 imm [1-9]" "OOO on: a forced mode cannot poll"
+
+run 120 env $small TMX_SOFT_TM=yes RING_EXPECT_MODE=none "$TMXRUN" -n 2 --timeout 100 "$prog"
+expect_rc 0 "tag-matching offload"
+expect_grep "$T/out" "rank 1: rings lent 0 taken 0; sent 0 received 0" "no ring with offload"
+
+run 120 env TMX_RING=no RING_EXPECT_MODE=none "$TMXRUN" -n 2 --timeout 100 "$prog"
+expect_rc 0 "TMX_RING=no"
+expect_grep "$T/out" "rank 1: rings lent 0 taken 0; sent 0 received 0" "no ring with TMX_RING=no"
+expect_grep "$T/out" "rank 1: all ok" "and the messages all came"
+finish

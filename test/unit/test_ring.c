@@ -1,0 +1,297 @@
+/*
+ * Unit tests of the eager-RDMA ring's slots (src/proto/ring_slot.c) on the soft device: the
+ * sender's writes (tmx_ring_slot_build, posted as RDMA writes into device memory from
+ * mem_alloc) land as the device's data-in-order mode says, piece by piece; after every piece
+ * the write hook (soft.h) asks what a receiver polling the slot would take
+ * (tmx_ring_slot_read). A reader that trusts only what the device promises never takes a
+ * message early; one that trusts more than the device gave must be caught taking a torn one.
+ * Also: wrap-around over many laps, a block stale for 255 laps, the credit word.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prov/prov.h"
+#include "prov/soft/soft.h"
+#include "proto/ring_slot.h"
+#include "util/config.h"
+
+extern const tmx_prov_t tmx_soft_prov;
+
+typedef struct loop {
+    tmx_config_t          cfg;
+    const tmx_prov_ops_t *ops;
+    tmx_dev_t            *dev;
+    tmx_pd_t             *pd;
+    tmx_cq_t             *cq;
+    tmx_qp_t             *qp;
+    tmx_mr_t             *ring;
+} loop_t;
+
+/* A QP connected to itself in RTS, and a ring of slots x slot_size bytes of device memory. */
+static void loop_open(loop_t *l, int dio, unsigned slots, size_t slot_size)
+{
+    tmx_dev_t         *devs[1];
+    int                num = 0;
+    tmx_qp_init_attr_t qa;
+    tmx_qp_attr_t      mod;
+    uint8_t            blob[TMX_QP_ADDR_MAX];
+    size_t             blen = sizeof(blob);
+
+    memset(l, 0, sizeof(*l));
+    cr_assert_eq(tmx_config_load(&l->cfg), TMX_OK);
+    l->cfg.soft_memfd         = -1;
+    l->cfg.soft_cma           = 0;
+    l->cfg.soft_ring_size     = 64 * 1024;
+    l->cfg.soft_inbox_size    = 64 * 1024;
+    l->cfg.soft_max_qps       = 8;
+    l->cfg.soft_max_mrs       = 64;
+    l->cfg.soft_data_in_order = dio;
+    l->cfg.soft_scramble_seed = 4242;
+    l->ops                    = tmx_soft_prov.ops;
+    cr_assert_eq(l->ops->dev_open(&tmx_soft_prov, &l->cfg, devs, 1, &num), TMX_OK);
+    l->dev = devs[0];
+    cr_assert_eq(l->ops->pd_alloc(l->dev, &l->pd), TMX_OK);
+    cr_assert_eq(l->ops->cq_create(l->dev, 64, &l->cq), TMX_OK);
+    memset(&qa, 0, sizeof(qa));
+    qa.type        = TMX_QPT_RC;
+    qa.send_cq     = l->cq;
+    qa.recv_cq     = l->cq;
+    qa.max_send_wr = 16;
+    qa.max_recv_wr = 16;
+    cr_assert_eq(l->ops->qp_create(l->pd, &qa, &l->qp), TMX_OK);
+    memset(&mod, 0, sizeof(mod));
+    mod.state = TMX_QPS_INIT;
+    cr_assert_eq(l->ops->qp_modify(l->qp, &mod, TMX_QP_ATTR_STATE), TMX_OK);
+    cr_assert_eq(l->ops->qp_get_addr(l->qp, blob, &blen), TMX_OK);
+    mod.state           = TMX_QPS_RTR;
+    mod.remote_addr     = blob;
+    mod.remote_addr_len = blen;
+    cr_assert_eq(l->ops->qp_modify(l->qp, &mod, TMX_QP_ATTR_STATE | TMX_QP_ATTR_REMOTE), TMX_OK);
+    mod.state = TMX_QPS_RTS;
+    cr_assert_eq(l->ops->qp_modify(l->qp, &mod, TMX_QP_ATTR_STATE), TMX_OK);
+    cr_assert_eq(l->ops->mem_alloc(l->pd, slots * slot_size,
+                                   TMX_ACCESS_LOCAL_WRITE | TMX_ACCESS_REMOTE_WRITE, &l->ring),
+                 TMX_OK);
+}
+
+static void loop_close(loop_t *l)
+{
+    l->ops->mem_free(l->ring);
+    l->ops->qp_destroy(l->qp);
+    l->ops->cq_destroy(l->cq);
+    l->ops->pd_free(l->pd);
+    l->ops->dev_close(l->dev);
+}
+
+/* What the hook checks: the slot being written, and the message expected in it. */
+static struct {
+    unsigned       mode; /* the reader's */
+    const uint8_t *slot;
+    size_t         slot_size;
+    unsigned       slots_log2;
+    uint64_t       pos;
+    const uint8_t *want;
+    size_t         want_len;
+    uint32_t       want_seq;
+    uint8_t        buf[4096];
+    int            torn;  /* taken with wrong bytes (or refused as malformed) */
+    int            taken; /* taken right */
+} watch;
+
+static void watch_hook(void *arg, uint64_t addr, size_t len)
+{
+    tmx_ring_msg_t msg;
+    int            rc;
+
+    (void)arg;
+    (void)addr;
+    (void)len;
+    rc = tmx_ring_slot_read(watch.mode, watch.slot, watch.slot_size, watch.slots_log2, watch.pos,
+                            watch.buf, &msg);
+    if (rc < 0 || (rc == 1 && (msg.seq != watch.want_seq || msg.len != watch.want_len ||
+                               memcmp(msg.data, watch.want, watch.want_len) != 0))) {
+        watch.torn++;
+    } else if (rc == 1) {
+        watch.taken++;
+    }
+}
+
+static uint8_t pat(uint64_t pos, size_t i)
+{
+    return (uint8_t)(pos * 31 + i * 7 + 1);
+}
+
+/*
+ * Writes n messages of the given lengths round the ring as a sender in mode wmode would,
+ * while a reader in rmode polls after every landed piece. Returns how many messages the
+ * reader took torn; each must be taken whole once written.
+ */
+static int ring_run(int dio, unsigned wmode, unsigned rmode, unsigned slots, size_t slot_size,
+                    const size_t *lens, size_t nlens, unsigned n)
+{
+    loop_t        l;
+    unsigned      log2 = 0;
+    uint8_t       hdr[16], *data = malloc(slot_size), *stage = malloc(slot_size);
+    int           torn = 0;
+
+    cr_assert(data != NULL && stage != NULL);
+    while ((1u << log2) < slots) {
+        log2++;
+    }
+    loop_open(&l, dio, slots, slot_size);
+    for (uint64_t pos = 0; pos < n; pos++) {
+        size_t         len  = lens[pos % nlens];
+        uint8_t       *slot = (uint8_t *)l.ring->addr + (pos & (slots - 1)) * slot_size;
+        uint8_t        want[4096];
+        tmx_ring_wr_t  rw;
+        tmx_send_wr_t  wr, *bad;
+        tmx_ring_msg_t msg;
+
+        cr_assert(sizeof(hdr) + len <= tmx_ring_slot_max(wmode, slot_size));
+        for (size_t i = 0; i < sizeof(hdr); i++) {
+            hdr[i] = pat(pos, i + 1000);
+        }
+        hdr[0] = 1; /* what the core's header starts with: an op */
+        for (size_t i = 0; i < len; i++) {
+            data[i] = pat(pos, i);
+        }
+        memcpy(want, hdr, sizeof(hdr));
+        memcpy(want + sizeof(hdr), data, len);
+        cr_assert_eq(tmx_ring_slot_read(rmode, slot, slot_size, log2, pos, watch.buf, &msg), 0,
+                     "position %llu taken before it was written", (unsigned long long)pos);
+        tmx_ring_slot_build(wmode, slot_size, log2, pos, (uint32_t)pos + 77, hdr, sizeof(hdr),
+                            data, len, stage, &rw);
+        memset(&wr, 0, sizeof(wr));
+        wr.opcode           = TMX_WR_RDMA_WRITE;
+        wr.sg_list          = rw.sge;
+        wr.num_sge          = rw.num_sge;
+        wr.send_flags       = TMX_SEND_INLINE;
+        wr.rdma.remote_addr = (uintptr_t)slot + rw.off;
+        wr.rdma.rkey        = l.ring->rkey;
+        memset(&watch, 0, offsetof(__typeof__(watch), buf));
+        watch.mode       = rmode;
+        watch.slot       = slot;
+        watch.slot_size  = slot_size;
+        watch.slots_log2 = log2;
+        watch.pos        = pos;
+        watch.want       = want;
+        watch.want_len   = sizeof(hdr) + len;
+        watch.want_seq   = (uint32_t)pos + 77;
+        tmx_soft_write_hook = watch_hook;
+        cr_assert_eq(l.ops->post_send(l.qp, &wr, &bad), TMX_OK);
+        tmx_soft_write_hook = NULL;
+        torn += watch.torn > 0;
+        /* placed when post_send returns (device memory): the reader takes it whole */
+        cr_assert_eq(tmx_ring_slot_read(rmode, slot, slot_size, log2, pos, watch.buf, &msg), 1);
+        cr_assert(msg.seq == (uint32_t)pos + 77 && msg.len == sizeof(hdr) + len &&
+                  memcmp(msg.data, want, msg.len) == 0);
+        /* and the next lap of the slot is not there yet */
+        cr_assert_eq(tmx_ring_slot_read(rmode, slot, slot_size, log2, pos + slots, watch.buf,
+                                        &msg), 0);
+    }
+    loop_close(&l);
+    free(data);
+    free(stage);
+    return torn;
+}
+
+static const size_t lens[] = {8, 100, 104, 105, 200, 300, 400, 464};
+#define NLENS (sizeof(lens) / sizeof(lens[0]))
+
+/* Every reader that trusts no more than the device promises, on every device mode. */
+Test(ring, trusted_modes_never_read_early, .timeout = 60)
+{
+    cr_assert_eq(ring_run(TMX_SOFT_DIO_WHOLE, TMX_RING_MODE_WHOLE, TMX_RING_MODE_WHOLE, 8, 512,
+                          lens, NLENS, 400), 0);
+    cr_assert_eq(ring_run(TMX_SOFT_DIO_WHOLE, TMX_RING_MODE_ALIGNED128,
+                          TMX_RING_MODE_ALIGNED128, 8, 512, lens, NLENS, 400), 0);
+    cr_assert_eq(ring_run(TMX_SOFT_DIO_ALIGNED128, TMX_RING_MODE_ALIGNED128,
+                          TMX_RING_MODE_ALIGNED128, 8, 512, lens, NLENS, 400), 0);
+}
+
+/* A reader that trusts an answer the device did not give takes torn messages: the tests of
+ * the core's choice (it must follow the answer) can fail. */
+Test(ring, trusting_more_than_the_device_gives_is_caught, .timeout = 60)
+{
+    static const size_t big[] = {300, 400, 464}; /* several blocks, several pieces */
+
+    cr_assert_gt(ring_run(TMX_SOFT_DIO_ALIGNED128, TMX_RING_MODE_WHOLE, TMX_RING_MODE_WHOLE, 8,
+                          512, big, 3, 60), 0, "flag polling on a 128-byte-block device");
+    cr_assert_gt(ring_run(TMX_SOFT_DIO_NONE, TMX_RING_MODE_WHOLE, TMX_RING_MODE_WHOLE, 8, 512,
+                          big, 3, 60), 0, "flag polling on a device with no promise");
+    cr_assert_gt(ring_run(TMX_SOFT_DIO_NONE, TMX_RING_MODE_ALIGNED128, TMX_RING_MODE_ALIGNED128,
+                          8, 512, big, 3, 60), 0, "block stamps on a device with no promise");
+}
+
+/* Positions past many laps (the marker repeats every 255): two slots, so a block written by a
+ * large message at lap 0 still shows lap 255's marker when the large message of lap 255 lands
+ * block by block; only its stamp's sequence number tells it is stale. */
+Test(ring, wraps_and_stale_blocks, .timeout = 60)
+{
+    size_t pattern[2 * 256];
+
+    for (size_t i = 0; i < 2 * 256; i++) {
+        pattern[i] = (i == 0 || i == 2 * 255) ? 464 : 8; /* big at lap 0 and 255 of slot 0 */
+    }
+    cr_assert_eq(ring_run(TMX_SOFT_DIO_ALIGNED128, TMX_RING_MODE_ALIGNED128,
+                          TMX_RING_MODE_ALIGNED128, 2, 512, pattern, 2 * 256, 2 * 256), 0);
+    cr_assert_eq(ring_run(TMX_SOFT_DIO_WHOLE, TMX_RING_MODE_WHOLE, TMX_RING_MODE_WHOLE, 2, 128,
+                          lens, 1, 3 * 255 * 2), 0);
+}
+
+Test(ring, slot_capacity)
+{
+    cr_assert_eq(tmx_ring_slot_max(TMX_RING_MODE_WHOLE, 512), 504);
+    cr_assert_eq(tmx_ring_slot_max(TMX_RING_MODE_ALIGNED128, 512), 480);
+    cr_assert_eq(tmx_ring_slot_max(TMX_RING_MODE_IMM, 512), 512);
+    cr_assert_eq(tmx_ring_slot_max(TMX_RING_MODE_NONE, 512), 0);
+    cr_assert_str_eq(tmx_ring_mode_name(TMX_RING_MODE_ALIGNED128), "aligned128");
+}
+
+/* A lying flag (lengths that do not fit the slot) is refused, not followed. */
+Test(ring, malformed_flag_refused)
+{
+    uint8_t        slot[256], buf[256];
+    tmx_ring_msg_t msg;
+
+    memset(slot, 0, sizeof(slot));
+    /* seq 1, message length 300 in a 256-byte slot, header 16, marker of position 0 */
+    slot[248] = 1;
+    slot[252] = 300 & 0xff;
+    slot[253] = 300 >> 8;
+    slot[254] = 16;
+    slot[255] = tmx_ring_marker(0, 1);
+    cr_assert_eq(tmx_ring_slot_read(TMX_RING_MODE_WHOLE, slot, sizeof(slot), 1, 0, buf, &msg),
+                 -1);
+    slot[252] = 20; /* header longer than the message */
+    slot[253] = 0;
+    slot[254] = 30;
+    cr_assert_eq(tmx_ring_slot_read(TMX_RING_MODE_WHOLE, slot, sizeof(slot), 1, 0, buf, &msg),
+                 -1);
+    slot[254] = 0; /* no header */
+    cr_assert_eq(tmx_ring_slot_read(TMX_RING_MODE_WHOLE, slot, sizeof(slot), 1, 0, buf, &msg),
+                 -1);
+    slot[254] = 16;
+    cr_assert_eq(tmx_ring_slot_read(TMX_RING_MODE_WHOLE, slot, sizeof(slot), 1, 0, buf, &msg), 1);
+    cr_assert(msg.len == 20 && msg.data == slot + 256 - 8 - 20);
+}
+
+Test(ring, credit_word)
+{
+    uint32_t c;
+    int      asleep;
+    uint64_t w = tmx_ring_credit_pack(0x123456789ull, 1);
+
+    cr_assert(tmx_ring_credit_unpack(w, &c, &asleep));
+    cr_assert(c == 0x23456789u && asleep == 1);
+    cr_assert(tmx_ring_credit_unpack(tmx_ring_credit_pack(7, 0), &c, &asleep));
+    cr_assert(c == 7 && asleep == 0);
+    cr_assert(!tmx_ring_credit_unpack(0, &c, &asleep), "the zeroed word says nothing");
+    /* half of a new word over the old one */
+    cr_assert(!tmx_ring_credit_unpack((tmx_ring_credit_pack(8, 0) & 0xffffffffull) |
+                                          (tmx_ring_credit_pack(7, 0) & ~0xffffffffull),
+                                      &c, &asleep));
+}

@@ -222,6 +222,10 @@ typedef struct tmx_verbs_qp {
     /* receive queue (no SRQ) */
     tmx_verbs_rslots_t  rs;
     uint32_t            rq_depth;
+    /* receives posted in RESET (which verbs refuses): posted at INIT */
+    struct ibv_recv_wr *early;
+    struct ibv_sge     *early_sge;  /* TMX_VERBS_MAX_SGE + 1 per entry */
+    uint32_t            num_early;
     /* UD: the GRH lands here (one scratch area for every receive: nobody reads it) */
     struct ibv_mr      *grh_mr;
     uint8_t            *grh_buf;

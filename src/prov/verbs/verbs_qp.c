@@ -275,6 +275,60 @@ static int tmx_verbs_recv_batch(tmx_verbs_rslots_t *rs, unsigned kind, unsigned 
     return n;
 }
 
+/* A QP in RESET takes receives (the contract allows what verbs refuses): they wait in
+ * qp->early and go to the device at INIT. */
+static tmx_status_t tmx_verbs_recv_early(tmx_verbs_qp_t *qp, struct ibv_recv_wr *iwr, int n)
+{
+    if (qp->early == NULL) {
+        qp->early     = calloc(qp->rq_depth, sizeof(*qp->early));
+        qp->early_sge = calloc((size_t)qp->rq_depth * (TMX_VERBS_MAX_SGE + 1),
+                               sizeof(*qp->early_sge));
+        if (qp->early == NULL || qp->early_sge == NULL) {
+            free(qp->early);
+            free(qp->early_sge);
+            qp->early     = NULL;
+            qp->early_sge = NULL;
+            return TMX_ERR_NO_MEMORY;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        /* the slots bound the count: at most rq_depth receives are outstanding */
+        struct ibv_recv_wr *e   = &qp->early[qp->num_early];
+        struct ibv_sge     *sge = &qp->early_sge[(size_t)qp->num_early * (TMX_VERBS_MAX_SGE + 1)];
+
+        memcpy(sge, iwr[i].sg_list, (size_t)iwr[i].num_sge * sizeof(*sge));
+        e->wr_id   = iwr[i].wr_id;
+        e->next    = NULL;
+        e->sg_list = sge;
+        e->num_sge = iwr[i].num_sge;
+        qp->num_early++;
+    }
+    return TMX_OK;
+}
+
+/* INIT: the receives posted in RESET go to the device. */
+static tmx_status_t tmx_verbs_recv_early_flush(tmx_verbs_qp_t *qp)
+{
+    struct ibv_recv_wr *bad;
+    int                 err;
+
+    if (qp->num_early == 0) {
+        return TMX_OK;
+    }
+    for (uint32_t i = 0; i + 1 < qp->num_early; i++) {
+        qp->early[i].next = &qp->early[i + 1];
+    }
+    qp->early[qp->num_early - 1].next = NULL;
+    err = ibv_post_recv(qp->ibqp, qp->early, &bad);
+    if (err != 0) {
+        tmx_warn("verbs %s: QP %u: posting the receives taken in RESET: %s",
+                 qp->dev->super.name, qp->super.qp_num, strerror(err));
+        return tmx_verbs_status(err);
+    }
+    qp->num_early = 0;
+    return TMX_OK;
+}
+
 /* Posts a contract receive chain to a QP (qp != NULL) or an SRQ. */
 static tmx_status_t tmx_verbs_recv_post(tmx_verbs_qp_t *qp, tmx_verbs_srq_t *srq,
                                         tmx_recv_wr_t *wr, tmx_recv_wr_t **bad_p)
@@ -283,7 +337,6 @@ static tmx_status_t tmx_verbs_recv_post(tmx_verbs_qp_t *qp, tmx_verbs_srq_t *srq
     struct ibv_sge      isge[TMX_VERBS_POLL_BATCH][TMX_VERBS_MAX_SGE + 1];
     struct ibv_sge      grh;
     tmx_verbs_rslots_t *rs = qp != NULL ? &qp->rs : &srq->rs;
-    tmx_status_t        status = TMX_OK;
 
     if (qp != NULL && qp->grh_mr != NULL) {
         grh.addr   = (uintptr_t)qp->grh_buf;
@@ -297,7 +350,7 @@ static tmx_status_t tmx_verbs_recv_post(tmx_verbs_qp_t *qp, tmx_verbs_srq_t *srq
 
         if (qp != NULL) {
             n = tmx_verbs_recv_batch(rs, TMX_VERBS_WR_RECV, qp->gen, qp->obj,
-                                     qp->max_recv_sge - (qp->grh_mr != NULL), 
+                                     qp->max_recv_sge - (qp->grh_mr != NULL),
                                      qp->grh_mr != NULL ? &grh : NULL, wr, iwr, isge, &bstatus);
         } else {
             n = tmx_verbs_recv_batch(rs, TMX_VERBS_WR_SRECV, srq->gen, srq->obj, srq->max_sge,
@@ -308,10 +361,19 @@ static tmx_status_t tmx_verbs_recv_post(tmx_verbs_qp_t *qp, tmx_verbs_srq_t *srq
             next = next->next;
         }
         if (n > 0) {
-            err = qp != NULL ? ibv_post_recv(qp->ibqp, iwr, &ibad)
-                             : ibv_post_srq_recv(srq->ibsrq, iwr, &ibad);
+            if (qp != NULL && qp->super.state == TMX_QPS_RESET) {
+                err  = 0;
+                ibad = iwr;
+                if (tmx_verbs_recv_early(qp, iwr, n) != TMX_OK) {
+                    err = ENOMEM;
+                }
+            } else {
+                ibad = NULL;
+                err  = qp != NULL ? ibv_post_recv(qp->ibqp, iwr, &ibad)
+                                  : ibv_post_srq_recv(srq->ibsrq, iwr, &ibad);
+            }
             if (err != 0) {
-                int k = (int)(ibad - iwr);
+                int k = ibad != NULL && ibad >= iwr && ibad < iwr + n ? (int)(ibad - iwr) : 0;
                 for (int i = k; i < n; i++) {
                     tmx_verbs_rslot_put(rs, TMX_VERBS_WRID_SLOT(iwr[i].wr_id));
                 }
@@ -319,7 +381,7 @@ static tmx_status_t tmx_verbs_recv_post(tmx_verbs_qp_t *qp, tmx_verbs_srq_t *srq
                     wr = wr->next;
                 }
                 *bad_p = wr;
-                return tmx_verbs_status(err);
+                return err == ENOMEM ? TMX_ERR_NO_RESOURCE : tmx_verbs_status(err);
             }
         }
         if (bstatus != TMX_OK) {
@@ -328,7 +390,7 @@ static tmx_status_t tmx_verbs_recv_post(tmx_verbs_qp_t *qp, tmx_verbs_srq_t *srq
         }
         wr = next;
     }
-    return status;
+    return TMX_OK;
 }
 
 tmx_status_t tmx_verbs_srq_post_recv(tmx_srq_t *s, tmx_recv_wr_t *wr, tmx_recv_wr_t **bad_p)
@@ -590,6 +652,8 @@ void tmx_verbs_qp_destroy(tmx_qp_t *q)
     }
     tmx_verbs_obj_del(qp->dev, qp->obj);
     tmx_verbs_rslots_cleanup(&qp->rs);
+    free(qp->early);
+    free(qp->early_sge);
     free(qp->grh_buf);
     free(qp->sq);
     free(qp);
@@ -754,6 +818,10 @@ tmx_status_t tmx_verbs_qp_modify(tmx_qp_t *q, const tmx_qp_attr_t *attr, unsigne
                                              IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
                                                  IBV_QP_ACCESS_FLAGS, "INIT");
         }
+        if (status == TMX_OK) {
+            q->state = TMX_QPS_INIT;
+            status   = tmx_verbs_recv_early_flush(qp);
+        }
         break;
     case TMX_QPS_RTR:
         if (cur != TMX_QPS_INIT) {
@@ -823,6 +891,7 @@ tmx_status_t tmx_verbs_qp_modify(tmx_qp_t *q, const tmx_qp_attr_t *attr, unsigne
             }
             qp->sq_tail   = qp->sq_head;
             qp->unsig_run = 0;
+            qp->num_early = 0;
             tmx_verbs_rslots_reset(&qp->rs);
             qp->psn = tmx_verbs_psn(dev);
         }

@@ -138,18 +138,26 @@ struct tmx_verbs_dev {
     char                      absent[256]; /* why the optional verbs are absent, for tmx_info */
 };
 
-/* A completion that waits in software (see the top of this file). */
+/* Completions that wait in software (see the top of this file): a growing ring. */
+typedef struct tmx_verbs_wcq {
+    tmx_wc_t *wc;
+    unsigned  cap;
+    unsigned  head;
+    unsigned  count;
+} tmx_verbs_wcq_t;
+
 struct tmx_verbs_cq {
-    tmx_cq_t         super;
-    struct ibv_cq   *ibcq;
+    tmx_cq_t          super;
+    struct ibv_cq    *ibcq;
     struct ibv_cq_ex *ibcqx; /* dev->use_cq_ex */
-    int              size;   /* entries the hardware queue holds */
-    long             load;   /* work requests that may complete here at once */
-    tmx_wc_t        *blog;   /* backlog ring */
-    unsigned         blog_cap;
-    unsigned         blog_head;
-    unsigned         blog_count;
-    unsigned         events_unacked;
+    int               size;  /* entries the hardware queue holds */
+    long              load;  /* work requests that may complete here at once */
+    /* taken out of the hardware queue (at a QP's or SRQ's destroy): returned before it */
+    tmx_verbs_wcq_t   blog;
+    /* TMX_WR_ID_ASYNC_ERROR of QPs that failed: returned once the hardware queue is empty,
+     * after the failed QP's own completions and flushes, as the soft device orders them */
+    tmx_verbs_wcq_t   async;
+    unsigned          events_unacked;
 };
 
 typedef struct tmx_verbs_pd {
@@ -229,6 +237,10 @@ typedef struct tmx_verbs_qp {
     /* UD: the GRH lands here (one scratch area for every receive: nobody reads it) */
     struct ibv_mr      *grh_mr;
     uint8_t            *grh_buf;
+    /* UD: an "inline" datagram longer than the device's inline limit is copied here (one
+     * slot per send queue position, max_ud_msg bytes each; made at the first one) */
+    uint8_t            *bounce;
+    struct ibv_mr      *bounce_mr;
     long                load_send;   /* what this QP added to its CQs' load */
     long                load_recv;
 } tmx_verbs_qp_t;
@@ -250,7 +262,9 @@ tmx_status_t tmx_verbs_obj_add(tmx_verbs_dev_t *dev, void *ptr, uint8_t type, ui
 void tmx_verbs_obj_del(tmx_verbs_dev_t *dev, uint32_t obj);
 void *tmx_verbs_obj_get(tmx_verbs_dev_t *dev, uint32_t obj, unsigned gen, uint8_t type);
 tmx_status_t tmx_verbs_cq_load(tmx_verbs_cq_t *cq, long delta);
-tmx_status_t tmx_verbs_cq_backlog_push(tmx_verbs_cq_t *cq, const tmx_wc_t *wc);
+tmx_status_t tmx_verbs_wcq_push(tmx_verbs_wcq_t *q, const tmx_wc_t *wc);
+/* Up to n completions of q into wc: how many. */
+int tmx_verbs_wcq_pop(tmx_verbs_wcq_t *q, int n, tmx_wc_t *wc);
 void tmx_verbs_cq_drain(tmx_verbs_cq_t *cq);
 /* Checks a device address blob (or the device part of a QP blob) against dev: TMX_OK, or
  * TMX_ERR_INVALID_ADDR / TMX_ERR_UNREACHABLE with the reason logged. */

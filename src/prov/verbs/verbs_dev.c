@@ -889,7 +889,8 @@ static void tmx_verbs_cq_destroy(tmx_cq_t *c)
     if (ibv_destroy_cq(cq->ibcq) != 0) {
         tmx_warn("verbs: CQ still in use at destroy: %s", strerror(errno));
     }
-    free(cq->blog);
+    free(cq->blog.wc);
+    free(cq->async.wc);
     free(cq);
 }
 
@@ -916,26 +917,38 @@ tmx_status_t tmx_verbs_cq_load(tmx_verbs_cq_t *cq, long delta)
     return TMX_OK;
 }
 
-tmx_status_t tmx_verbs_cq_backlog_push(tmx_verbs_cq_t *cq, const tmx_wc_t *wc)
+tmx_status_t tmx_verbs_wcq_push(tmx_verbs_wcq_t *q, const tmx_wc_t *wc)
 {
-    if (cq->blog_count == cq->blog_cap) {
-        unsigned  cap = cq->blog_cap ? cq->blog_cap * 2 : 16;
+    if (q->count == q->cap) {
+        unsigned  cap = q->cap ? q->cap * 2 : 16;
         tmx_wc_t *n   = malloc(cap * sizeof(*n));
         if (n == NULL) {
             tmx_error("verbs: out of memory keeping a completion: lost");
             return TMX_ERR_NO_MEMORY;
         }
-        for (unsigned i = 0; i < cq->blog_count; i++) {
-            n[i] = cq->blog[(cq->blog_head + i) % cq->blog_cap];
+        for (unsigned i = 0; i < q->count; i++) {
+            n[i] = q->wc[(q->head + i) % q->cap];
         }
-        free(cq->blog);
-        cq->blog      = n;
-        cq->blog_cap  = cap;
-        cq->blog_head = 0;
+        free(q->wc);
+        q->wc   = n;
+        q->cap  = cap;
+        q->head = 0;
     }
-    cq->blog[(cq->blog_head + cq->blog_count) % cq->blog_cap] = *wc;
-    cq->blog_count++;
+    q->wc[(q->head + q->count) % q->cap] = *wc;
+    q->count++;
     return TMX_OK;
+}
+
+int tmx_verbs_wcq_pop(tmx_verbs_wcq_t *q, int n, tmx_wc_t *wc)
+{
+    int got = 0;
+
+    while (got < n && q->count > 0) {
+        wc[got++] = q->wc[q->head];
+        q->head   = (q->head + 1) % q->cap;
+        q->count--;
+    }
+    return got;
 }
 
 /* Moves every completion in the hardware queue behind the backlog (converted while the
@@ -947,7 +960,7 @@ void tmx_verbs_cq_drain(tmx_verbs_cq_t *cq)
 
     while ((got = tmx_verbs_cq_poll_hw(cq, TMX_VERBS_POLL_BATCH, wc)) > 0) {
         for (int i = 0; i < got; i++) {
-            tmx_verbs_cq_backlog_push(cq, &wc[i]);
+            tmx_verbs_wcq_push(&cq->blog, &wc[i]);
         }
     }
 }
@@ -990,7 +1003,7 @@ static tmx_status_t tmx_verbs_cq_req_notify(tmx_cq_t *c, tmx_comp_channel_t *ch)
     }
     /* before a sleep: a QP that failed by an async event has its completion in the backlog */
     tmx_verbs_async_events(dev);
-    if (cq->blog_count > 0) {
+    if (cq->blog.count > 0 || cq->async.count > 0) {
         return TMX_ERR_BUSY;
     }
     err = ibv_req_notify_cq(cq->ibcq, 0);

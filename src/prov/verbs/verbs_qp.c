@@ -18,11 +18,12 @@
 #include "prov/verbs/verbs.h"
 #include "util/log.h"
 
-/* RC transport: the ACK timeout is 4.096 us * 2^14 (67 ms) and a request is retried 7 times,
- * so a peer that died is found within half a second of traffic to it; receiver-not-ready is
- * retried without end (the peer posts receives again as it polls). */
+/* RC transport: the ACK timeout is 4.096 us * 2^14 (67 ms) and a request is retried 6 times,
+ * so a peer that died is found within half a second of traffic to it (InfiniBand allows 7,
+ * but rxe takes 7 as "retry forever"); receiver-not-ready is retried without end (the peer
+ * posts receives again as it polls). */
 #define TMX_VERBS_ACK_TIMEOUT 14
-#define TMX_VERBS_RETRY_CNT   7
+#define TMX_VERBS_RETRY_CNT   6 /* rxe retries 7 without end */
 #define TMX_VERBS_RNR_RETRY   7
 #define TMX_VERBS_MIN_RNR     12 /* 0.64 ms */
 
@@ -650,6 +651,10 @@ void tmx_verbs_qp_destroy(tmx_qp_t *q)
     if (qp->grh_mr != NULL) {
         ibv_dereg_mr(qp->grh_mr);
     }
+    if (qp->bounce_mr != NULL) {
+        ibv_dereg_mr(qp->bounce_mr);
+    }
+    free(qp->bounce);
     tmx_verbs_obj_del(qp->dev, qp->obj);
     tmx_verbs_rslots_cleanup(&qp->rs);
     free(qp->early);
@@ -979,9 +984,44 @@ static tmx_status_t tmx_verbs_send_check(tmx_verbs_qp_t *qp, const tmx_send_wr_t
             return TMX_ERR_INVALID_PARAM;
         }
     }
+    /* UD datagrams are inline up to max_ud_msg (through a bounce slot past the device's
+     * limit), as on the soft device; RC ones up to the limit the device attributes say */
     if ((wr->send_flags & TMX_SEND_INLINE) &&
-        (total > qp->max_inline || wr->opcode == TMX_WR_RDMA_READ)) {
+        ((total > qp->max_inline && qp->super.type != TMX_QPT_UD) ||
+         wr->opcode == TMX_WR_RDMA_READ)) {
         return TMX_ERR_INVALID_PARAM;
+    }
+    return TMX_OK;
+}
+
+/* The bounce slot of send queue position seq, with the work request's data copied in. */
+static tmx_status_t tmx_verbs_bounce(tmx_verbs_qp_t *qp, uint32_t seq, const tmx_send_wr_t *w,
+                                     struct ibv_sge *sge)
+{
+    size_t   slot = qp->dev->super.attr.max_ud_msg;
+    uint8_t *p;
+
+    if (qp->bounce == NULL) {
+        if (posix_memalign((void **)&qp->bounce, 4096, slot * qp->sq_depth) != 0) {
+            qp->bounce = NULL;
+            return TMX_ERR_NO_MEMORY;
+        }
+        qp->bounce_mr = ibv_reg_mr(((tmx_verbs_pd_t *)qp->super.pd)->ibpd, qp->bounce,
+                                   slot * qp->sq_depth, IBV_ACCESS_LOCAL_WRITE);
+        if (qp->bounce_mr == NULL) {
+            free(qp->bounce);
+            qp->bounce = NULL;
+            return TMX_ERR_NO_RESOURCE;
+        }
+    }
+    p           = qp->bounce + slot * (seq & (qp->sq_depth - 1));
+    sge->addr   = (uintptr_t)p;
+    sge->lkey   = qp->bounce_mr->lkey;
+    sge->length = 0;
+    for (int i = 0; i < w->num_sge; i++) {
+        memcpy(p + sge->length, (const void *)(uintptr_t)w->sg_list[i].addr,
+               w->sg_list[i].length);
+        sge->length += w->sg_list[i].length;
     }
     return TMX_OK;
 }
@@ -1040,6 +1080,22 @@ tmx_status_t tmx_verbs_post_send(tmx_qp_t *q, tmx_send_wr_t *wr, tmx_send_wr_t *
             if (w->send_flags & TMX_SEND_FENCE) {
                 x->send_flags |= IBV_SEND_FENCE;
             }
+            x->sg_list = isge[n];
+            x->num_sge = w->num_sge;
+            if ((w->send_flags & TMX_SEND_INLINE) && q->type == TMX_QPT_UD) {
+                uint64_t total = 0;
+                for (int i = 0; i < w->num_sge; i++) {
+                    total += w->sg_list[i].length;
+                }
+                if (total > qp->max_inline) {
+                    status = tmx_verbs_bounce(qp, seq, w, &isge[n][0]);
+                    if (status != TMX_OK) {
+                        break;
+                    }
+                    x->num_sge = 1;
+                    goto filled;
+                }
+            }
             if (w->send_flags & TMX_SEND_INLINE) {
                 x->send_flags |= IBV_SEND_INLINE;
             }
@@ -1048,8 +1104,7 @@ tmx_status_t tmx_verbs_post_send(tmx_qp_t *q, tmx_send_wr_t *wr, tmx_send_wr_t *
                 isge[n][i].length = w->sg_list[i].length;
                 isge[n][i].lkey   = w->sg_list[i].lkey;
             }
-            x->sg_list = isge[n];
-            x->num_sge = w->num_sge;
+filled:
             if (w->opcode == TMX_WR_SEND_WITH_IMM || w->opcode == TMX_WR_RDMA_WRITE_WITH_IMM) {
                 x->imm_data = htonl(w->imm_data);
             }
@@ -1163,7 +1218,7 @@ void tmx_verbs_qp_failed(tmx_verbs_qp_t *qp, tmx_wc_status_t status, const char 
     wc.status = status;
     wc.opcode = TMX_WC_SEND;
     wc.qp_num = qp->super.qp_num;
-    tmx_verbs_cq_backlog_push((tmx_verbs_cq_t *)qp->super.send_cq, &wc);
+    tmx_verbs_wcq_push(&((tmx_verbs_cq_t *)qp->super.send_cq)->async, &wc);
 }
 
 /* A completion as read from the hardware queue. */
@@ -1242,6 +1297,10 @@ static int tmx_verbs_convert(tmx_verbs_dev_t *dev, const tmx_verbs_raw_t *r, tmx
 
     memset(wc, 0, sizeof(*wc));
     wc->status = tmx_verbs_wc_status(r->status);
+    if (r->status != IBV_WC_SUCCESS) {
+        tmx_debug("verbs %s: QP %u: completion %016llx: %s", dev->super.name, r->qp_num,
+                  (unsigned long long)r->wr_id, ibv_wc_status_str(r->status));
+    }
     wc->qp_num = r->qp_num;
     wc->src_qp = r->src_qp;
     switch (kind) {
@@ -1435,7 +1494,7 @@ int tmx_verbs_cq_poll_hw(tmx_verbs_cq_t *cq, int n, tmx_wc_t *wc)
 int tmx_verbs_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
 {
     tmx_verbs_cq_t *cq  = (tmx_verbs_cq_t *)c;
-    int             got = 0, hw;
+    int             got, hw;
 
     if (cq == NULL || n < 0 || (n > 0 && wc == NULL)) {
         return TMX_ERR_INVALID_PARAM;
@@ -1443,11 +1502,7 @@ int tmx_verbs_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
     if ((++((tmx_verbs_dev_t *)c->dev)->poll_count & 1023) == 0) {
         tmx_verbs_async_events((tmx_verbs_dev_t *)c->dev);
     }
-    while (got < n && cq->blog_count > 0) {
-        wc[got++]     = cq->blog[cq->blog_head];
-        cq->blog_head = (cq->blog_head + 1) % cq->blog_cap;
-        cq->blog_count--;
-    }
+    got = tmx_verbs_wcq_pop(&cq->blog, n, wc);
     if (got == n) {
         return got;
     }
@@ -1456,11 +1511,9 @@ int tmx_verbs_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
         return got > 0 ? got : hw;
     }
     got += hw;
-    /* failures found just now */
-    while (got < n && cq->blog_count > 0) {
-        wc[got++]     = cq->blog[cq->blog_head];
-        cq->blog_head = (cq->blog_head + 1) % cq->blog_cap;
-        cq->blog_count--;
+    if (got < n) {
+        /* the hardware queue had no more: the failures it showed come after */
+        got += tmx_verbs_wcq_pop(&cq->async, n - got, wc + got);
     }
     return got;
 }

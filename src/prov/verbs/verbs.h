@@ -128,6 +128,13 @@ struct tmx_verbs_dev {
     uint32_t                  obj_hint;
     uint64_t                  rng;
     unsigned                  poll_count;
+    uint64_t                  ka_ns;       /* the last keepalive round */
+    unsigned                  ka_waiting;  /* QPs in RTS not yet ka_on */
+    /* QP number -> object index (open addressing, keys qpn + 1, 0 empty) */
+    uint32_t                 *qpn_key;
+    uint32_t                 *qpn_obj;
+    uint32_t                  qpn_cap;
+    uint32_t                  qpn_count;
     int                       use_cq_ex;   /* CQs are ibv_cq_ex (TM info), polled that way */
     int                       tm;          /* the device has a usable TM SRQ */
     int                       xrc;
@@ -206,6 +213,7 @@ typedef struct tmx_verbs_sslot {
     uint32_t seq;
     uint8_t  opcode;   /* tmx_wr_opcode_t */
     uint8_t  signaled; /* the caller asked for a completion */
+    uint8_t  internal; /* the provider's own (a keepalive): no completion of it is the caller's */
 } tmx_verbs_sslot_t;
 
 typedef struct tmx_verbs_qp {
@@ -227,6 +235,9 @@ typedef struct tmx_verbs_qp {
     uint32_t            sq_head;     /* next sequence number */
     uint32_t            sq_tail;     /* oldest not retired */
     uint32_t            unsig_run;   /* unsignaled work requests since the last signaled one */
+    uint32_t            ka_head;     /* sq_head at the last keepalive round */
+    int                 ka_on;       /* the peer QP is up (the caller posted a send, or a
+                                      * completion showed it): keepalives go */
     /* receive queue (no SRQ) */
     tmx_verbs_rslots_t  rs;
     uint32_t            rq_depth;
@@ -273,6 +284,17 @@ tmx_status_t tmx_verbs_addr_check(tmx_verbs_dev_t *dev, const tmx_verbs_dev_addr
 void tmx_verbs_async_events(tmx_verbs_dev_t *dev);
 
 /* verbs_qp.c */
+/* Keepalive (once a second, from cq_poll and before a sleep): every connected QP that posted
+ * nothing since the last round sends a zero-length RDMA WRITE, which touches no memory and
+ * makes no completion at the peer, so that a peer that died is found (retry exceeded, then
+ * TMX_WR_ID_ASYNC_ERROR) even by a process that only waits for it, as the soft device finds
+ * it by its process id. Only once the peer QP is known to be up: the caller posted a send on
+ * the QP (which would time out all the same if it were not), or a completion on it (a send
+ * acknowledged, a message received) showed it. Before that it may not be ready yet (the side
+ * that answers a connection request reaches RTS before the requester reaches RTR, and a write
+ * to a QP in INIT is dropped, which would look like a dead peer). */
+#define TMX_VERBS_KEEPALIVE_NS 1000000000ull
+void tmx_verbs_keepalive(tmx_verbs_dev_t *dev);
 tmx_status_t tmx_verbs_srq_create(tmx_pd_t *pd, const tmx_srq_init_attr_t *attr,
                                   tmx_srq_t **srq_p);
 void tmx_verbs_srq_destroy(tmx_srq_t *srq);
@@ -291,6 +313,8 @@ int tmx_verbs_cq_poll_hw(tmx_verbs_cq_t *cq, int n, tmx_wc_t *wc);
 /* The QP went to error on its own: state ERR, and one TMX_WR_ID_ASYNC_ERROR on its send CQ. */
 void tmx_verbs_qp_failed(tmx_verbs_qp_t *qp, tmx_wc_status_t status, const char *why);
 tmx_verbs_qp_t *tmx_verbs_qp_by_num(tmx_verbs_dev_t *dev, uint32_t qpn);
+/* Rebuilds the QP number table from the object table (after a QP is made or destroyed). */
+tmx_status_t tmx_verbs_qpn_rebuild(tmx_verbs_dev_t *dev);
 tmx_wc_status_t tmx_verbs_wc_status(enum ibv_wc_status s);
 int tmx_verbs_rslot_get(tmx_verbs_rslots_t *rs, uint64_t wr_id, uint32_t *slot_p);
 void tmx_verbs_rslot_put(tmx_verbs_rslots_t *rs, uint32_t slot);

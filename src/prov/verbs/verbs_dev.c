@@ -633,6 +633,8 @@ static void tmx_verbs_dev_close(tmx_dev_t *d)
     }
     ibv_close_device(dev->ctx);
     free(dev->objs);
+    free(dev->qpn_key);
+    free(dev->qpn_obj);
     free(dev);
 }
 
@@ -1001,13 +1003,21 @@ static tmx_status_t tmx_verbs_cq_req_notify(tmx_cq_t *c, tmx_comp_channel_t *ch)
     if (ch == NULL || ch != &dev->channel || !dev->channel_given) {
         return TMX_ERR_INVALID_PARAM;
     }
-    /* before a sleep: a QP that failed by an async event has its completion in the backlog */
+    /* before a sleep: a QP that failed by an async event has its completion in the backlog;
+     * a sleeper's keepalives go out from here */
     tmx_verbs_async_events(dev);
+    tmx_verbs_keepalive(dev);
     if (cq->blog.count > 0 || cq->async.count > 0) {
         return TMX_ERR_BUSY;
     }
     err = ibv_req_notify_cq(cq->ibcq, 0);
-    return err == 0 ? TMX_OK : tmx_verbs_status(err);
+    if (err != 0) {
+        return tmx_verbs_status(err);
+    }
+    /* What completed before the arm makes no event: it is taken now (into the backlog, for
+     * the next poll) and the caller told to poll rather than sleep. */
+    tmx_verbs_cq_drain(cq);
+    return cq->blog.count > 0 || cq->async.count > 0 ? TMX_ERR_BUSY : TMX_OK;
 }
 
 static int tmx_verbs_channel_get_events(tmx_comp_channel_t *ch)
@@ -1103,8 +1113,8 @@ static tmx_status_t tmx_verbs_ah_create(tmx_pd_t *p, const void *dev_addr, size_
     tmx_status_t         status;
 
     if (dev_addr == NULL || len != sizeof(a)) {
-        tmx_warn("verbs %s: a device address of %zu bytes refused (want %zu)", dev->super.name,
-                 len, sizeof(a));
+        tmx_warn("verbs %s: a device address of %zu bytes%s refused (want %zu)",
+                 dev->super.name, len, dev_addr == NULL ? " at NULL" : "", sizeof(a));
         return TMX_ERR_INVALID_ADDR;
     }
     memcpy(&a, dev_addr, sizeof(a));

@@ -17,6 +17,7 @@
 
 #include "prov/verbs/verbs.h"
 #include "util/log.h"
+#include "util/time.h"
 
 /* RC transport: the ACK timeout is 4.096 us * 2^14 (67 ms) and a request is retried 6 times,
  * so a peer that died is found within half a second of traffic to it (InfiniBand allows 7,
@@ -26,6 +27,8 @@
 #define TMX_VERBS_RETRY_CNT   6 /* rxe retries 7 without end */
 #define TMX_VERBS_RNR_RETRY   7
 #define TMX_VERBS_MIN_RNR     12 /* 0.64 ms */
+
+static inline void tmx_verbs_ka_seen(struct tmx_verbs_qp *qp);
 
 /* ---------------------------------------------------------------- receive slots */
 
@@ -591,6 +594,11 @@ tmx_status_t tmx_verbs_qp_create(tmx_pd_t *pd, const tmx_qp_init_attr_t *attr, t
     qp->super.send_cq = attr->send_cq;
     qp->super.recv_cq = attr->recv_cq;
     qp->super.srq     = attr->srq;
+    if (tmx_verbs_qpn_rebuild(dev) != TMX_OK) {
+        ibv_destroy_qp(qp->ibqp);
+        status = TMX_ERR_NO_MEMORY;
+        goto err_grh;
+    }
     *qp_p             = &qp->super;
     return TMX_OK;
 
@@ -655,7 +663,11 @@ void tmx_verbs_qp_destroy(tmx_qp_t *q)
         ibv_dereg_mr(qp->bounce_mr);
     }
     free(qp->bounce);
+    if (q->state == TMX_QPS_RTS && !qp->ka_on) {
+        qp->dev->ka_waiting--;
+    }
     tmx_verbs_obj_del(qp->dev, qp->obj);
+    tmx_verbs_qpn_rebuild(qp->dev);
     tmx_verbs_rslots_cleanup(&qp->rs);
     free(qp->early);
     free(qp->early_sge);
@@ -702,8 +714,9 @@ static tmx_status_t tmx_verbs_qp_rtr(tmx_verbs_qp_t *qp, const tmx_qp_attr_t *at
     int                 err;
 
     if (attr->remote_addr == NULL || attr->remote_addr_len != sizeof(a)) {
-        tmx_warn("verbs %s: QP %u: a peer QP address of %zu bytes refused (want %zu)",
-                 dev->super.name, qp->super.qp_num, attr->remote_addr_len, sizeof(a));
+        tmx_warn("verbs %s: QP %u: a peer QP address of %zu bytes%s refused (want %zu)",
+                 dev->super.name, qp->super.qp_num, attr->remote_addr_len,
+                 attr->remote_addr == NULL ? " at NULL" : "", sizeof(a));
         return TMX_ERR_INVALID_ADDR;
     }
     memcpy(&a, attr->remote_addr, sizeof(a));
@@ -894,9 +907,11 @@ tmx_status_t tmx_verbs_qp_modify(tmx_qp_t *q, const tmx_qp_attr_t *attr, unsigne
                 qp->obj = obj;
                 qp->gen = gen;
             }
+            tmx_verbs_qpn_rebuild(dev);
             qp->sq_tail   = qp->sq_head;
             qp->unsig_run = 0;
             qp->num_early = 0;
+            qp->ka_on     = 0;
             tmx_verbs_rslots_reset(&qp->rs);
             qp->psn = tmx_verbs_psn(dev);
         }
@@ -905,7 +920,14 @@ tmx_status_t tmx_verbs_qp_modify(tmx_qp_t *q, const tmx_qp_attr_t *attr, unsigne
         return TMX_ERR_INVALID_PARAM;
     }
     if (status == TMX_OK) {
+        if (q->state == TMX_QPS_RTS && !qp->ka_on) {
+            dev->ka_waiting--;
+        }
         q->state = attr->state;
+        if (q->state == TMX_QPS_RTS) {
+            qp->ka_on = 0;
+            dev->ka_waiting++;
+        }
     }
     return status;
 }
@@ -1069,6 +1091,7 @@ tmx_status_t tmx_verbs_post_send(tmx_qp_t *q, tmx_send_wr_t *wr, tmx_send_wr_t *
             s->seq      = seq;
             s->opcode   = (uint8_t)w->opcode;
             s->signaled = (uint8_t)sig;
+            s->internal = 0;
             memset(x, 0, sizeof(*x));
             x->wr_id  = TMX_VERBS_WRID(TMX_VERBS_WR_SEND, qp->gen, qp->obj, seq);
             x->opcode = tmx_verbs_ibv_op(w->opcode);
@@ -1142,6 +1165,7 @@ filled:
             }
             qp->sq_head  += (uint32_t)n;
             qp->unsig_run = run;
+            tmx_verbs_ka_seen(qp); /* a send would time out all the same if the peer were not up */
         }
         if (status != TMX_OK) {
             *bad_p = w;
@@ -1189,15 +1213,77 @@ tmx_wc_status_t tmx_verbs_wc_status(enum ibv_wc_status s)
     }
 }
 
+static uint32_t tmx_verbs_qpn_hash(uint32_t qpn, uint32_t cap)
+{
+    return (qpn * 2654435761u) & (cap - 1);
+}
+
+tmx_status_t tmx_verbs_qpn_rebuild(tmx_verbs_dev_t *dev)
+{
+    uint32_t n = 0, cap = 16;
+
+    for (uint32_t i = 0; i < dev->num_objs; i++) {
+        n += dev->objs[i].ptr != NULL && dev->objs[i].type == TMX_VERBS_OBJ_QP;
+    }
+    while (cap < 2 * n + 2) {
+        cap *= 2;
+    }
+    if (cap != dev->qpn_cap) {
+        uint32_t *k = calloc(cap, sizeof(*k)), *o = calloc(cap, sizeof(*o));
+        if (k == NULL || o == NULL) {
+            free(k);
+            free(o);
+            return TMX_ERR_NO_MEMORY;
+        }
+        free(dev->qpn_key);
+        free(dev->qpn_obj);
+        dev->qpn_key = k;
+        dev->qpn_obj = o;
+        dev->qpn_cap = cap;
+    } else {
+        memset(dev->qpn_key, 0, cap * sizeof(*dev->qpn_key));
+    }
+    for (uint32_t i = 0; i < dev->num_objs; i++) {
+        tmx_verbs_qp_t *qp = dev->objs[i].ptr;
+        uint32_t        h;
+
+        if (qp == NULL || dev->objs[i].type != TMX_VERBS_OBJ_QP) {
+            continue;
+        }
+        for (h = tmx_verbs_qpn_hash(qp->super.qp_num, cap); dev->qpn_key[h] != 0;
+             h = (h + 1) & (cap - 1)) {
+        }
+        dev->qpn_key[h] = qp->super.qp_num + 1;
+        dev->qpn_obj[h] = i;
+    }
+    dev->qpn_count = n;
+    return TMX_OK;
+}
+
 tmx_verbs_qp_t *tmx_verbs_qp_by_num(tmx_verbs_dev_t *dev, uint32_t qpn)
 {
-    for (uint32_t i = 0; i < dev->num_objs; i++) {
-        if (dev->objs[i].ptr != NULL && dev->objs[i].type == TMX_VERBS_OBJ_QP &&
-            ((tmx_verbs_qp_t *)dev->objs[i].ptr)->super.qp_num == qpn) {
-            return dev->objs[i].ptr;
+    if (dev->qpn_cap == 0) {
+        return NULL;
+    }
+    for (uint32_t h = tmx_verbs_qpn_hash(qpn, dev->qpn_cap); dev->qpn_key[h] != 0;
+         h = (h + 1) & (dev->qpn_cap - 1)) {
+        if (dev->qpn_key[h] == qpn + 1) {
+            uint32_t obj = dev->qpn_obj[h];
+            return obj < dev->num_objs && dev->objs[obj].type == TMX_VERBS_OBJ_QP
+                       ? dev->objs[obj].ptr
+                       : NULL;
         }
     }
     return NULL;
+}
+
+/* A completion showed the peer of qp up: keepalives may go. */
+static inline void tmx_verbs_ka_seen(tmx_verbs_qp_t *qp)
+{
+    if (!qp->ka_on && qp->super.state == TMX_QPS_RTS) {
+        qp->ka_on = 1;
+        qp->dev->ka_waiting--;
+    }
 }
 
 void tmx_verbs_qp_failed(tmx_verbs_qp_t *qp, tmx_wc_status_t status, const char *why)
@@ -1206,6 +1292,9 @@ void tmx_verbs_qp_failed(tmx_verbs_qp_t *qp, tmx_wc_status_t status, const char 
 
     if (qp->super.state == TMX_QPS_ERR || qp->super.state == TMX_QPS_RESET) {
         return;
+    }
+    if (qp->super.state == TMX_QPS_RTS && !qp->ka_on) {
+        qp->dev->ka_waiting--;
     }
     qp->super.state = TMX_QPS_ERR;
     tmx_debug("verbs %s: QP %u went to error: %s (%s)", qp->dev->super.name, qp->super.qp_num,
@@ -1322,9 +1411,16 @@ static int tmx_verbs_convert(tmx_verbs_dev_t *dev, const tmx_verbs_raw_t *r, tmx
             qp->sq_tail = slot + 1;
         }
         if (r->status != IBV_WC_SUCCESS) {
-            tmx_verbs_qp_failed(qp, wc->status, "send completion with error");
-        } else if (!s->signaled) {
-            return 0; /* signaled by the provider to retire the queue */
+            tmx_verbs_qp_failed(qp, wc->status, s->internal ? "keepalive completion with error"
+                                                            : "send completion with error");
+            if (s->internal) {
+                return 0; /* the async error says it */
+            }
+        } else {
+            tmx_verbs_ka_seen(qp);
+            if (!s->signaled) {
+                return 0; /* signaled by the provider to retire the queue, or a keepalive */
+            }
         }
         wc->wr_id    = s->wr_id;
         wc->opcode   = tmx_verbs_send_wc_op(s->opcode);
@@ -1341,6 +1437,9 @@ static int tmx_verbs_convert(tmx_verbs_dev_t *dev, const tmx_verbs_raw_t *r, tmx
         wc->wr_id = qp->rs.wr_id[slot];
         tmx_verbs_rslot_put(&qp->rs, slot);
         tmx_verbs_recv_fields(r, wc, 0);
+        if (r->status == IBV_WC_SUCCESS) {
+            tmx_verbs_ka_seen(qp);
+        }
         wc->qp_num = qp->super.qp_num;
         if (qp->grh_mr != NULL) {
             wc->byte_len = wc->byte_len > TMX_VERBS_GRH ? wc->byte_len - TMX_VERBS_GRH : 0;
@@ -1357,8 +1456,12 @@ static int tmx_verbs_convert(tmx_verbs_dev_t *dev, const tmx_verbs_raw_t *r, tmx
         wc->wr_id = srq->rs.wr_id[slot];
         tmx_verbs_rslot_put(&srq->rs, slot);
         tmx_verbs_recv_fields(r, wc, srq->tm != NULL);
-        if (r->status != IBV_WC_SUCCESS && r->status != IBV_WC_WR_FLUSH_ERR &&
-            (qp = tmx_verbs_qp_by_num(dev, r->qp_num)) != NULL) {
+        if (r->status == IBV_WC_SUCCESS) {
+            if (dev->ka_waiting > 0 && (qp = tmx_verbs_qp_by_num(dev, r->qp_num)) != NULL) {
+                tmx_verbs_ka_seen(qp);
+            }
+        } else if (r->status != IBV_WC_WR_FLUSH_ERR &&
+                   (qp = tmx_verbs_qp_by_num(dev, r->qp_num)) != NULL) {
             tmx_verbs_qp_failed(qp, wc->status, "receive completion with error");
         }
         return 1;
@@ -1491,6 +1594,51 @@ int tmx_verbs_cq_poll_hw(tmx_verbs_cq_t *cq, int n, tmx_wc_t *wc)
     return out;
 }
 
+void tmx_verbs_keepalive(tmx_verbs_dev_t *dev)
+{
+    uint64_t now = tmx_time_ns();
+
+    if (now - dev->ka_ns < TMX_VERBS_KEEPALIVE_NS) {
+        return;
+    }
+    dev->ka_ns = now;
+    for (uint32_t i = 0; i < dev->num_objs; i++) {
+        tmx_verbs_qp_t     *qp = dev->objs[i].ptr;
+        tmx_verbs_sslot_t  *s;
+        struct ibv_send_wr  w, *bad;
+        uint32_t            seq;
+
+        if (qp == NULL || dev->objs[i].type != TMX_VERBS_OBJ_QP ||
+            qp->super.state != TMX_QPS_RTS || qp->no_sq || !qp->ka_on ||
+            (qp->super.type != TMX_QPT_RC && qp->super.type != TMX_QPT_XRC_INI)) {
+            continue;
+        }
+        if (qp->sq_head != qp->ka_head) {
+            qp->ka_head = qp->sq_head; /* it has traffic: that finds a dead peer */
+            continue;
+        }
+        seq = qp->sq_head;
+        if (seq - qp->sq_tail >= qp->sq_depth) {
+            continue;
+        }
+        s           = &qp->sq[seq & (qp->sq_depth - 1)];
+        s->wr_id    = 0;
+        s->seq      = seq;
+        s->opcode   = TMX_WR_RDMA_WRITE;
+        s->signaled = 0;
+        s->internal = 1;
+        memset(&w, 0, sizeof(w));
+        w.wr_id      = TMX_VERBS_WRID(TMX_VERBS_WR_SEND, qp->gen, qp->obj, seq);
+        w.opcode     = IBV_WR_RDMA_WRITE;
+        w.send_flags = IBV_SEND_SIGNALED;
+        if (ibv_post_send(qp->ibqp, &w, &bad) == 0) {
+            qp->sq_head++;
+            qp->unsig_run = 0;
+        }
+        qp->ka_head = qp->sq_head;
+    }
+}
+
 int tmx_verbs_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
 {
     tmx_verbs_cq_t *cq  = (tmx_verbs_cq_t *)c;
@@ -1499,8 +1647,12 @@ int tmx_verbs_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
     if (cq == NULL || n < 0 || (n > 0 && wc == NULL)) {
         return TMX_ERR_INVALID_PARAM;
     }
-    if ((++((tmx_verbs_dev_t *)c->dev)->poll_count & 1023) == 0) {
-        tmx_verbs_async_events((tmx_verbs_dev_t *)c->dev);
+    if ((++((tmx_verbs_dev_t *)c->dev)->poll_count & 63) == 0) {
+        tmx_verbs_dev_t *dev = (tmx_verbs_dev_t *)c->dev;
+        if ((dev->poll_count & 1023) == 0) {
+            tmx_verbs_async_events(dev);
+        }
+        tmx_verbs_keepalive(dev);
     }
     got = tmx_verbs_wcq_pop(&cq->blog, n, wc);
     if (got == n) {

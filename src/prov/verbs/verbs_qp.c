@@ -849,8 +849,11 @@ tmx_status_t tmx_verbs_qp_modify(tmx_qp_t *q, const tmx_qp_attr_t *attr, unsigne
             if (!(attr_mask & TMX_QP_ATTR_REMOTE)) {
                 return TMX_ERR_INVALID_PARAM;
             }
-            if ((attr_mask & TMX_QP_ATTR_OOO) && !attr->ooo && qp->ooo) {
-                /* made with OOO placement (mlx5dv sets it at creation): it cannot be off */
+            if (qp->ooo && !((attr_mask & TMX_QP_ATTR_OOO) && attr->ooo)) {
+                /* made with OOO placement (mlx5dv sets it at creation): it cannot be off, and
+                 * a caller that did not ask for it would plan no fences */
+                tmx_warn("verbs %s: QP %u has out-of-order placement (TMX_OOO): RTR must ask "
+                         "for it", dev->super.name, q->qp_num);
                 return TMX_ERR_INVALID_PARAM;
             }
             status = tmx_verbs_qp_rtr(qp, attr);

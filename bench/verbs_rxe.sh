@@ -15,8 +15,10 @@
 # "typical" (median) and its mean, and both ratios are shown: under emulation the mean of
 # either carries long stalls (rxe's kernel work waits for a vCPU that two polling processes
 # hold). Bandwidth: tmx_pingpong's window of 64 sends against ib_send_bw's average
-# (perftest's MB is 2^20 bytes, converted to 10^6 here). No chrt in the guest: a real-time
-# poller there would starve rxe's softirq work.
+# (perftest's MB is 2^20 bytes, converted to 10^6 here). tmx polls without sleeping
+# (TMX_WAIT=spin, as perftest does; the default would sleep after 1 ms, and under emulation a
+# round trip can take longer, then a wakeup costs milliseconds). No chrt in the guest: a
+# real-time poller there would starve rxe's softirq work.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 B=$(cd "${1:-${TMX_BUILDDIR:-$(pwd)}}" && pwd)
@@ -64,7 +66,7 @@ perf() {
 }
 
 tmx() {
-    env TMX_PROVIDERS=verbs "$tmxrun" -n 2 --timeout 300 "$pp" -f csv "$@" 2>"$T/tmx.err" |
+    env TMX_PROVIDERS=verbs TMX_WAIT="${TMX_WAIT:-spin}" "$tmxrun" -n 2 --timeout 300 "$pp" -f csv "$@" 2>"$T/tmx.err" |
         awk -F, '$1 ~ /^[0-9]+$/ {print; exit}'
 }
 

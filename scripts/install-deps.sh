@@ -2,28 +2,58 @@
 # Installs the Debian/Ubuntu packages tmx needs to build and test, and only those that are
 # missing, so that running it on a ready machine costs nothing (no apt-get update, no sudo).
 #
-#   scripts/install-deps.sh [--bench] [--dry-run]
+#   scripts/install-deps.sh [--bench] [--no-lane] [--dry-run]
 #
 #   --bench    also the packages bench/compare.sh compares against (UCX, Open MPI)
+#   --no-lane  not the packages of the verbs lane (a qemu guest with soft-RoCE,
+#              scripts/rxe-vm.sh; about 100 MB with the kernel); its tests then skip
 #   --dry-run  print what would be installed, install nothing
 set -euo pipefail
 
 PACKAGES=(autoconf automake libtool pkg-config make gcc groff-base libfabric-bin
           libibverbs-dev librdmacm-dev libhwloc-dev libfabric-dev libcriterion-dev)
 BENCH_PACKAGES=(ucx-utils openmpi-bin libopenmpi-dev)
+# The verbs lane (scripts/rxe-vm.sh, test/verbs): qemu without KVM, Debian's kernel (its
+# modules hold rdma_rxe), a static busybox for the guest's initramfs, the rdma-core tools and
+# the rxe userspace provider, perftest (RDMA WRITE/READ and the raw-verbs reference of the
+# benchmarks), xz to unpack the kernel once (it boots 3 s faster uncompressed).
+LANE_PACKAGES=(qemu-system-x86 linux-image-amd64 busybox-static rdma-core ibverbs-providers
+               ibverbs-utils iproute2 kmod cpio perftest xz-utils)
 
 bench=no
+lane=yes
 dry_run=no
 for arg in "$@"; do
     case "$arg" in
         --bench)   bench=yes ;;
+        --no-lane) lane=no ;;
         --dry-run) dry_run=yes ;;
-        -h|--help) sed -n '2,8s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,10s/^# \{0,1\}//p' "$0"; exit 0 ;;
         *)         echo "install-deps: unknown option '$arg' (try --help)" >&2; exit 2 ;;
     esac
 done
 if [ "$bench" = yes ]; then
     PACKAGES+=("${BENCH_PACKAGES[@]}")
+fi
+# The lane boots an amd64 Debian kernel: elsewhere its tests skip and say why.
+if [ "$lane" = yes ]; then
+    arch=$(dpkg --print-architecture 2>/dev/null || uname -m)
+    if [ "$arch" = amd64 ] || [ "$arch" = x86_64 ]; then
+        # shellcheck source=/dev/null
+        os_id=$(. /etc/os-release 2>/dev/null && echo "${ID:-}")
+        if [ "$os_id" != debian ]; then
+            # linux-image-amd64 is Debian's; elsewhere a kernel image with rdma_rxe in /boot
+            # is the user's choice (Ubuntu: linux-modules-extra), or the lane's tests skip.
+            LANE_PACKAGES=("${LANE_PACKAGES[@]/linux-image-amd64}")
+            echo "install-deps: not Debian (${os_id:-unknown}): the verbs lane needs a kernel" \
+                 "image in /boot whose modules have rdma_rxe; install one yourself"
+        fi
+        for pkg in "${LANE_PACKAGES[@]}"; do
+            [ -n "$pkg" ] && PACKAGES+=("$pkg")
+        done
+    else
+        echo "install-deps: the verbs lane needs an amd64 machine ($arch): its tests will skip"
+    fi
 fi
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$TMX_ROOT"
 
 if [ "${SKIP_DEPS:-0}" != 1 ]; then
-    bash scripts/install-deps.sh
+    bash scripts/install-deps.sh --no-lane # the ping-pong needs no qemu guest
 fi
 tmx_bootstrap
 # shellcheck disable=SC2086 # CONFIGURE_FLAGS is a list of words

@@ -55,12 +55,17 @@ static int tmx_info_worker(tmx_context_h context)
     tmx_worker_params_t params = {.field_mask = 0};
     tmx_worker_attr_t   attr   = {.field_mask = TMX_WORKER_ATTR_THREAD_MODE |
                                                 TMX_WORKER_ATTR_PEERS | TMX_WORKER_ATTR_LIMITS |
-                                                TMX_WORKER_ATTR_WAIT | TMX_WORKER_ATTR_TM};
+                                                TMX_WORKER_ATTR_WAIT | TMX_WORKER_ATTR_TM |
+                                                TMX_WORKER_ATTR_XRC};
+    static const char *const qp_states[] = {"reset", "init", "rtr", "rts", "err"};
+    tmx_xrc_rcv_qp_attr_t    rcv[16];
     static const char *const wait_modes[] = {"auto", "spin", "yield", "sleep"};
     tmx_worker_h        worker;
     tmx_status_t        status;
     int                 ret    = 1;
 
+    attr.xrc.rcv_qps     = rcv;
+    attr.xrc.max_rcv_qps = sizeof(rcv) / sizeof(rcv[0]);
     status = tmx_worker_create(context, &params, &worker);
     if (status != TMX_OK) {
         fprintf(stderr, "tmx_info: worker create failed: %s\n", tmx_status_string(status));
@@ -101,6 +106,28 @@ static int tmx_info_worker(tmx_context_h context)
                (unsigned long long)attr.tm.forced, (unsigned long long)attr.tm.rndv);
     } else {
         printf("#   tag matching     software\n");
+    }
+    if (attr.xrc.enabled) {
+        printf("#   xrc              on %.*s: %u domain%s of node %016llx, SRQ numbers",
+               (int)sizeof(attr.xrc.device), attr.xrc.device, attr.xrc.domains,
+               attr.xrc.domains == 1 ? "" : "s", (unsigned long long)attr.xrc.node_id);
+        for (unsigned d = 0; d < attr.xrc.domains && d < 4; d++) {
+            printf(" %u", attr.xrc.srq_num[d]);
+        }
+        printf("\n");
+    } else {
+        printf("#   xrc              off (one RC queue pair per peer)\n");
+    }
+    printf("#   connections      %u (rc %u, xrc initiators %u); receive contexts %u (rc %u, "
+           "xrc targets %u, srqs %u); xrc targets opened %u\n",
+           attr.xrc.connections, attr.xrc.rc_qps, attr.xrc.ini_qps, attr.xrc.rcv_contexts,
+           attr.xrc.rc_qps, attr.xrc.tgt_qps, attr.xrc.srqs, attr.xrc.tgt_opened);
+    for (unsigned i = 0; i < attr.xrc.num_rcv_qps && i < attr.xrc.max_rcv_qps; i++) {
+        const tmx_xrc_rcv_qp_attr_t *r = &rcv[i];
+
+        printf("#   xrc receive qp   %u: %s, domain %u, srq %u, peer %016llx, %s\n", r->qp_num,
+               (unsigned)r->state <= TMX_XRC_QP_ERR ? qp_states[r->state] : "?", r->domain,
+               r->srq_num, (unsigned long long)r->peer_id, r->created ? "created" : "opened");
     }
     for (int c = 0; c < TMX_PEER_CLASS_LAST; c++) {
         const tmx_peer_class_attr_t *p = &attr.peer[c];

@@ -189,6 +189,7 @@ enum tmx_worker_attr_field {
     TMX_WORKER_ATTR_ID          = 1u << 3,
     TMX_WORKER_ATTR_WAIT        = 1u << 4, /**< wait_mode .. can_sleep (API 1.2) */
     TMX_WORKER_ATTR_TM          = 1u << 5, /**< tm (API 1.3) */
+    TMX_WORKER_ATTR_XRC         = 1u << 6, /**< xrc: XRC domains and connection counts */
 };
 
 /** Tag-matching offload of a worker (TMX_WORKER_ATTR_TM, API 1.3): the device whose tag list
@@ -210,6 +211,52 @@ typedef struct tmx_tm_attr {
     uint64_t rndv;         /**< rendezvous messages whose data the device read */
 } tmx_tm_attr_t;
 
+/** State of a queue pair, as verbs names them (TMX_WORKER_ATTR_XRC). */
+typedef enum {
+    TMX_XRC_QP_RESET = 0,
+    TMX_XRC_QP_INIT  = 1,
+    TMX_XRC_QP_RTR   = 2,
+    TMX_XRC_QP_RTS   = 3,
+    TMX_XRC_QP_ERR   = 4,
+} tmx_xrc_qp_state_t;
+
+/** One XRC receive QP of a worker (a target QP it holds): what ibv_query_xrc_rcv_qp reported.
+ *  Messages of the peer whose initiator it serves arrive through it into our SRQ of its
+ *  domain. */
+typedef struct tmx_xrc_rcv_qp_attr {
+    uint32_t              qp_num;  /**< the target QP's number (unique on the node) */
+    tmx_xrc_qp_state_t    state;   /**< RTR while it serves; ERR once its peer died */
+    unsigned              domain;  /**< the XRC domain it belongs to (0 .. domains - 1) */
+    uint32_t              srq_num; /**< our XRC SRQ in that domain */
+    uint64_t              peer_id; /**< the worker whose initiator it serves */
+    int                   created; /**< 1: this worker created it; 0: opened it by number */
+} tmx_xrc_rcv_qp_attr_t;
+
+/** XRC domains of a worker, and the connection state its devices hold
+ *  (TMX_WORKER_ATTR_XRC). The counts are valid whether or not XRC is on, so that RC and XRC
+ *  can be compared: connections grow with peer processes under RC (one RC queue pair per
+ *  endpoint), with peer nodes under XRC (an initiator per node and domain). */
+typedef struct tmx_xrc_attr {
+    int      enabled;       /**< endpoints connect through XRC domains (TMX_XRC) */
+    char     device[32];    /**< the device ("" when not enabled) */
+    unsigned domains;       /**< TMX_XRC_DOMAINS in effect */
+    uint32_t srq_num[4];    /**< our XRC SRQ in each domain */
+    uint64_t node_id;       /**< our node (a hash of TMX_NODE_ID, or of the host) */
+    unsigned rc_qps;        /**< RC queue pairs */
+    unsigned ini_qps;       /**< XRC initiators: one per peer node and domain */
+    unsigned tgt_qps;       /**< XRC target QPs this worker created (one per peer initiator) */
+    unsigned tgt_opened;    /**< handles to target QPs other processes of the node created */
+    unsigned srqs;          /**< shared receive queues, XRC ones included */
+    unsigned connections;   /**< queue pairs that carry our sends: rc_qps + ini_qps */
+    unsigned rcv_contexts;  /**< receive state kept per peer: rc_qps + tgt_qps + srqs */
+    uint64_t rndv_striped;  /**< rendezvous messages read in stripes over several domains */
+    /** in: an array for the receive QPs (NULL: none wanted) and its length; out: how many the
+     *  worker has (the first max_rcv_qps of them are filled) */
+    tmx_xrc_rcv_qp_attr_t *rcv_qps;
+    unsigned               max_rcv_qps;
+    unsigned               num_rcv_qps;
+} tmx_xrc_attr_t;
+
 typedef struct tmx_worker_attr {
     uint64_t              field_mask; /**< which fields the caller asks for */
     tmx_thread_mode_t     thread_mode;
@@ -224,6 +271,7 @@ typedef struct tmx_worker_attr {
     int                   cpus;          /**< CPUs of the process's affinity mask */
     int                   can_sleep;     /**< every device can wake a sleeping worker */
     tmx_tm_attr_t         tm;            /**< tag-matching offload (API 1.3) */
+    tmx_xrc_attr_t        xrc;           /**< XRC domains and connection counts */
 } tmx_worker_attr_t;
 
 TMX_API tmx_status_t tmx_worker_query(tmx_worker_h worker, tmx_worker_attr_t *attr);

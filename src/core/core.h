@@ -30,6 +30,9 @@
 /* Largest message: process_vm_readv and friends take ssize_t; 1 TiB is beyond any buffer. */
 #define TMX_MAX_MSG     ((size_t)1 << 40)
 
+/* XRC domains an interface may use (TMX_XRC_DOMAINS). */
+#define TMX_XRC_MAX_DOMAINS 4
+
 /* Worker address blob: header, then per interface a record. */
 #define TMX_ADDR_MAGIC   0x31584d54u /* "TMX1" */
 #define TMX_ADDR_VERSION 1
@@ -76,6 +79,20 @@ typedef struct tmx_iface {
     struct tmx_ep     *last_ep;
     uint8_t            dev_addr[TMX_DEV_ADDR_MAX];
     size_t             dev_addr_len;
+    /* XRC (src/core/xrc.c): on where the device offers it, TMX_XRC allows it and TM is off.
+     * The receive buffers are rx_basic for srq, then rx_per_dom for each xsrq[d]. */
+    int                xrc_on;
+    unsigned           xrc_ndom;
+    unsigned           rx_basic;
+    unsigned           rx_per_dom;
+    uint64_t           node_key;  /* our node (TMX_NODE_ID, or the host) */
+    tmx_xrcd_t        *xrcd[TMX_XRC_MAX_DOMAINS];
+    tmx_srq_t         *xsrq[TMX_XRC_MAX_DOMAINS];
+    uint32_t           xsrqn[TMX_XRC_MAX_DOMAINS];
+    tmx_hash_t         xini_by_key; /* tmx_xini_key(node, domain) -> struct tmx_xini */
+    tmx_list_t         xinis;
+    tmx_hash_t         xtgt_by_qpn; /* target QP number -> struct tmx_xtgt */
+    tmx_list_t         xtgts;
     uint32_t           ud_qpn;
     size_t             max_inline;
     size_t             max_msg;
@@ -131,6 +148,7 @@ typedef struct tmx_worker {
     uint64_t          reg_waits;      /* registration attempts refused, since the last log */
     double            reg_wait_logged; /* when the last line said so (0: never) */
     uint64_t          stat_ooo_eps;   /* endpoints connected with OOO placement on */
+    uint64_t          stat_xrc_striped; /* rendezvous reads striped over XRC domains */
 } tmx_worker_t;
 
 /* A remote worker found failed: reported once to the error handler. */
@@ -183,6 +201,14 @@ typedef struct tmx_ep {
                                     * fence planner (src/proto/fence.c) fences per its table */
     int            poll_data;      /* the receiver polls memory for data (eager-RDMA ring):
                                     * never with ooo (tmx_ep_data_path_check) */
+    /* XRC (src/core/xrc.c): qp is the initiator of domain xdom, shared with the other
+     * endpoints to the peer's node; the peer's messages land in our XRC SRQs */
+    int            xrc;
+    int            xrep;           /* active side: the peer's reply (its SRQs, node) came */
+    unsigned       xdom;           /* the domain of this pair's messages */
+    uint64_t       xnode;          /* the peer's node */
+    uint32_t       xsrqn[TMX_XRC_MAX_DOMAINS]; /* the peer's SRQ numbers */
+    struct tmx_xini *xini[TMX_XRC_MAX_DOMAINS]; /* our initiators to its node */
 } tmx_ep_t;
 
 /* DESIGN.md: a QP with OOO placement never gets the polling-on-data path. TMX_ERR_INVALID_PARAM
@@ -310,6 +336,62 @@ tmx_ep_t *tmx_ep_by_qpn(tmx_worker_t *w, tmx_iface_t *iface, uint32_t qpn);
 void tmx_ep_close_all(tmx_worker_t *w);
 void tmx_ep_wireup_progress(tmx_ep_t *ep);
 void tmx_ep_peer_disconnected(tmx_ep_t *ep);
+
+/* ---- xrc.c: XRC domains (doc/DESIGN.md "XRC") */
+/* The wire-up messages of XRC (ep.c's REQ, REP and NAK are 1, 2, 3). */
+#define TMX_WIREUP_XCONN_REQ 4 /* please make a target QP for my initiator (its blob) */
+#define TMX_WIREUP_XCONN_REP 5 /* here it is (its blob) */
+#define TMX_WIREUP_XTGT      6 /* my initiators to your node use these target QPs */
+/* Largest XRC part of a wire-up message (xrc.c's header and a QP blob). */
+#define TMX_WIREUP_XRC_MAX   (64 + TMX_QP_ADDR_MAX)
+
+/* An initiator QP of ours to one node and domain, shared by every endpoint to that node. */
+typedef struct tmx_xini {
+    tmx_list_t list;          /* iface->xinis */
+    uint64_t   node;
+    unsigned   dom;
+    int        state;         /* TMX_XINI_* */
+    tmx_qp_t  *qp;
+    uint32_t   tgt_qpn;       /* the target QP it is connected to */
+    uint64_t   via_ep;        /* the endpoint whose peer is asked for the target QP */
+    double     sent;          /* when that request was last sent */
+} tmx_xini_t;
+
+enum { TMX_XINI_IDLE = 0, TMX_XINI_CONNECTING = 1, TMX_XINI_CONNECTED = 2, TMX_XINI_FAILED = 3 };
+
+/* A target QP this worker holds: created for a peer's initiator, or opened by number (the peer
+ * said its initiator to our node uses it): our receive side for that peer, watched for its
+ * death. */
+typedef struct tmx_xtgt {
+    tmx_list_t list;          /* iface->xtgts */
+    tmx_qp_t  *qp;
+    uint32_t   qpn;
+    uint64_t   uuid;          /* the worker whose initiator it serves */
+    unsigned   dom;
+    int        created;
+    uint32_t   ini_qpn;       /* created: the initiator's number (a resent request) */
+} tmx_xtgt_t;
+
+tmx_status_t tmx_xrc_iface_init(tmx_iface_t *iface);
+void tmx_xrc_iface_cleanup(tmx_iface_t *iface);
+tmx_srq_t *tmx_xrc_rx_srq(tmx_iface_t *iface, unsigned idx);
+tmx_ep_t *tmx_xrc_rx_ep(tmx_iface_t *iface, const tmx_wc_t *wc);
+int tmx_xrc_completion_failed(tmx_iface_t *iface, const tmx_wc_t *wc);
+void tmx_xrc_ep_init(tmx_ep_t *ep);
+void tmx_xrc_ep_release(tmx_ep_t *ep);
+void tmx_xrc_wireup_progress(tmx_ep_t *ep);
+/* The wire-up's XRC part: what a REQ, REP or XRC message carries after the device address
+ * (wireup_len bytes); the handlers of those messages. */
+size_t tmx_xrc_wireup_pack(tmx_ep_t *ep, void *buf, size_t len);
+tmx_status_t tmx_xrc_on_req(tmx_ep_t *ep, const void *x, size_t len);
+tmx_status_t tmx_xrc_on_rep(tmx_ep_t *ep, const void *x, size_t len);
+void tmx_xrc_on_msg(tmx_iface_t *iface, uint8_t type, uint64_t src_uuid, uint64_t dst_ep_id,
+                    uint32_t src_ud_qpn, const uint8_t *dev_addr, size_t dev_addr_len,
+                    const void *x, size_t len);
+/* TMX_WORKER_ATTR_XRC (the caller holds the lock). */
+void tmx_xrc_query(tmx_worker_t *w, tmx_xrc_attr_t *attr);
+/* Posts wr (sg_list, opcode set) to the peer of ep through domain dom. */
+tmx_status_t tmx_xrc_post(tmx_ep_t *ep, unsigned dom, tmx_send_wr_t *wr);
 
 /* ---- request.c */
 tmx_request_t *tmx_request_alloc(tmx_worker_t *w, tmx_req_type_t type,

@@ -29,6 +29,8 @@
 
 /* flags of a wire-up message */
 #define TMX_WIREUP_F_TM    1u /* the sender's device matches tags: a second QP blob follows */
+#define TMX_WIREUP_F_XRC   2u /* the sender connects through XRC: its node and SRQ numbers
+                               * (xrc.c) stand where the QP blob would */
 #define TMX_WIREUP_RESEND  0.5 /* seconds */
 
 typedef struct tmx_wireup_msg {
@@ -116,10 +118,17 @@ static tmx_status_t tmx_ep_qp_new(tmx_ep_t *ep, uint32_t max_send_wr, tmx_qp_t *
 }
 
 /* Our QP; with tag-matching offload also the TM QP the peer's sends arrive on, whose send
- * queue is the device's (created with none of ours, as mlx5 requires). */
+ * queue is the device's (created with none of ours, as mlx5 requires). With XRC none: the
+ * interface's initiators carry our messages (xrc.c). */
 static tmx_status_t tmx_ep_qp_create(tmx_ep_t *ep)
 {
-    tmx_status_t status = tmx_ep_qp_new(ep, 256, &ep->qp);
+    tmx_status_t status;
+
+    if (ep->iface->xrc_on) {
+        tmx_xrc_ep_init(ep);
+        return TMX_OK;
+    }
+    status = tmx_ep_qp_new(ep, 256, &ep->qp);
 
     if (status != TMX_OK || !ep->iface->tm_on) {
         return status;
@@ -262,7 +271,15 @@ static tmx_status_t tmx_ep_send_wireup(tmx_ep_t *ep, uint8_t type, uint64_t dst_
     tmx_status_t      status;
 
     memset(&msg, 0, sizeof(msg));
-    status = iface->ops->qp_get_addr(ep->qp, buf + sizeof(msg) + iface->dev_addr_len, &qp_len);
+    if (ep->xrc) {
+        qp_len = tmx_xrc_wireup_pack(ep, buf + sizeof(msg) + iface->dev_addr_len,
+                                     TMX_QP_ADDR_MAX);
+        msg.flags |= TMX_WIREUP_F_XRC;
+        status = qp_len > 0 ? TMX_OK : TMX_ERR_INTERNAL;
+    } else {
+        status = iface->ops->qp_get_addr(ep->qp, buf + sizeof(msg) + iface->dev_addr_len,
+                                         &qp_len);
+    }
     if (status != TMX_OK) {
         return status;
     }
@@ -297,6 +314,40 @@ static tmx_status_t tmx_ep_send_wireup(tmx_ep_t *ep, uint8_t type, uint64_t dst_
     return status;
 }
 
+/* xrc.c: a passive XRC endpoint replies once connected. */
+void tmx_ep_wireup_reply(tmx_ep_t *ep)
+{
+    tmx_ep_send_wireup(ep, TMX_WIREUP_REP, ep->remote_id);
+}
+
+/* An XRC message (xrc.c): the wire-up header, then payload, to a peer's UD QP. */
+tmx_status_t tmx_ep_wireup_send_xrc(tmx_iface_t *iface, tmx_ah_t *ah, uint32_t ud_qpn,
+                                    uint8_t type, uint64_t src_ep_id, uint64_t dst_ep_id,
+                                    const void *payload, size_t len)
+{
+    uint8_t          buf[sizeof(tmx_wireup_msg_t) + TMX_DEV_ADDR_MAX + TMX_WIREUP_XRC_MAX];
+    tmx_wireup_msg_t msg;
+
+    if (len == 0 || len > TMX_WIREUP_XRC_MAX) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    memset(&msg, 0, sizeof(msg));
+    msg.magic        = TMX_WIREUP_MAGIC;
+    msg.type         = type;
+    msg.flags        = TMX_WIREUP_F_XRC;
+    msg.src_uuid     = iface->worker->uuid;
+    msg.src_ep_id    = src_ep_id;
+    msg.dst_ep_id    = dst_ep_id;
+    msg.src_ud_qpn   = iface->ud_qpn;
+    msg.eager_max    = (uint32_t)iface->worker->eager_max;
+    msg.dev_addr_len = (uint16_t)iface->dev_addr_len;
+    msg.qp_addr_len  = (uint16_t)len;
+    memcpy(buf, &msg, sizeof(msg));
+    memcpy(buf + sizeof(msg), iface->dev_addr, iface->dev_addr_len);
+    memcpy(buf + sizeof(msg) + iface->dev_addr_len, payload, len);
+    return tmx_ep_ud_post(iface, ah, ud_qpn, buf, sizeof(msg) + iface->dev_addr_len + len);
+}
+
 static void tmx_ep_register(tmx_ep_t *ep)
 {
     tmx_list_add_tail(&ep->worker->eps, &ep->list);
@@ -307,6 +358,9 @@ void tmx_ep_destroy(tmx_ep_t *ep)
 {
     tmx_worker_t *w = ep->worker;
 
+    if (ep->xrc) {
+        tmx_xrc_ep_release(ep); /* its queue pairs are the interface's */
+    }
     if (ep->qp != NULL) {
         tmx_hash_del(&w->ep_by_qpn, tmx_ep_qpn_key(w, ep->iface, ep->qp->qp_num));
         if (ep->iface->last_ep == ep) {
@@ -462,15 +516,26 @@ void tmx_ep_wireup_progress(tmx_ep_t *ep)
         tmx_ep_lost(ep, TMX_ERR_UNREACHABLE);
         return;
     }
-    if (now - ep->wireup_time > TMX_WIREUP_RESEND) {
+    if (!ep->passive && !ep->xrep && now - ep->wireup_time > TMX_WIREUP_RESEND) {
         tmx_ep_send_wireup(ep, TMX_WIREUP_REQ, 0);
+    }
+    if (ep->xrc) {
+        tmx_xrc_wireup_progress(ep); /* its initiators to the peer's node */
     }
 }
 
 /* Every process of a job must match tags the same way: a device with a TM SRQ parses a
- * header that the other kind of peer does not send. */
+ * header that the other kind of peer does not send; and connect the same way, XRC or RC. */
 static const char *const tmx_ep_tm_mismatch =
-    "set TMX_TM_OFFLOAD (and TMX_SOFT_TM) alike in every process of the job";
+    "set TMX_TM_OFFLOAD, TMX_XRC (and TMX_SOFT_TM, TMX_SOFT_XRC) alike in every process of "
+    "the job";
+
+/* Whether a peer's wire-up flags say it matches and connects as this interface does. */
+static int tmx_ep_flags_agree(const tmx_iface_t *iface, uint8_t flags)
+{
+    return !(flags & TMX_WIREUP_F_TM) == !iface->tm_on &&
+           !(flags & TMX_WIREUP_F_XRC) == !iface->xrc_on;
+}
 
 /* Tells a requester that its connection cannot be made (we and it disagree on TM). */
 static void tmx_ep_wireup_nak(tmx_iface_t *iface, const tmx_wireup_msg_t *req,
@@ -479,10 +544,12 @@ static void tmx_ep_wireup_nak(tmx_iface_t *iface, const tmx_wireup_msg_t *req,
     tmx_wireup_msg_t msg;
     tmx_ah_t        *ah;
 
-    tmx_warn("connection from %016llx refused: it %s tag-matching offload and this process "
-             "%s; %s", (unsigned long long)req->src_uuid,
-             (req->flags & TMX_WIREUP_F_TM) ? "uses" : "does not use",
-             iface->tm_on ? "does" : "does not", tmx_ep_tm_mismatch);
+    tmx_warn("connection from %016llx refused: it uses %s%s and this process %s%s; %s",
+             (unsigned long long)req->src_uuid,
+             (req->flags & TMX_WIREUP_F_TM) ? "tag-matching offload" : "no offload",
+             (req->flags & TMX_WIREUP_F_XRC) ? " and XRC" : " and RC",
+             iface->tm_on ? "offload" : "no offload", iface->xrc_on ? " and XRC" : " and RC",
+             tmx_ep_tm_mismatch);
     if (iface->ops->ah_create(iface->pd, dev_addr, req->dev_addr_len, &ah) != TMX_OK) {
         return;
     }
@@ -513,11 +580,13 @@ static void tmx_ep_wireup_req(tmx_iface_t *iface, const tmx_wireup_msg_t *msg,
     tmx_status_t  status;
 
     if (ep != NULL) {
-        /* a resent request: our reply was lost or slow */
-        tmx_ep_send_wireup(ep, TMX_WIREUP_REP, msg->src_ep_id);
+        /* a resent request: our reply was lost or slow (XRC: not made yet, see xrc.c) */
+        if (ep->state == TMX_EP_CONNECTED) {
+            tmx_ep_send_wireup(ep, TMX_WIREUP_REP, msg->src_ep_id);
+        }
         return;
     }
-    if (!(msg->flags & TMX_WIREUP_F_TM) != !iface->tm_on) {
+    if (!tmx_ep_flags_agree(iface, msg->flags)) {
         tmx_ep_wireup_nak(iface, msg, dev_addr);
         return;
     }
@@ -549,15 +618,25 @@ static void tmx_ep_wireup_req(tmx_iface_t *iface, const tmx_wireup_msg_t *msg,
     ep->magic = TMX_MAGIC_EP;
     tmx_ep_register(ep);
     tmx_hash_put(&w->passive_by_key, key, ep);
-    status = tmx_ep_qp_connect(ep, msg, qp_addr);
+    if (ep->xrc) {
+        /* connected once our initiators to its node are (xrc.c) */
+        status = tmx_xrc_on_req(ep, qp_addr, msg->qp_addr_len);
+    } else {
+        status = tmx_ep_qp_connect(ep, msg, qp_addr);
+        ep->state = TMX_EP_CONNECTED;
+    }
     if (status != TMX_OK) {
         tmx_warn("wire-up request from %016llx: connect failed: %s",
                  (unsigned long long)msg->src_uuid, tmx_status_string(status));
+        if (status == TMX_ERR_UNREACHABLE) {
+            tmx_ep_wireup_nak(iface, msg, dev_addr);
+        }
         tmx_ep_destroy(ep);
         return;
     }
-    ep->state = TMX_EP_CONNECTED;
-    tmx_ep_send_wireup(ep, TMX_WIREUP_REP, msg->src_ep_id);
+    if (!ep->xrc) {
+        tmx_ep_send_wireup(ep, TMX_WIREUP_REP, msg->src_ep_id); /* XRC: once connected */
+    }
 }
 
 static void tmx_ep_wireup_rep(tmx_iface_t *iface, const tmx_wireup_msg_t *msg,
@@ -570,10 +649,26 @@ static void tmx_ep_wireup_rep(tmx_iface_t *iface, const tmx_wireup_msg_t *msg,
         ep->state != TMX_EP_CONNECTING) {
         return; /* a duplicate reply, or not for us */
     }
-    if (!(msg->flags & TMX_WIREUP_F_TM) != !iface->tm_on) {
+    if (!tmx_ep_flags_agree(iface, msg->flags)) {
         tmx_warn("connect to peer %016llx failed: %s", (unsigned long long)ep->remote_uuid,
                  tmx_ep_tm_mismatch);
         tmx_ep_fail(ep, TMX_ERR_UNREACHABLE);
+        return;
+    }
+    if (ep->xrc) {
+        if (ep->xrep) {
+            return; /* a duplicate reply */
+        }
+        ep->remote_id = msg->src_ep_id;
+        if (msg->eager_max < ep->eager_max) {
+            ep->eager_max = msg->eager_max;
+        }
+        status = tmx_xrc_on_rep(ep, qp_addr, msg->qp_addr_len); /* connected when it can */
+        if (status != TMX_OK) {
+            tmx_warn("connect to peer %016llx failed: %s", (unsigned long long)ep->remote_uuid,
+                     tmx_status_string(status));
+            tmx_ep_fail(ep, TMX_ERR_UNREACHABLE);
+        }
         return;
     }
     status = tmx_ep_qp_connect(ep, msg, qp_addr);
@@ -602,7 +697,8 @@ tmx_status_t tmx_ep_wireup_rx(tmx_iface_t *iface, const void *buf, size_t len)
     memcpy(&msg, buf, sizeof(msg));
     if (msg.magic != TMX_WIREUP_MAGIC || msg.dev_addr_len == 0 ||
         msg.dev_addr_len > TMX_DEV_ADDR_MAX || msg.qp_addr_len == 0 ||
-        msg.qp_addr_len > TMX_QP_ADDR_MAX ||
+        msg.qp_addr_len >
+            ((msg.flags & TMX_WIREUP_F_XRC) ? TMX_WIREUP_XRC_MAX : TMX_QP_ADDR_MAX) ||
         len < sizeof(msg) + msg.dev_addr_len + msg.qp_addr_len) {
         tmx_warn("malformed wire-up message (%zu bytes) dropped", len);
         return TMX_ERR_INVALID_PARAM;
@@ -615,12 +711,18 @@ tmx_status_t tmx_ep_wireup_rx(tmx_iface_t *iface, const void *buf, size_t len)
     }
     dev_addr = (const uint8_t *)buf + sizeof(msg);
     qp_addr  = dev_addr + msg.dev_addr_len;
+    if (msg.type == TMX_WIREUP_XCONN_REQ || msg.type == TMX_WIREUP_XCONN_REP ||
+        msg.type == TMX_WIREUP_XTGT) {
+        tmx_xrc_on_msg(iface, msg.type, msg.src_uuid, msg.dst_ep_id, msg.src_ud_qpn, dev_addr,
+                       msg.dev_addr_len, qp_addr, msg.qp_addr_len);
+        return TMX_OK;
+    }
     if (msg.type == TMX_WIREUP_NAK) {
         tmx_ep_t *ep = tmx_hash_get(&iface->worker->ep_by_id, msg.dst_ep_id);
         if (ep != NULL && !ep->passive && ep->iface == iface &&
             ep->remote_uuid == msg.src_uuid && ep->state == TMX_EP_CONNECTING) {
             tmx_warn("connection to peer %016llx refused: one of us uses tag-matching offload "
-                     "and the other does not; %s", (unsigned long long)ep->remote_uuid,
+                     "or XRC and the other does not; %s", (unsigned long long)ep->remote_uuid,
                      tmx_ep_tm_mismatch);
             tmx_ep_fail(ep, TMX_ERR_UNREACHABLE);
         }

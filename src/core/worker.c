@@ -87,7 +87,10 @@ static tmx_status_t tmx_iface_post_rx(tmx_iface_t *iface, unsigned idx)
     tmx_recv_wr_t wr  = {.wr_id = TMX_WRID(TMX_WRID_RX, idx), .sg_list = &sge, .num_sge = 1};
     tmx_recv_wr_t *bad;
 
-    return iface->ops->srq_post_recv(iface->srq, &wr, &bad);
+    /* the basic SRQ's buffers first, then each XRC SRQ's (xrc.c) */
+    return iface->ops->srq_post_recv(idx < iface->rx_basic ? iface->srq
+                                                          : tmx_xrc_rx_srq(iface, idx),
+                                     &wr, &bad);
 }
 
 /* Posts again the receive buffers that completions consumed. Done when a poll finds nothing
@@ -143,6 +146,7 @@ static void tmx_iface_cleanup(tmx_iface_t *iface)
     if (iface->tm_on) {
         tmx_tm_cleanup(&iface->tm);
     }
+    tmx_xrc_iface_cleanup(iface);
     if (iface->srq != NULL) {
         ops->srq_destroy(iface->srq);
     }
@@ -249,10 +253,19 @@ static tmx_status_t tmx_iface_init(tmx_worker_t *w, tmx_iface_t *iface, tmx_dev_
                  dev->name);
     }
     if (!iface->tm_on) {
+        if (dev->attr.caps & TMX_DEV_CAP_RECV_INPLACE) {
+            srq_attr.flags = TMX_SRQ_F_INPLACE; /* tmx_proto_rx reads wc.data where given */
+        }
         status = ops->srq_create(iface->pd, &srq_attr, &iface->srq);
         if (status != TMX_OK) {
             goto err;
         }
+    }
+    /* XRC domains and their SRQs, where the device and TMX_XRC allow; it shares the receive
+     * buffers out (rx_basic, rx_per_dom) */
+    status = tmx_xrc_iface_init(iface);
+    if (status != TMX_OK) {
+        goto err;
     }
     /* a message with TM starts with the device's header (tmx_tmh_t) */
     iface->rx_size = (sizeof(tmx_tmh_t) + sizeof(tmx_proto_rts_hdr_t) + w->eager_max + 63) &
@@ -881,6 +894,9 @@ static void tmx_iface_dispatch(tmx_iface_t *iface, const tmx_wc_t *wc)
 
     if (wc->wr_id == TMX_WR_ID_ASYNC_ERROR) {
         ep = tmx_ep_by_qpn(w, iface, wc->qp_num);
+        if (ep == NULL && tmx_xrc_completion_failed(iface, wc)) {
+            return; /* an XRC initiator's or target's (xrc.c) */
+        }
         if (ep != NULL) {
             /* A peer that said goodbye (DISC) and then exited, or one that exits while we
              * close an endpoint with nothing in flight, is the end of an orderly job. */
@@ -1099,8 +1115,18 @@ TMX_API tmx_status_t tmx_worker_query(tmx_worker_h w, tmx_worker_attr_t *attr)
     }
     if (attr->field_mask & ~(uint64_t)(TMX_WORKER_ATTR_THREAD_MODE | TMX_WORKER_ATTR_PEERS |
                                        TMX_WORKER_ATTR_LIMITS | TMX_WORKER_ATTR_ID |
-                                       TMX_WORKER_ATTR_WAIT | TMX_WORKER_ATTR_TM)) {
+                                       TMX_WORKER_ATTR_WAIT | TMX_WORKER_ATTR_TM |
+                                       TMX_WORKER_ATTR_XRC)) {
         return TMX_ERR_INVALID_PARAM;
+    }
+    if ((attr->field_mask & TMX_WORKER_ATTR_XRC) && attr->xrc.max_rcv_qps > 0 &&
+        attr->xrc.rcv_qps == NULL) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (attr->field_mask & TMX_WORKER_ATTR_XRC) {
+        tmx_worker_lock(w);
+        tmx_xrc_query(w, &attr->xrc);
+        tmx_worker_unlock(w);
     }
     if (attr->field_mask & TMX_WORKER_ATTR_TM) {
         memset(&attr->tm, 0, sizeof(attr->tm));

@@ -85,7 +85,11 @@ static tmx_status_t tmx_proto_post_wire(tmx_ep_t *ep, const void *h1, size_t l1,
     /* EAGER, RTS and the control messages all come through here: SENDs after SENDs */
     wr.send_flags |= tmx_fence_flags_for_step(ep->ooo, TMX_FENCE_STEP_EAGER,
                                               ep->worker->ctx->cfg.fence_drop);
-    status = iface->ops->post_send(ep->qp, &wr, &bad);
+    if (ep->xrc) {
+        status = tmx_xrc_post(ep, ep->xdom, &wr); /* the pair's domain: one stream, in order */
+    } else {
+        status = iface->ops->post_send(ep->qp, &wr, &bad);
+    }
     if (status != TMX_OK && (wr.send_flags & TMX_SEND_SIGNALED)) {
         iface->tx_free[iface->tx_free_top++] = idx;
     }
@@ -173,10 +177,11 @@ tmx_status_t tmx_proto_send_ctrl_then(tmx_ep_t *ep, uint8_t op, uint64_t sreq_id
     tmx_proto_ctrl_t *c;
     tmx_status_t      st = TMX_ERR_PEER_FAILED;
 
-    if (ep == NULL || ep->state == TMX_EP_FAILED || ep->qp == NULL) {
+    if (ep == NULL || ep->state == TMX_EP_FAILED || (ep->qp == NULL && !ep->xrc)) {
         goto out_complete;
     }
-    if (tmx_list_is_empty(&ep->ctrl_pending)) {
+    /* an XRC endpoint still connecting (its initiators): queued until it is */
+    if (tmx_list_is_empty(&ep->ctrl_pending) && ep->state == TMX_EP_CONNECTED) {
         st = tmx_proto_ctrl_post(ep, op, sreq_id, status);
         if (st != TMX_ERR_NO_RESOURCE) {
             goto out_complete;
@@ -651,7 +656,10 @@ void tmx_proto_credits_add(tmx_ep_t *ep, unsigned credits)
 
 void tmx_proto_rx(tmx_iface_t *iface, const tmx_wc_t *wc)
 {
-    tmx_ep_t *ep = tmx_ep_by_qpn(iface->worker, iface, wc->qp_num);
+    /* through an XRC SRQ, every peer's: the endpoint is named by the immediate data */
+    tmx_ep_t *ep = iface->xrc_on && TMX_WRID_VAL(wc->wr_id) >= iface->rx_basic
+                       ? tmx_xrc_rx_ep(iface, wc)
+                       : tmx_ep_by_qpn(iface->worker, iface, wc->qp_num);
 
     if (ep == NULL) {
         tmx_debug("message on unknown qp %u dropped", wc->qp_num);
@@ -662,7 +670,12 @@ void tmx_proto_rx(tmx_iface_t *iface, const tmx_wc_t *wc)
                  (unsigned long long)ep->remote_uuid);
         return;
     }
-    tmx_proto_rx_msg(iface, ep, iface->rx_bufs + TMX_WRID_VAL(wc->wr_id) * iface->rx_size,
+    /* in place (TMX_SRQ_F_INPLACE): where the device has it, valid during this dispatch;
+     * tmx_proto_rx_msg reads each byte once (headers copied out, data copied to its receive
+     * or to an unexpected message) */
+    tmx_proto_rx_msg(iface, ep,
+                     wc->data != NULL ? (const uint8_t *)wc->data
+                                      : iface->rx_bufs + TMX_WRID_VAL(wc->wr_id) * iface->rx_size,
                      wc->byte_len);
 }
 
@@ -761,6 +774,9 @@ void tmx_proto_tx_done(tmx_iface_t *iface, const tmx_wc_t *wc)
     }
     if (wc->status != TMX_WC_SUCCESS && wc->status != TMX_WC_WR_FLUSH_ERR) {
         tmx_ep_t *ep = tmx_ep_by_qpn(iface->worker, iface, wc->qp_num);
+        if (ep == NULL && tmx_xrc_completion_failed(iface, wc)) {
+            return; /* an XRC initiator's: the endpoints it concerns failed */
+        }
         if (ep != NULL) {
             tmx_warn("send to %016llx failed: %s", (unsigned long long)ep->remote_uuid,
                      tmx_wc_status_string(wc->status));

@@ -16,6 +16,9 @@
 #include "util/log.h"
 #include "util/time.h"
 
+/* XRC: rendezvous data is striped over the domains in stripes of at least this much. */
+#define TMX_XRC_STRIPE_MIN ((size_t)64 * 1024)
+
 /* Seconds between two lines about rendezvous sends waiting for a registration. */
 #define TMX_REG_WAIT_LOG_INTERVAL 10.0
 
@@ -158,7 +161,21 @@ void tmx_proto_rndv_recv(tmx_request_t *rreq, tmx_ep_t *ep, uint64_t sreq_id, ui
     w->next_sreq_id++;
     tmx_hash_put(&w->sreq_by_id, rreq->id, rreq);
     rreq->reads_left = 0;
-    for (size_t off = 0; off < n; off += chunk) {
+    /* XRC: the data in one stripe per domain, each read through that domain's initiator
+     * (stripes of whole pages, none under TMX_XRC_STRIPE_MIN); the FIN goes once all are
+     * done, so their order does not matter */
+    if (ep->xrc && iface->xrc_ndom > 1 && n >= 2 * TMX_XRC_STRIPE_MIN) {
+        size_t stripe = (n / iface->xrc_ndom + 4095) & ~(size_t)4095;
+
+        if (stripe < TMX_XRC_STRIPE_MIN) {
+            stripe = TMX_XRC_STRIPE_MIN;
+        }
+        if (stripe < chunk) {
+            chunk = stripe;
+        }
+        w->stat_xrc_striped += n > chunk;
+    }
+    for (size_t off = 0, i = 0; off < n; off += chunk, i++) {
         size_t        len = n - off < chunk ? n - off : chunk;
         tmx_sge_t     sge = {.addr   = (uintptr_t)rreq->buf + off,
                              .length = (uint32_t)len,
@@ -175,7 +192,11 @@ void tmx_proto_rndv_recv(tmx_request_t *rreq, tmx_ep_t *ep, uint64_t sreq_id, ui
                                                        w->ctx->cfg.fence_drop);
         wr.rdma.remote_addr = addr + off;
         wr.rdma.rkey        = rkey;
-        status = iface->ops->post_send(ep->qp, &wr, &bad);
+        if (ep->xrc) {
+            status = tmx_xrc_post(ep, (unsigned)((ep->xdom + i) % iface->xrc_ndom), &wr);
+        } else {
+            status = iface->ops->post_send(ep->qp, &wr, &bad);
+        }
         if (status != TMX_OK) {
             tmx_error("rendezvous read of %zu bytes from %016llx could not be posted: %s", len,
                       (unsigned long long)ep->remote_uuid, tmx_status_string(status));

@@ -37,9 +37,18 @@ int tmx_prov_unsupported_channel_get_events(tmx_comp_channel_t *ch)
     return TMX_ERR_UNSUPPORTED;
 }
 
-tmx_status_t tmx_prov_unsupported_xrcd_open(tmx_dev_t *dev, tmx_xrcd_t **xrcd_p)
+tmx_status_t tmx_prov_unsupported_dev_query_stats(tmx_dev_t *dev, tmx_dev_stats_t *stats)
 {
     (void)dev;
+    (void)stats;
+    return TMX_ERR_UNSUPPORTED;
+}
+
+tmx_status_t tmx_prov_unsupported_xrcd_open(tmx_dev_t *dev, const tmx_xrcd_init_attr_t *attr,
+                                            tmx_xrcd_t **xrcd_p)
+{
+    (void)dev;
+    (void)attr;
     (void)xrcd_p;
     return TMX_ERR_UNSUPPORTED;
 }
@@ -63,6 +72,15 @@ tmx_status_t tmx_prov_unsupported_srq_get_num(tmx_srq_t *srq, uint32_t *srqn_p)
 {
     (void)srq;
     (void)srqn_p;
+    return TMX_ERR_UNSUPPORTED;
+}
+
+tmx_status_t tmx_prov_unsupported_qp_open(tmx_pd_t *pd, const tmx_qp_open_attr_t *attr,
+                                          tmx_qp_t **qp_p)
+{
+    (void)pd;
+    (void)attr;
+    (void)qp_p;
     return TMX_ERR_UNSUPPORTED;
 }
 

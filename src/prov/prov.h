@@ -44,6 +44,12 @@ enum tmx_dev_cap {
      * caller may treat as done waits for its progress; a SEND of more than max_inline bytes
      * must be signaled, and its completion is what says it left. */
     TMX_DEV_CAP_MANUAL_PROGRESS = 1u << 10,
+    /* Receives in place (TMX_SRQ_F_INPLACE): a basic or XRC SRQ created with that flag may complete
+     * a receive with the message left where the device has it instead of in the posted buffer
+     * (tmx_wc_t.data). Hardware's counterpart is a striding (multi-packet) receive queue,
+     * where the adapter writes into the driver's buffers and the completion says where; on a
+     * device that copies with the CPU it saves one copy of every eager message. */
+    TMX_DEV_CAP_RECV_INPLACE = 1u << 16,
 };
 
 /* What ibv_query_qp_data_in_order answers (capability form); 0 = no guarantee. */
@@ -107,8 +113,21 @@ typedef struct tmx_cq {
     int        cqe;
 } tmx_cq_t;
 
+/*
+ * An XRC domain (ibv_open_xrcd): the receive side that the processes of one node share. A
+ * domain is named by the node and a key: every process of the node that opens the same key
+ * gets the same domain (verbs: the same file passed to ibv_open_xrcd), so a sender's
+ * initiator QP, connected to one target QP of the domain, reaches the XRC SRQ of any process
+ * of that node in that domain, addressed by its SRQ number (tmx_send_wr_t.remote_srqn). What
+ * a node is belongs to the device: the soft device takes TMX_NODE_ID (default: the host).
+ */
+typedef struct tmx_xrcd_init_attr {
+    uint64_t key; /* the domain's name within the node */
+} tmx_xrcd_init_attr_t;
+
 typedef struct tmx_xrcd {
     tmx_dev_t *dev;
+    uint64_t   key;
 } tmx_xrcd_t;
 
 /* A completion channel (ibv_comp_channel): fd polls readable (POLLIN) after a completion queue
@@ -125,8 +144,14 @@ typedef enum {
     TMX_SRQT_XRC   = 2,
 } tmx_srq_type_t;
 
+/* tmx_srq_init_attr_t.flags */
+enum tmx_srq_flags {
+    TMX_SRQ_F_INPLACE = 1u << 0, /* BASIC or XRC on a TMX_DEV_CAP_RECV_INPLACE device */
+};
+
 typedef struct tmx_srq_init_attr {
     tmx_srq_type_t type;
+    unsigned       flags;        /* TMX_SRQ_F_* */
     uint32_t       max_wr;
     uint32_t       max_sge;
     tmx_cq_t      *cq;           /* TM and XRC: completions of this SRQ */
@@ -156,6 +181,27 @@ typedef enum {
     TMX_QPS_ERR   = 4,
 } tmx_qp_state_t;
 
+/*
+ * XRC (ibv_open_xrcd, IBV_QPT_XRC_SEND / _RECV, IBV_SRQT_XRC, ibv_get_srq_num, ibv_open_qp):
+ * - An XRC SRQ (srq_create TMX_SRQT_XRC, .xrcd, .cq) is a process's receive side in a domain;
+ *   srq_get_num gives its number, unique on the node, which senders put in remote_srqn.
+ * - An XRC_TGT QP (.xrcd; .send_cq takes its async errors, no other completion) belongs to the
+ *   domain, not to its creator alone: another process of the node opens it by number
+ *   (qp_open), and it lives until its last holder destroys its handle (qp_destroy). It goes
+ *   INIT -> RTR with TMX_QP_ATTR_REMOTE = the initiator's blob (qp_get_addr of the XRC_INI);
+ *   its qp_num is unique on the node and is the qp_num of every receive completion of a
+ *   message that came through it (on the XRC SRQ's CQ). A handle reports the death of the
+ *   initiator's process as an async error (TMX_WR_ID_ASYNC_ERROR on .send_cq, qp_num = the
+ *   target's number), as a connected RC QP does.
+ * - An XRC_INI QP (.send_cq; no receive side) goes INIT -> RTR (TMX_QP_ATTR_REMOTE = the
+ *   target QP's blob) -> RTS; every work request names the SRQ it goes to in remote_srqn (RDMA
+ *   too: the memory of that SRQ's process). A number that names no XRC SRQ of the target's
+ *   domain completes with TMX_WC_REM_INV_REQ_ERR and moves the QP to error (the responder's
+ *   NAK), never reaches another SRQ. The soft device keeps the order of work requests, and of
+ *   their completions, per remote SRQ (hardware: for the whole QP); a dead process behind one
+ *   SRQ fails only the work requests for that SRQ (wc.src_qp = its number, on the async error
+ *   too), where hardware fails the whole QP (async error with src_qp 0: every SRQ).
+ */
 typedef struct tmx_qp_init_attr {
     tmx_qp_type_t type;
     tmx_cq_t     *send_cq;
@@ -177,6 +223,34 @@ typedef struct tmx_qp {
     tmx_cq_t      *recv_cq;
     tmx_srq_t     *srq;
 } tmx_qp_t;
+
+/* qp_open (ibv_open_qp): a handle to an XRC_TGT QP another process of the node created. */
+typedef struct tmx_qp_open_attr {
+    tmx_xrcd_t *xrcd;
+    uint32_t    qp_num;  /* the target QP's number (its creator's qp_num) */
+    tmx_cq_t   *send_cq; /* its async errors */
+} tmx_qp_open_attr_t;
+
+/*
+ * What a device holds (dev_query_stats), to measure how connection state scales: counted by
+ * the device, live objects only. Receive contexts are what the device keeps per receiving
+ * peer or process: RC QPs, XRC target QPs and SRQs.
+ */
+typedef struct tmx_dev_stats {
+    uint32_t qps_rc;       /* RC QPs (TM QPs included) */
+    uint32_t qps_ud;
+    uint32_t qps_xrc_ini;  /* XRC initiator QPs */
+    uint32_t qps_xrc_tgt;  /* XRC target QPs this process created and still holds */
+    uint32_t xrc_tgt_open; /* handles to target QPs other processes created (qp_open) */
+    uint32_t srqs;         /* SRQs of every type */
+    uint32_t srqs_xrc;
+    uint32_t xrcds;
+    uint32_t cqs;
+    /* the soft device's own bookkeeping behind XRC: per (initiator, remote SRQ) send paths it
+     * opened, and the receive streams other processes' initiators hold into this one */
+    uint32_t xrc_routes;
+    uint32_t xrc_streams;
+} tmx_dev_stats_t;
 
 /* A remote address for UD sends, made from a device address blob (+ qp number). */
 typedef struct tmx_ah {
@@ -427,13 +501,18 @@ typedef struct tmx_wc {
     tmx_wc_opcode_t opcode;
     uint32_t        byte_len;
     uint32_t        imm_data;
-    uint32_t        qp_num;   /* local QP the completion belongs to */
-    uint32_t        src_qp;   /* UD: sender's QP number */
+    uint32_t        qp_num;   /* local QP the completion belongs to (XRC: see above) */
+    uint32_t        src_qp;   /* UD: sender's QP number; XRC_INI: the remote SRQ number */
     unsigned        wc_flags;
     struct {
         uint64_t tag;
         uint32_t priv;
     } tm_info;
+    /* TMX_SRQ_F_INPLACE: non-NULL when a receive (TMX_WC_RECV, success) left the message
+     * where the device had it: byte_len bytes at data, the posted buffer consumed (its wr_id
+     * is this one) but not written. Valid until the next cq_poll of this CQ; memory the
+     * sender can still write, so each byte is to be read once (copy headers out first). */
+    const void *data;
 } tmx_wc_t;
 
 /* ---------------------------------------------------------------- the ops table */
@@ -487,7 +566,11 @@ struct tmx_prov_ops {
     tmx_status_t (*cq_req_notify)(tmx_cq_t *cq, tmx_comp_channel_t *ch);
     int (*channel_get_events)(tmx_comp_channel_t *ch);
 
-    tmx_status_t (*xrcd_open)(tmx_dev_t *dev, tmx_xrcd_t **xrcd_p);
+    /* Counts of what the device holds (tmx_dev_stats_t). */
+    tmx_status_t (*dev_query_stats)(tmx_dev_t *dev, tmx_dev_stats_t *stats);
+
+    tmx_status_t (*xrcd_open)(tmx_dev_t *dev, const tmx_xrcd_init_attr_t *attr,
+                              tmx_xrcd_t **xrcd_p);
     void (*xrcd_close)(tmx_xrcd_t *xrcd);
 
     tmx_status_t (*srq_create)(tmx_pd_t *pd, const tmx_srq_init_attr_t *attr,
@@ -499,6 +582,8 @@ struct tmx_prov_ops {
 
     tmx_status_t (*qp_create)(tmx_pd_t *pd, const tmx_qp_init_attr_t *attr, tmx_qp_t **qp_p);
     void (*qp_destroy)(tmx_qp_t *qp);
+    /* XRC: a handle to a target QP of the domain (see XRC above); destroyed by qp_destroy. */
+    tmx_status_t (*qp_open)(tmx_pd_t *pd, const tmx_qp_open_attr_t *attr, tmx_qp_t **qp_p);
     /* The blob a peer passes to qp_modify(RTR, TMX_QP_ATTR_REMOTE); <= TMX_QP_ADDR_MAX. */
     tmx_status_t (*qp_get_addr)(tmx_qp_t *qp, void *buf, size_t *len_p);
     tmx_status_t (*qp_modify)(tmx_qp_t *qp, const tmx_qp_attr_t *attr, unsigned attr_mask);
@@ -529,11 +614,15 @@ tmx_status_t tmx_prov_unsupported_channel_create(tmx_dev_t *dev, tmx_comp_channe
 void tmx_prov_unsupported_channel_destroy(tmx_comp_channel_t *ch);
 tmx_status_t tmx_prov_unsupported_cq_req_notify(tmx_cq_t *cq, tmx_comp_channel_t *ch);
 int tmx_prov_unsupported_channel_get_events(tmx_comp_channel_t *ch);
-tmx_status_t tmx_prov_unsupported_xrcd_open(tmx_dev_t *dev, tmx_xrcd_t **xrcd_p);
+tmx_status_t tmx_prov_unsupported_dev_query_stats(tmx_dev_t *dev, tmx_dev_stats_t *stats);
+tmx_status_t tmx_prov_unsupported_xrcd_open(tmx_dev_t *dev, const tmx_xrcd_init_attr_t *attr,
+                                            tmx_xrcd_t **xrcd_p);
 void tmx_prov_unsupported_xrcd_close(tmx_xrcd_t *xrcd);
 tmx_status_t tmx_prov_unsupported_srq_post_ops(tmx_srq_t *srq, tmx_srq_op_t *op,
                                                tmx_srq_op_t **bad_p);
 tmx_status_t tmx_prov_unsupported_srq_get_num(tmx_srq_t *srq, uint32_t *srqn_p);
+tmx_status_t tmx_prov_unsupported_qp_open(tmx_pd_t *pd, const tmx_qp_open_attr_t *attr,
+                                          tmx_qp_t **qp_p);
 unsigned tmx_prov_no_data_in_order(tmx_qp_t *qp, tmx_wr_opcode_t op);
 tmx_status_t tmx_prov_unsupported_ah_create(tmx_pd_t *pd, const void *dev_addr, size_t len,
                                             tmx_ah_t **ah_p);

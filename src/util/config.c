@@ -98,7 +98,7 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "Verbs provider, RoCE ports: the GID table index to use; -1 picks the "
                       "RoCE v2 GID of an IPv4 address, else another RoCE v2 one, else RoCE v1."),
      .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX, .min = -1, .max = 65535},
-    {TMX_CONFIG_FIELD("EAGER_MAX", TMX_CONFIG_SIZE, "8k", eager_max,
+    {TMX_CONFIG_FIELD("EAGER_MAX", TMX_CONFIG_SIZE, "16k", eager_max,
                       "Largest message sent eagerly; larger ones use rendezvous.")},
     {TMX_CONFIG_FIELD("UNEXP_BUDGET", TMX_CONFIG_SIZE, "64m", unexp_budget,
                       "Bytes of unexpected eager messages buffered per worker.")},
@@ -134,6 +134,10 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "NUMA node of this process's CPUs (set by tmxrun): the soft device's "
                       "memory goes there. -1: found with hwloc, or unknown."),
      .flags = TMX_CONFIG_F_MIN, .min = -1},
+    {TMX_CONFIG_FIELD("NODE_ID", TMX_CONFIG_STRING, "", node_id,
+                      "The node this process counts as running on; processes with the same value "
+                      "share XRC domains. Empty: the host. Set it per rank to make one host look "
+                      "like several nodes.")},
     {TMX_CONFIG_FIELD("TM_OFFLOAD", TMX_CONFIG_ENUM, "auto", tm_offload,
                       "Tag-matching offload: auto and yes give receives to a device's tag list "
                       "where the device has one (yes warns where none has); no matches in "
@@ -150,6 +154,15 @@ static const tmx_config_field_t tmx_config_table[] = {
     {TMX_CONFIG_FIELD("FENCE_DROP", TMX_CONFIG_BOOL, "no", fence_drop,
                       "For tests only: the fence planner sets no fence, so that data placed out "
                       "of order shows as corruption.")},
+    {TMX_CONFIG_FIELD("XRC", TMX_CONFIG_ENUM, "auto", xrc,
+                      "XRC domains: auto and yes connect through the node's XRC domains where "
+                      "the device offers them and tag-matching offload is off (yes warns where "
+                      "it cannot); no connects one RC queue pair per peer process."),
+     .words = tmx_config_ternary},
+    {TMX_CONFIG_FIELD("XRC_DOMAINS", TMX_CONFIG_UINT, "2", xrc_domains,
+                      "XRC domains per node: a peer's messages use one (chosen by the peer), "
+                      "rendezvous data is striped over all."),
+     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX, .min = 1, .max = 4},
     {TMX_CONFIG_FIELD("SOFT_RING_SIZE", TMX_CONFIG_SIZE, "256k", soft_ring_size,
                       "Soft device: bytes of each per-peer fast ring."),
      .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_POW2, .min = 4096},
@@ -173,6 +186,9 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "Soft device: anonymous segments (memfd) that peers open through /proc, "
                       "instead of named ones in /dev/shm."),
      .words = tmx_config_ternary},
+    {TMX_CONFIG_FIELD("SOFT_INPLACE", TMX_CONFIG_BOOL, "yes", soft_inplace,
+                      "Soft device: an eager message is read where the sender wrote it, not "
+                      "first copied into a receive buffer (receives in place).")},
     {TMX_CONFIG_FIELD("SOFT_TM", TMX_CONFIG_BOOL, "no", soft_tm,
                       "Soft device: offer a tag-matching SRQ (TM SRQ), as mlx5 adapters do.")},
     {TMX_CONFIG_FIELD("SOFT_TM_TAGS", TMX_CONFIG_UINT, "1023", soft_tm_tags,
@@ -201,6 +217,13 @@ static const tmx_config_field_t tmx_config_table[] = {
     {TMX_CONFIG_FIELD("SOFT_SCRAMBLE_SEED", TMX_CONFIG_UINT, "0", soft_scramble_seed,
                       "Soft device, for tests: seed of the order in which scrambled data lands; "
                       "0 takes one from the pid and the clock.")},
+    {TMX_CONFIG_FIELD("SOFT_XRC", TMX_CONFIG_BOOL, "no", soft_xrc,
+                      "Soft device: offer XRC domains, SRQs and queue pairs, as mlx5 adapters "
+                      "do (needs cross-memory attach: not with TMX_SOFT_CMA=no).")},
+    {TMX_CONFIG_FIELD("SOFT_XRC_STREAMS", TMX_CONFIG_UINT, "1024", soft_xrc_streams,
+                      "Soft device: XRC senders a process receives from at once, and XRC "
+                      "destinations it sends to (per device)."),
+     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX, .min = 1, .max = 65536},
     {TMX_CONFIG_FIELD("RANK", TMX_CONFIG_INT, "-1", rank,
                       "Rank of this process in the job (set by tmxrun); -1 means not launched."),
      .flags = TMX_CONFIG_F_MIN, .min = -1},

@@ -29,12 +29,16 @@ typedef struct tmx_config {
     int      bind;             /* TMX_BIND: -1 unknown, else tmx_topo_level_t */
     char     bind_cpus[256];   /* TMX_BIND_CPUS: CPU list bound to, "" unbound or unknown */
     int      numa_node;        /* TMX_NUMA_NODE: NUMA node of our CPUs, -1 unknown */
+    char     node_id[64];      /* TMX_NODE_ID: the node this process counts as on, "" = host */
     /* tag-matching offload (TM SRQ) */
     int      tm_offload;       /* TMX_TM_OFFLOAD: -1 auto, 0 no, 1 yes */
     size_t   tm_thresh;        /* TMX_TM_THRESH: smallest receive offered to the device */
     /* out-of-order data placement */
     int      ooo;              /* TMX_OOO: -1 auto, 0 no, 1 yes */
     int      fence_drop;       /* TMX_FENCE_DROP: debug, the planner sets no fence */
+    /* XRC domains */
+    int      xrc;              /* TMX_XRC: -1 auto, 0 no, 1 yes */
+    unsigned xrc_domains;      /* TMX_XRC_DOMAINS: domains (and SRQs) per process */
     /* soft device */
     size_t   soft_ring_size;   /* TMX_SOFT_RING_SIZE: bytes of each per-peer fast ring */
     size_t   soft_inbox_size;  /* TMX_SOFT_INBOX_SIZE: bytes of the shared receive ring */
@@ -44,6 +48,7 @@ typedef struct tmx_config {
     int      soft_cma;         /* TMX_SOFT_CMA: -1 auto, 0 no, 1 yes */
     int      soft_memfd;       /* TMX_SOFT_MEMFD: -1 auto, 0 no, 1 yes */
     int      soft_tm;          /* TMX_SOFT_TM: the soft device offers a TM SRQ */
+    int      soft_inplace;     /* TMX_SOFT_INPLACE: receives in place (TMX_DEV_CAP_RECV_INPLACE) */
     unsigned soft_tm_tags;     /* TMX_SOFT_TM_TAGS: tag list entries (max_num_tags) */
     unsigned soft_tm_ops;      /* TMX_SOFT_TM_OPS: outstanding list operations (max_ops) */
     unsigned soft_tm_sync_gap; /* TMX_SOFT_TM_SYNC_GAP: unexpected lag that asks for a SYNC */
@@ -52,6 +57,8 @@ typedef struct tmx_config {
     int      soft_data_in_order; /* TMX_SOFT_DATA_IN_ORDER: TMX_SOFT_DIO_* (soft.h) */
     int      soft_ooo;         /* TMX_SOFT_OOO: the soft device offers OOO placement */
     unsigned soft_scramble_seed; /* TMX_SOFT_SCRAMBLE_SEED: 0 = from the pid and the clock */
+    int      soft_xrc;         /* TMX_SOFT_XRC: the soft device offers XRC */
+    unsigned soft_xrc_streams; /* TMX_SOFT_XRC_STREAMS: XRC streams a device receives / sends */
     /* job bootstrap (set by tmxrun) */
     int      rank;             /* TMX_RANK: -1 unset */
     int      size;             /* TMX_SIZE: -1 unset */

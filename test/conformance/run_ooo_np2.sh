@@ -11,9 +11,10 @@ trap 'rm -rf "$logs"' EXIT
 TMX_SOFT_OOO=yes
 TMX_OOO=yes
 TMX_SOFT_DATA_IN_ORDER=none
+TMX_XRC=no # OOO placement is for RC queue pairs
 TMX_LOG_LEVEL=info
 TMX_LOG_FILE="$logs/rank.%p"
-export TMX_SOFT_OOO TMX_OOO TMX_SOFT_DATA_IN_ORDER TMX_LOG_LEVEL TMX_LOG_FILE
+export TMX_SOFT_OOO TMX_OOO TMX_SOFT_DATA_IN_ORDER TMX_XRC TMX_LOG_LEVEL TMX_LOG_FILE
 "$(dirname "$0")/run_np.sh" 2 "$@"
 rc=$?
 [ $rc -eq 0 ] || exit $rc

@@ -319,7 +319,7 @@ static int mode_flush(env_t *e)
     return teardown(e, 1);
 }
 
-#define MANY_SIZE 9000 /* above the eager limit (8k) */
+#define MANY_SIZE 20000 /* above the default eager limit (16k) */
 
 /* many sends, and the receiver takes nothing before message wait_for arrived */
 static int mode_rndvmany(env_t *e, int many, int wait_for)

@@ -35,7 +35,7 @@
 #include <tmx/tmx_job.h>
 
 #define MT_MAX_THREADS 16
-#define MT_LARGE       (3 * 8192 + 123) /* above the default eager limit (8 KiB): rendezvous */
+#define MT_LARGE       (3 * 8192 + 123) /* above the default eager limit (16 KiB): rendezvous */
 #define MT_DEADLINE    90.0             /* seconds for the whole exchange */
 
 enum { MT_WAIT, MT_TEST, MT_CALLBACK, MT_FREE, MT_PROBE, MT_MODES };

@@ -87,6 +87,7 @@ static void cfg_init(tmx_config_t *cfg, int cma, size_t ring)
     cfg->soft_inbox_size = ring;
     cfg->soft_max_qps   = 8;
     cfg->soft_max_mrs   = 64;
+    cfg->soft_xrc       = 0; /* RC and UD here; XRC is test_soft_xrc's */
 }
 
 /* Polls once; completions go to the stash. */
@@ -151,7 +152,7 @@ static int node_open(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg, i
     CHECK(n->ops->cq_create(n->dev, 256, &n->cq) == TMX_OK);
     if (use_srq) {
         tmx_srq_init_attr_t sa = {.type = TMX_SRQT_BASIC, .max_wr = 512, .max_sge = 1,
-                                  .cq = n->cq};
+                                  .cq = n->cq, .flags = use_srq == 2 ? TMX_SRQ_F_INPLACE : 0};
         CHECK(n->ops->srq_create(n->pd, &sa, &n->srq) == TMX_OK);
     }
     for (int i = 0; i < nqp; i++) {
@@ -828,6 +829,277 @@ Test(soft, direct_sends_wait_behind_queued, .timeout = 30)
     tmx_config_t cfg;
     cfg_init(&cfg, -1, 8192);
     run_pair(direct_rx, direct_tx, &cfg);
+}
+
+/* ---------------------------------------------------------------- direct sends in pieces */
+
+/* An unsignaled inline SEND above TMX_SOFT_FRAG goes out as several records of one
+ * reservation, each readable as soon as it is written: whole or not at all, the pieces in
+ * order, the immediate and the length of the whole message on the one completion. Sizes
+ * around the piece size and up to the largest inline send (which may need one record: the
+ * pieces' headers would not fit where it does). */
+static const uint32_t frag_sizes[] = {8191, 8192, 8193, 16383, 16384, 16385, 3 * 8192 + 5, 0};
+#define FRAG_N (sizeof(frag_sizes) / sizeof(frag_sizes[0]))
+
+static uint32_t frag_size(const node_t *n, size_t i)
+{
+    return frag_sizes[i] != 0 ? frag_sizes[i] : (uint32_t)n->dev->attr.max_inline;
+}
+
+static int frag_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    size_t    cap = 64 * 1024 + 64;
+    uint8_t  *buf[FRAG_N];
+    tmx_mr_t *mr[FRAG_N];
+    tmx_wc_t  wc;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    for (size_t i = 0; i < FRAG_N; i++) {
+        buf[i] = calloc(1, cap);
+        mr[i]  = reg(n, buf[i], cap, TMX_ACCESS_LOCAL_WRITE);
+        CHECK(buf[i] != NULL && mr[i] != NULL);
+        CHECK(post_recv(n, 0, buf[i], (uint32_t)cap, mr[i]->lkey, 300 + i) == TMX_OK);
+    }
+    TRY(node_connect(n));
+    for (size_t i = 0; i < FRAG_N; i++) {
+        CHECK(node_wc(n, &wc) == 0);
+        CHECK(wc.status == TMX_WC_SUCCESS && wc.opcode == TMX_WC_RECV);
+        CHECK(wc.wr_id == 300 + i && wc.byte_len == frag_size(n, i));
+        CHECK(same(buf[i], frag_size(n, i), 40 + (unsigned)i));
+        CHECK(buf[i][frag_size(n, i)] == 0); /* nothing past the message */
+        CHECK((i & 1) ? (wc.wc_flags & TMX_WC_WITH_IMM) && wc.imm_data == 0x600 + i
+                      : !(wc.wc_flags & TMX_WC_WITH_IMM));
+    }
+    CHECK(node_barrier(n, 2) == 0);
+    for (size_t i = 0; i < FRAG_N; i++) {
+        n->ops->mr_dereg(mr[i]);
+        free(buf[i]);
+    }
+    node_close(n);
+    return 0;
+}
+
+static int frag_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t *buf = malloc(64 * 1024);
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    CHECK(buf != NULL && n->dev->attr.max_inline <= 64 * 1024);
+    TRY(node_connect(n));
+    for (size_t i = 0; i < FRAG_N; i++) {
+        uint32_t len = frag_size(n, i);
+
+        fill(buf, len, 40 + (unsigned)i);
+        CHECK(post_send_retry(n, 0, (i & 1) ? TMX_WR_SEND_WITH_IMM : TMX_WR_SEND, buf, len, 0,
+                              TMX_SEND_INLINE, 0, 0x600 + i) == TMX_OK);
+        memset(buf, 0xee, len); /* inline: the buffer is the caller's again on return */
+    }
+    CHECK(node_barrier(n, 2) == 0);
+    CHECK(n->nstash == 0); /* unsignaled: no completion */
+    free(buf);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, direct_send_in_pieces, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, -1, 256 * 1024);
+    run_pair(frag_rx, frag_tx, &cfg);
+}
+
+/* A ring with room for some pieces of a send but not for all: the send is refused whole
+ * (TMX_ERR_NO_RESOURCE) and no piece of it reaches the receiver before it is posted again.
+ * 128 KiB ring: three 30 KiB sends and one of 24 KiB wait in it (no receive posted, the
+ * receiver does not poll) and leave about 13 KiB, room for one 8 KiB piece of the fifth. */
+static const uint32_t fragfull_len[] = {30 * 1024, 30 * 1024, 30 * 1024, 24 * 1024, 30 * 1024};
+#define FRAGFULL_N 5
+
+static int fragfull_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t  *buf = calloc(FRAGFULL_N, 32 * 1024);
+    tmx_mr_t *mr;
+    tmx_wc_t  wc;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    mr = reg(n, buf, FRAGFULL_N * 32 * 1024, TMX_ACCESS_LOCAL_WRITE);
+    CHECK(buf != NULL && mr != NULL);
+    TRY(node_connect(n));
+    CHECK(node_sync(n, 2) == 0); /* the sender filled the ring, its fifth send was refused */
+    for (uint32_t k = 0; k < FRAGFULL_N; k++) {
+        CHECK(post_recv(n, 0, buf + k * 32 * 1024, 32 * 1024, mr->lkey, k) == TMX_OK);
+    }
+    for (uint32_t k = 0; k + 1 < FRAGFULL_N; k++) {
+        CHECK(node_wc(n, &wc) == 0 && wc.wr_id == k && wc.status == TMX_WC_SUCCESS);
+        CHECK(wc.byte_len == fragfull_len[k] && same(buf + k * 32 * 1024, wc.byte_len, 60 + k));
+    }
+    for (double end = tmx_time_sec() + 0.02; tmx_time_sec() < end;) {
+        node_poll(n);
+    }
+    CHECK(n->nstash == 0); /* no piece of the refused send */
+    CHECK(node_sync(n, 3) == 0);
+    CHECK(node_wc(n, &wc) == 0 && wc.wr_id == FRAGFULL_N - 1 && wc.status == TMX_WC_SUCCESS);
+    CHECK(wc.byte_len == fragfull_len[FRAGFULL_N - 1]);
+    CHECK(same(buf + (FRAGFULL_N - 1) * 32 * 1024, wc.byte_len, 70));
+    CHECK(node_barrier(n, 4) == 0);
+    n->ops->mr_dereg(mr);
+    free(buf);
+    node_close(n);
+    return 0;
+}
+
+static int fragfull_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t *buf = malloc(32 * 1024);
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    CHECK(buf != NULL);
+    TRY(node_connect(n));
+    for (uint32_t k = 0; k + 1 < FRAGFULL_N; k++) {
+        fill(buf, fragfull_len[k], 60 + k);
+        CHECK(post_send(n, 0, TMX_WR_SEND, buf, fragfull_len[k], 0, TMX_SEND_INLINE, 0, 0, 0,
+                        0) == TMX_OK);
+    }
+    fill(buf, fragfull_len[FRAGFULL_N - 1], 70);
+    CHECK(post_send(n, 0, TMX_WR_SEND, buf, fragfull_len[FRAGFULL_N - 1], 0, TMX_SEND_INLINE, 0,
+                    0, 0, 0) == TMX_ERR_NO_RESOURCE);
+    CHECK(node_sync(n, 2) == 0);
+    CHECK(node_sync(n, 3) == 0); /* the receiver took the four: room again */
+    CHECK(post_send_retry(n, 0, TMX_WR_SEND, buf, fragfull_len[FRAGFULL_N - 1], 0,
+                          TMX_SEND_INLINE, 0, 0) == TMX_OK);
+    CHECK(node_barrier(n, 4) == 0);
+    free(buf);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, direct_send_in_pieces_whole_or_nothing, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, -1, 128 * 1024);
+    run_pair(fragfull_rx, fragfull_tx, &cfg);
+}
+
+/* ---------------------------------------------------------------- receives in place */
+
+/*
+ * An SRQ with TMX_SRQ_F_INPLACE: a receive completes with wc.data pointing at the message in
+ * the ring, its posted buffer untouched; only as many as the poll returns (with room for one,
+ * the next message of the same poll is copied into its buffer as before); and the records
+ * stay the receiver's until it polls again: a sender filling the 8 KiB ring meanwhile finds
+ * it full before it reaches them (it would otherwise wrap onto the first message: the two
+ * messages taken move the read position past a quarter ring, which would be published).
+ */
+#define INPL_BUF 2048
+#define INPL_LEN 1900
+#define INPL_N   8
+
+static int inplace_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t  *buf = malloc(INPL_N * INPL_BUF);
+    tmx_mr_t *mr;
+    tmx_wc_t  wc, w2;
+    int       got = 0;
+    uint64_t  more;
+
+    TRY(node_open(n, sh, me, cfg, 1, 2));
+    CHECK(n->dev->attr.caps & TMX_DEV_CAP_RECV_INPLACE);
+    mr = reg(n, buf, INPL_N * INPL_BUF, TMX_ACCESS_LOCAL_WRITE);
+    CHECK(buf != NULL && mr != NULL);
+    memset(buf, 0x55, INPL_N * INPL_BUF);
+    for (uint32_t k = 0; k < INPL_N; k++) {
+        CHECK(post_recv(n, 0, buf + k * INPL_BUF, INPL_BUF, mr->lkey, k) == TMX_OK);
+    }
+    TRY(node_connect(n));
+    CHECK(node_sync(n, 2) == 0); /* A (INPL_LEN bytes) and B (100) sent */
+    for (double end = tmx_time_sec() + 5; got == 0 && tmx_time_sec() < end;) {
+        got = n->ops->cq_poll(n->cq, 1, &wc);
+    }
+    CHECK(got == 1 && wc.status == TMX_WC_SUCCESS && wc.opcode == TMX_WC_RECV);
+    CHECK(wc.wr_id == 0 && wc.byte_len == INPL_LEN && wc.data != NULL);
+    CHECK(same(wc.data, INPL_LEN, 1));
+    CHECK(buf[0] == 0x55 && buf[1499] == 0x55); /* the posted buffer was not written */
+    CHECK(node_sync(n, 3) == 0);
+    CHECK(node_sync(n, 4) == 0); /* the sender filled the ring */
+    more = sh->addr[1][0];
+    CHECK(more >= 1 && more + 2 <= INPL_N);
+    CHECK(same(wc.data, INPL_LEN, 1)); /* still ours: nothing was written over it */
+    /* B came in the same poll as A, with no room left in the caller's array: copied */
+    CHECK(node_wc(n, &w2) == 0 && w2.wr_id == 1 && w2.status == TMX_WC_SUCCESS);
+    CHECK(w2.byte_len == 100 && w2.data == NULL && same(buf + INPL_BUF, 100, 2));
+    for (uint64_t k = 0; k < more; k++) {
+        const uint8_t *p;
+
+        CHECK(node_wc(n, &w2) == 0 && w2.wr_id == 2 + k && w2.status == TMX_WC_SUCCESS);
+        p = w2.data != NULL ? (const uint8_t *)w2.data : buf + (2 + k) * INPL_BUF;
+        CHECK(w2.byte_len == INPL_LEN && same(p, INPL_LEN, 10 + (unsigned)k));
+    }
+    CHECK(node_barrier(n, 5) == 0);
+    n->ops->mr_dereg(mr);
+    free(buf);
+    node_close(n);
+    return 0;
+}
+
+static int inplace_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t  v[INPL_LEN];
+    uint64_t k;
+    int      st = TMX_OK;
+
+    TRY(node_open(n, sh, me, cfg, 1, 0));
+    TRY(node_connect(n));
+    fill(v, INPL_LEN, 1);
+    CHECK(post_send(n, 0, TMX_WR_SEND, v, INPL_LEN, 0, TMX_SEND_INLINE, 0, 0, 0, 0) == TMX_OK);
+    fill(v, 100, 2);
+    CHECK(post_send(n, 0, TMX_WR_SEND, v, 100, 0, TMX_SEND_INLINE, 0, 0, 0, 0) == TMX_OK);
+    CHECK(node_sync(n, 2) == 0);
+    CHECK(node_sync(n, 3) == 0); /* the receiver holds A in place */
+    for (k = 0; k < INPL_N; k++) {
+        fill(v, INPL_LEN, 10 + (unsigned)k);
+        st = post_send(n, 0, TMX_WR_SEND, v, INPL_LEN, 0, TMX_SEND_INLINE, 0, 0, 0, 0);
+        if (st != TMX_OK) {
+            break;
+        }
+    }
+    CHECK(st == TMX_ERR_NO_RESOURCE);
+    sh->addr[1][0] = k;
+    CHECK(node_sync(n, 4) == 0);
+    CHECK(node_barrier(n, 5) == 0);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, recv_in_place, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, -1, 8192);
+    run_pair(inplace_rx, inplace_tx, &cfg);
+}
+
+/* Asked of a device without it (TMX_SOFT_INPLACE=no), or with a TM SRQ: refused. */
+static int inplace_refused(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    tmx_srq_init_attr_t sa = {.type = TMX_SRQT_BASIC, .max_wr = 4, .max_sge = 1,
+                              .flags = TMX_SRQ_F_INPLACE};
+    tmx_srq_t          *srq = NULL;
+
+    TRY(node_open(n, sh, me, cfg, 0, 0));
+    CHECK(!(n->dev->attr.caps & TMX_DEV_CAP_RECV_INPLACE));
+    sa.cq = n->cq;
+    CHECK(n->ops->srq_create(n->pd, &sa, &srq) == TMX_ERR_INVALID_PARAM && srq == NULL);
+    sa.flags = 1u << 7; /* unknown */
+    CHECK(n->ops->srq_create(n->pd, &sa, &srq) == TMX_ERR_INVALID_PARAM && srq == NULL);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, recv_in_place_refused, .timeout = 10)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, -1, 4096);
+    cfg.soft_inplace = 0;
+    run_alone(inplace_refused, &cfg);
 }
 
 /* ---------------------------------------------------------------- SRQ shared by two QPs */

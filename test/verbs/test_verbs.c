@@ -326,7 +326,8 @@ static int t_caps(void)
         CHECK(ops->srq_post_ops(srq, &op, &bad) != TMX_OK && bad == &op);
     }
     if (!(a->caps & TMX_DEV_CAP_XRC)) {
-        CHECK(ops->xrcd_open(e.dev, &x) == TMX_ERR_UNSUPPORTED);
+        tmx_xrcd_init_attr_t xa = {.key = 1};
+        CHECK(ops->xrcd_open(e.dev, &xa, &x) == TMX_ERR_UNSUPPORTED);
         if (srq != NULL) {
             CHECK(ops->srq_get_num(srq, &srqn) == TMX_ERR_UNSUPPORTED);
         }

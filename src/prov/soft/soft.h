@@ -56,13 +56,17 @@
 #define TMX_SOFT_MAGIC      0x746d78736f667431ULL /* "tmxsoft1" */
 #define TMX_SOFT_ADDR_MAGIC 0x736d7431u
 #define TMX_SOFT_QP_MAGIC   0x71707431u
-#define TMX_SOFT_VERSION    3
+#define TMX_SOFT_VERSION    4
 #define TMX_SOFT_LINE       64
 #define TMX_SOFT_MAX_SGE    4
 #define TMX_SOFT_NAME_MAX   40
 #define TMX_SOFT_MAX_UD_MSG 4096
 #define TMX_SOFT_MAX_MSG    (1ul << 30)
 #define TMX_SOFT_MAX_RESP   16 /* fallback READs a target serves at once per QP */
+/* Payload of one SEND record when a message takes several: the receiver copies a record out
+ * while the sender writes the next, so a message above it moves in a pipeline instead of in
+ * two serial copies (tmx_soft_send_direct). */
+#define TMX_SOFT_FRAG       8192
 
 /* ---------------------------------------------------------------- shared memory (the wire) */
 
@@ -88,12 +92,13 @@ typedef struct tmx_soft_seg_hdr {
     uint64_t total;
     uint64_t start_time; /* the owner's start time (clock ticks after boot), 0 if unknown */
     uint32_t data_order; /* TMX_SOFT_DIO_*: how RDMA writes into this device land (CMA) */
-    uint32_t pad_hdr;
+    uint32_t max_xs;     /* XRC stream lines (soft_xrc.c), at xs_off below */
     /* The wake line, alone in its cache line (offset 128) so that it stays shared in every
      * producer's cache: written only by the owner when it arms before a sleep, and by the one
      * producer that finds it armed and wakes it (tmx_soft_wake_peer). */
     _Atomic uint32_t armed;
     uint8_t          pad_wake[TMX_SOFT_LINE - 4];
+    uint64_t         xs_off;
 } tmx_soft_seg_hdr_t;
 
 _Static_assert(offsetof(tmx_soft_seg_hdr_t, armed) == 2 * TMX_SOFT_LINE,
@@ -179,7 +184,11 @@ enum tmx_soft_op {
     TMX_SOFT_OP_ACK   = 7, /* fallback WRITE done / READ or WRITE refused */
     TMX_SOFT_OP_UD    = 8, /* datagram in the inbox */
     TMX_SOFT_OP_SWITCH = 9, /* inbox: the sender changes paths (fast ring grant answered) */
+    TMX_SOFT_OP_CLOSE = 10, /* XRC stream: its sender gave it up, nothing follows */
 };
+
+/* A record's dst with this bit names an XRC stream line (soft_xrc.c), not a QP's slot. */
+#define TMX_SOFT_XRC_DST (1u << 31)
 
 enum tmx_soft_rec_flags {
     TMX_SOFT_REC_FIRST = 1u << 0,
@@ -261,10 +270,14 @@ typedef struct tmx_soft_rq {
     unsigned        size, head, count;
 } tmx_soft_rq_t;
 
+struct tmx_soft_xsrq;
+
 typedef struct tmx_soft_srq {
-    tmx_srq_t           super;
-    tmx_soft_rq_t       rq;
-    struct tmx_soft_tm *tm; /* TMX_SRQT_TM: the tag list, NULL for a basic SRQ */
+    tmx_srq_t             super;
+    tmx_soft_rq_t         rq;
+    struct tmx_soft_tm   *tm;  /* TMX_SRQT_TM: the tag list, NULL for a basic SRQ */
+    struct tmx_soft_xsrq *xrc; /* TMX_SRQT_XRC: its entry in the node's table (soft_xrc.c) */
+    int                   inplace; /* TMX_SRQ_F_INPLACE */
 } tmx_soft_srq_t;
 
 /*
@@ -387,10 +400,13 @@ typedef struct tmx_soft_park {
     uint8_t               rec[];
 } tmx_soft_park_t;
 
+struct tmx_soft_xqp;
+
 typedef struct tmx_soft_qp {
     tmx_qp_t        super;
     tmx_soft_dev_t *dev;
-    unsigned        index;     /* control line slot in the segment */
+    unsigned        index;     /* control line slot in the segment; TMX_SOFT_XRC_DST | line:
+                                * an XRC stream's receiver (soft_xrc.c) */
     int             active;    /* position in dev->active + 1, 0 if not there */
     int             pending;   /* position in dev->pend + 1: has work for cq_poll */
     tmx_soft_rq_t   rq;
@@ -451,6 +467,11 @@ typedef struct tmx_soft_qp {
     int                   hold_on;      /* OOO: the WR of hold_seq is held back until */
     uint32_t              hold_seq;     /* hold_ns while later ones overtake it */
     uint64_t              hold_ns;
+    /* XRC (soft_xrc.c): an initiator's or target's own state; a route (the initiator's path
+     * to one remote SRQ, a QP of its own without a slot) names that SRQ */
+    struct tmx_soft_xqp  *xrc;
+    uint32_t              xrc_srqn;
+    struct tmx_soft_xwatch *xrc_watch; /* a stream's claimant */
 
     /* send queue: entries complete in post order */
     tmx_soft_swr_t *sq;
@@ -499,6 +520,14 @@ struct tmx_soft_dev {
     uint64_t              inbox_head;
     uint64_t              inbox_published;
 
+    /* receives in place (tmx_soft_rx_send_whole): while a poll may hand out completions that
+     * point into the rings, inplace_cq is the CQ it polls and inplace_budget how many it can
+     * still return; once one was handed out, the rings' read positions are not published
+     * (their records stay ours) until the next poll begins: inplace_hold */
+    struct tmx_soft_cq   *inplace_cq;
+    unsigned              inplace_budget;
+    int                   inplace_hold;
+
     /* fast rings */
     tmx_soft_qp_t       **fast_owner; /* the QP each is lent for, NULL when free */
     uint64_t             *fast_pos;   /* where each starts when lent next */
@@ -513,6 +542,9 @@ struct tmx_soft_dev {
 
     tmx_list_t          rsegs;
     unsigned            poll_count;
+    unsigned            set_cap;     /* room of active and pend: QPs, XRC routes and streams */
+    struct tmx_soft_xdev *xrc;       /* XRC objects (soft_xrc.c), NULL until the first */
+    tmx_dev_stats_t     stats;       /* dev_query_stats; xrc_* kept by soft_xrc.c */
     unsigned            tm_inject[3];   /* TMX_SOFT_TM_INJECT: every Nth ADD, DEL, SYNC fails */
     unsigned            tm_posted[3];   /* ops of each kind that reached the injection */
     uint64_t            last_check_ns;
@@ -695,7 +727,49 @@ void tmx_soft_tm_complete(tmx_soft_tm_t *tm, uint32_t h, tmx_wc_t *wc, int last)
 unsigned tmx_soft_tm_unexpected(tmx_soft_tm_t *tm);
 unsigned tmx_soft_tm_sync_req(const tmx_soft_tm_t *tm);
 
+/* soft_xrc.c: XRC domains, SRQs and queue pairs (see the file) */
+tmx_status_t tmx_soft_xrcd_open(tmx_dev_t *dev, const tmx_xrcd_init_attr_t *attr,
+                                tmx_xrcd_t **xrcd_p);
+void tmx_soft_xrcd_close(tmx_xrcd_t *xrcd);
+tmx_status_t tmx_soft_xrc_srq_init(tmx_soft_srq_t *srq, const tmx_srq_init_attr_t *attr);
+void tmx_soft_xrc_srq_fini(tmx_soft_srq_t *srq);
+tmx_status_t tmx_soft_srq_get_num(tmx_srq_t *srq, uint32_t *srqn_p);
+tmx_status_t tmx_soft_xrc_tgt_create(tmx_pd_t *pd, const tmx_qp_init_attr_t *attr,
+                                     tmx_qp_t **qp_p);
+tmx_status_t tmx_soft_qp_open(tmx_pd_t *pd, const tmx_qp_open_attr_t *attr, tmx_qp_t **qp_p);
+tmx_status_t tmx_soft_xrc_ini_init(tmx_soft_qp_t *qp);
+tmx_status_t tmx_soft_xrc_modify(tmx_soft_qp_t *qp, const tmx_qp_attr_t *attr,
+                                 unsigned attr_mask);
+tmx_status_t tmx_soft_xrc_get_addr(tmx_soft_qp_t *qp, void *buf, size_t *len_p);
+tmx_status_t tmx_soft_xrc_ini_post(tmx_soft_qp_t *qp, tmx_send_wr_t *wr, tmx_send_wr_t **bad_p);
+/* The route a lone SEND on an initiator goes to when it is the last one used and nothing
+ * needs the general path; NULL: take tmx_soft_xrc_ini_post. */
+tmx_soft_qp_t *tmx_soft_xrc_route_hint(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr);
+void tmx_soft_xrc_qp_destroy(tmx_soft_qp_t *qp);
+/* The receiver of the XRC stream line idx for a record of claim gen; NULL: drop the record. */
+tmx_soft_qp_t *tmx_soft_xrc_stream(tmx_soft_dev_t *dev, uint32_t idx, uint32_t gen);
+int tmx_soft_xrc_rx_close(tmx_soft_qp_t *qp);
+void tmx_soft_xrc_check(tmx_soft_dev_t *dev);
+void tmx_soft_xrc_dev_close(tmx_soft_dev_t *dev);
+void tmx_soft_xrc_sweep(void);
+/* Whether the device offers XRC under cfg: TMX_SOFT_XRC, and cross-memory attach allowed (an
+ * XRC stream carries RDMA by it only). */
+int tmx_soft_xrc_offered(const tmx_config_t *cfg);
+/* soft_dev.c: the identity in a device address blob (TMX_OK when it is one) */
+tmx_status_t tmx_soft_addr_owner(const void *addr, size_t len, pid_t *pid_p,
+                                 uint64_t *start_p, uint64_t *boot_hash_p);
+
 /* soft_qp.c */
+/* For soft_xrc.c: a QP object without a slot (a route, a stream) leaves the device's sets and
+ * gives back what it holds; its peer is not told. */
+void tmx_soft_qp_release(tmx_soft_qp_t *qp);
+void tmx_soft_qp_error(tmx_soft_qp_t *qp, tmx_wc_status_t status, int async);
+void tmx_soft_qp_activate(tmx_soft_qp_t *qp);
+/* A CLOSE record on the QP's path; 0 when there is no room. */
+int tmx_soft_qp_send_close(tmx_soft_qp_t *qp);
+/* The device address inside a QP blob (qp_get_addr of an RC or XRC_INI QP). */
+tmx_status_t tmx_soft_qp_addr_dev(const void *blob, size_t len, const uint8_t **dev_p,
+                                  size_t *dev_len_p);
 tmx_status_t tmx_soft_qp_create(tmx_pd_t *pd, const tmx_qp_init_attr_t *attr, tmx_qp_t **qp_p);
 void tmx_soft_qp_destroy(tmx_qp_t *qp);
 tmx_status_t tmx_soft_qp_get_addr(tmx_qp_t *qp, void *buf, size_t *len_p);

@@ -405,7 +405,8 @@ static tmx_status_t tmx_soft_seg_create(tmx_soft_dev_t *dev, const tmx_config_t 
     unsigned max_qps   = cfg->soft_max_qps ? cfg->soft_max_qps : 64;
     unsigned max_mrs   = cfg->soft_max_mrs ? cfg->soft_max_mrs : 1024;
     unsigned max_fast  = cfg->soft_fast_rings > 1024 ? 1024 : cfg->soft_fast_rings;
-    size_t   off, mr_off, inbox_off, ctrl_off, fctrl_off, rings_off;
+    unsigned max_xs    = tmx_soft_xrc_offered(cfg) ? cfg->soft_xrc_streams : 0;
+    size_t   off, mr_off, inbox_off, ctrl_off, fctrl_off, xs_off, rings_off;
     uint64_t probe = 0;
     tmx_status_t status;
 
@@ -420,7 +421,8 @@ static tmx_status_t tmx_soft_seg_create(tmx_soft_dev_t *dev, const tmx_config_t 
     inbox_off = TMX_SOFT_ALIGN(mr_off + (size_t)max_mrs * sizeof(tmx_soft_mr_ent_t));
     ctrl_off  = TMX_SOFT_ALIGN(inbox_off + sizeof(tmx_soft_ring_ctrl_t) + inbox_size);
     fctrl_off = TMX_SOFT_ALIGN(ctrl_off + (size_t)max_qps * sizeof(tmx_soft_ring_ctrl_t));
-    rings_off = TMX_SOFT_ALIGN(fctrl_off + (size_t)max_fast * sizeof(tmx_soft_ring_ctrl_t));
+    xs_off    = TMX_SOFT_ALIGN(fctrl_off + (size_t)max_fast * sizeof(tmx_soft_ring_ctrl_t));
+    rings_off = TMX_SOFT_ALIGN(xs_off + (size_t)max_xs * sizeof(tmx_soft_ring_ctrl_t));
     off       = rings_off + (size_t)max_fast * ring_size;
 
     status = tmx_soft_seg_open(dev, cfg, off);
@@ -447,6 +449,8 @@ static tmx_status_t tmx_soft_seg_create(tmx_soft_dev_t *dev, const tmx_config_t 
     dev->hdr->ctrl_off = ctrl_off;
     dev->hdr->fctrl_off = fctrl_off;
     dev->hdr->rings_off = rings_off;
+    dev->hdr->xs_off   = xs_off;
+    dev->hdr->max_xs   = max_xs;
     dev->hdr->total    = off;
     dev->hdr->start_time = tmx_soft_start_time(getpid());
     dev->hdr->data_order = (uint32_t)cfg->soft_data_in_order;
@@ -482,6 +486,7 @@ static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t
         return TMX_OK;
     }
     tmx_soft_sweep();
+    tmx_soft_xrc_sweep();
     dev = calloc(1, sizeof(*dev));
     if (dev == NULL) {
         status = TMX_ERR_NO_MEMORY;
@@ -502,9 +507,11 @@ static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t
     if (status != TMX_OK) {
         goto err_free;
     }
+    /* the sets hold QPs, and XRC routes (up to max_xs) and streams (max_xs) */
+    dev->set_cap = dev->hdr->max_qps + 2 * dev->hdr->max_xs;
     dev->qps     = calloc(dev->hdr->max_qps, sizeof(*dev->qps));
-    dev->active  = calloc(dev->hdr->max_qps, sizeof(*dev->active));
-    dev->pend    = calloc(dev->hdr->max_qps, sizeof(*dev->pend));
+    dev->active  = calloc(dev->set_cap, sizeof(*dev->active));
+    dev->pend    = calloc(dev->set_cap, sizeof(*dev->pend));
     dev->mr_objs = calloc(dev->hdr->max_mrs, sizeof(*dev->mr_objs));
     dev->fast_owner = calloc(dev->hdr->max_fast + 1, sizeof(*dev->fast_owner));
     dev->fast_on    = calloc(dev->hdr->max_fast + 1, sizeof(*dev->fast_on));
@@ -530,6 +537,9 @@ static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t
     snprintf(dev->super.name, sizeof(dev->super.name), "soft:shm");
     dev->super.attr.caps = TMX_DEV_CAP_RC | TMX_DEV_CAP_UD | TMX_DEV_CAP_SRQ | TMX_DEV_CAP_RMA |
                            TMX_DEV_CAP_LOCAL_ONLY | TMX_DEV_CAP_MANUAL_PROGRESS;
+    if (cfg->soft_inplace) {
+        dev->super.attr.caps |= TMX_DEV_CAP_RECV_INPLACE;
+    }
     dev->super.attr.max_msg_sz = TMX_SOFT_MAX_MSG;
     dev->super.attr.max_inline = dev->max_payload;
     dev->super.attr.max_qp     = dev->hdr->max_qps;
@@ -549,6 +559,9 @@ static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t
     }
     if (cfg->soft_ooo) {
         dev->super.attr.caps |= TMX_DEV_CAP_OOO;
+    }
+    if (tmx_soft_xrc_offered(cfg)) {
+        dev->super.attr.caps |= TMX_DEV_CAP_XRC;
     }
     dev->data_order = (unsigned)cfg->soft_data_in_order;
     dev->rng        = cfg->soft_scramble_seed != 0
@@ -582,6 +595,7 @@ static void tmx_soft_dev_close(tmx_dev_t *d)
     tmx_soft_dev_t  *dev = (tmx_soft_dev_t *)d;
     tmx_list_t      *pos, *tmp;
 
+    tmx_soft_xrc_dev_close(dev);
     tmx_list_for_each_safe(pos, tmp, &dev->rsegs) {
         tmx_soft_rseg_t *r = tmx_container_of(pos, tmx_soft_rseg_t, list);
         tmx_list_del(&r->list);
@@ -663,6 +677,20 @@ static tmx_status_t tmx_soft_addr_parse(const void *addr, size_t len, tmx_soft_d
     return TMX_OK;
 }
 
+tmx_status_t tmx_soft_addr_owner(const void *addr, size_t len, pid_t *pid_p,
+                                 uint64_t *start_p, uint64_t *boot_hash_p)
+{
+    tmx_soft_dev_addr_t a;
+    tmx_status_t        status = tmx_soft_addr_parse(addr, len, &a);
+
+    if (status == TMX_OK) {
+        *pid_p       = a.pid;
+        *start_p     = a.start_time;
+        *boot_hash_p = a.boot_hash;
+    }
+    return status;
+}
+
 static int tmx_soft_dev_reachable(tmx_dev_t *d, const void *addr, size_t len)
 {
     tmx_soft_dev_t     *dev = (tmx_soft_dev_t *)d;
@@ -682,7 +710,8 @@ static int tmx_soft_seg_valid(const tmx_soft_seg_hdr_t *h, size_t size, pid_t pi
         h->max_qps > (1u << 20) || h->max_mrs > (1u << 24) || h->max_fast > 1024 ||
         h->ring_size < 4096 || (h->ring_size & (h->ring_size - 1)) != 0 ||
         h->ring_size > (1ull << 32) || h->inbox_size < h->ring_size ||
-        (h->inbox_size & (h->inbox_size - 1)) != 0 || h->inbox_size > (1ull << 32)) {
+        (h->inbox_size & (h->inbox_size - 1)) != 0 || h->inbox_size > (1ull << 32) ||
+        h->max_xs > 65536) {
         return 0;
     }
     rings_end = h->rings_off + (uint64_t)h->max_fast * h->ring_size;
@@ -690,6 +719,8 @@ static int tmx_soft_seg_valid(const tmx_soft_seg_hdr_t *h, size_t size, pid_t pi
            h->inbox_off + sizeof(tmx_soft_ring_ctrl_t) + h->inbox_size <= size &&
            h->ctrl_off + (uint64_t)h->max_qps * sizeof(tmx_soft_ring_ctrl_t) <= size &&
            h->fctrl_off + (uint64_t)h->max_fast * sizeof(tmx_soft_ring_ctrl_t) <= size &&
+           h->xs_off + (uint64_t)h->max_xs * sizeof(tmx_soft_ring_ctrl_t) <= size &&
+           h->xs_off % TMX_SOFT_LINE == 0 &&
            rings_end <= size && h->rings_off % TMX_SOFT_LINE == 0 &&
            h->inbox_off % TMX_SOFT_LINE == 0 && h->ctrl_off % TMX_SOFT_LINE == 0 &&
            h->fctrl_off % TMX_SOFT_LINE == 0;
@@ -1026,6 +1057,7 @@ static tmx_status_t tmx_soft_cq_create(tmx_dev_t *dev, int cqe, tmx_cq_t **cq_p)
     tmx_soft_touch(cq->wc, cq->cap * sizeof(*cq->wc));
     cq->super.dev = dev;
     cq->super.cqe = cqe;
+    ((tmx_soft_dev_t *)dev)->stats.cqs++;
     *cq_p         = &cq->super;
     return TMX_OK;
 
@@ -1040,6 +1072,7 @@ static void tmx_soft_cq_destroy(tmx_cq_t *c)
     tmx_soft_cq_t *cq = (tmx_soft_cq_t *)c;
 
     if (cq != NULL) {
+        ((tmx_soft_dev_t *)c->dev)->stats.cqs--;
         free(cq->wc);
         free(cq);
     }
@@ -1117,14 +1150,17 @@ static tmx_status_t tmx_soft_srq_create(tmx_pd_t *pd, const tmx_srq_init_attr_t 
     tmx_soft_srq_t *srq;
     tmx_status_t    status;
 
-    /* XRC SRQs are not emulated here, TM ones only with TMX_SOFT_TM: the caps say which. */
+    /* TM SRQs only with TMX_SOFT_TM, XRC ones only with TMX_SOFT_XRC: the caps say which. */
     if (attr != NULL && attr->type != TMX_SRQT_BASIC &&
-        (attr->type != TMX_SRQT_TM || !(pd->dev->attr.caps & TMX_DEV_CAP_TM))) {
+        (attr->type != TMX_SRQT_TM || !(pd->dev->attr.caps & TMX_DEV_CAP_TM)) &&
+        (attr->type != TMX_SRQT_XRC || !(pd->dev->attr.caps & TMX_DEV_CAP_XRC))) {
         status = TMX_ERR_UNSUPPORTED;
         goto err;
     }
     if (attr == NULL || attr->max_wr == 0 || attr->max_sge > TMX_SOFT_MAX_SGE ||
-        attr->max_wr > pd->dev->attr.max_srq_wr) {
+        attr->max_wr > pd->dev->attr.max_srq_wr || (attr->flags & ~(unsigned)TMX_SRQ_F_INPLACE) ||
+        ((attr->flags & TMX_SRQ_F_INPLACE) &&
+         (attr->type == TMX_SRQT_TM || !(pd->dev->attr.caps & TMX_DEV_CAP_RECV_INPLACE)))) {
         status = TMX_ERR_INVALID_PARAM;
         goto err;
     }
@@ -1143,12 +1179,19 @@ static tmx_status_t tmx_soft_srq_create(tmx_pd_t *pd, const tmx_srq_init_attr_t 
     srq->super.pd   = pd;
     srq->super.type = attr->type;
     srq->super.cq   = attr->cq;
+    srq->inplace    = (attr->flags & TMX_SRQ_F_INPLACE) != 0;
     if (attr->type == TMX_SRQT_TM) {
         status = tmx_soft_tm_create(srq, attr);
         if (status != TMX_OK) {
             goto err_free_rq;
         }
+    } else if (attr->type == TMX_SRQT_XRC) {
+        status = tmx_soft_xrc_srq_init(srq, attr);
+        if (status != TMX_OK) {
+            goto err_free_rq;
+        }
     }
+    ((tmx_soft_dev_t *)pd->dev)->stats.srqs++;
     *srq_p          = &srq->super;
     return TMX_OK;
 
@@ -1165,7 +1208,9 @@ static void tmx_soft_srq_destroy(tmx_srq_t *s)
     tmx_soft_srq_t *srq = (tmx_soft_srq_t *)s;
 
     if (srq != NULL) {
+        ((tmx_soft_dev_t *)s->pd->dev)->stats.srqs--;
         tmx_soft_tm_destroy(srq);
+        tmx_soft_xrc_srq_fini(srq);
         free(srq->rq.wr);
         free(srq);
     }
@@ -1434,6 +1479,17 @@ static void tmx_soft_ah_destroy(tmx_ah_t *a)
     }
 }
 
+/* ---------------------------------------------------------------- statistics */
+
+static tmx_status_t tmx_soft_dev_query_stats(tmx_dev_t *d, tmx_dev_stats_t *stats)
+{
+    if (d == NULL || stats == NULL) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    *stats = ((tmx_soft_dev_t *)d)->stats;
+    return TMX_OK;
+}
+
 /* ---------------------------------------------------------------- the provider */
 
 const tmx_prov_ops_t tmx_soft_ops = {
@@ -1453,15 +1509,17 @@ const tmx_prov_ops_t tmx_soft_ops = {
     .channel_destroy  = tmx_soft_channel_destroy,
     .cq_req_notify    = tmx_soft_cq_req_notify,
     .channel_get_events = tmx_soft_channel_get_events,
-    .xrcd_open        = tmx_prov_unsupported_xrcd_open,
-    .xrcd_close       = tmx_prov_unsupported_xrcd_close,
+    .dev_query_stats  = tmx_soft_dev_query_stats,
+    .xrcd_open        = tmx_soft_xrcd_open,
+    .xrcd_close       = tmx_soft_xrcd_close,
     .srq_create       = tmx_soft_srq_create,
     .srq_destroy      = tmx_soft_srq_destroy,
     .srq_post_recv    = tmx_soft_srq_post_recv,
     .srq_post_ops     = tmx_soft_srq_post_ops,
-    .srq_get_num      = tmx_prov_unsupported_srq_get_num,
+    .srq_get_num      = tmx_soft_srq_get_num,
     .qp_create        = tmx_soft_qp_create,
     .qp_destroy       = tmx_soft_qp_destroy,
+    .qp_open          = tmx_soft_qp_open,
     .qp_get_addr      = tmx_soft_qp_get_addr,
     .qp_modify        = tmx_soft_qp_modify,
     .qp_data_in_order = tmx_soft_qp_data_in_order,

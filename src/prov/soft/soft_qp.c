@@ -368,6 +368,7 @@ static void tmx_soft_sq_reap(tmx_soft_qp_t *qp)
             wc.opcode   = tmx_soft_wc_opcode(swr->opcode);
             wc.byte_len = swr->opcode == TMX_WR_RDMA_READ ? (uint32_t)swr->total : 0;
             wc.qp_num   = qp->super.qp_num;
+            wc.src_qp   = qp->xrc_srqn;
             tmx_soft_cq_push((tmx_soft_cq_t *)qp->super.send_cq, &wc);
         }
         free(swr->copy);
@@ -431,6 +432,7 @@ static void tmx_soft_qp_fail(tmx_soft_qp_t *qp, tmx_wc_status_t status, int asyn
         wc.status = status;
         wc.opcode = TMX_WC_SEND;
         wc.qp_num = qp->super.qp_num;
+        wc.src_qp = qp->xrc_srqn;
         tmx_soft_cq_push((tmx_soft_cq_t *)qp->super.send_cq, &wc);
     }
 }
@@ -681,6 +683,22 @@ static inline void tmx_soft_qp_commit(tmx_soft_qp_t *qp, tmx_soft_rec_t *rec, si
         tmx_soft_wake_peer(qp->dev, qp->rseg);
     } else {
         tmx_soft_inbox_commit(qp->dev, qp->rseg, rec, qp->ibx_tail, bytes);
+    }
+}
+
+/* Publishes one record of several taken by one reservation (tmx_soft_send_frags): the reader
+ * may take it now; the last one goes by tmx_soft_qp_commit, which ends the reservation. */
+static inline void tmx_soft_qp_publish_part(tmx_soft_qp_t *qp, tmx_soft_rec_t *rec, size_t bytes)
+{
+    if (qp->out_fast != 0) {
+        tmx_soft_tx_publish(qp->out_ring, qp->out_size, rec, qp->out_tail, bytes);
+        qp->out_tail += bytes;
+    } else {
+        tmx_soft_ring_ctrl_t *ctrl = tmx_soft_rseg_inbox_ctrl(qp->rseg);
+
+        tmx_soft_tx_publish((uint8_t *)(ctrl + 1), qp->rseg->hdr->inbox_size, rec, qp->ibx_tail,
+                            bytes);
+        qp->ibx_tail += bytes;
     }
 }
 
@@ -1173,6 +1191,34 @@ static int tmx_soft_take_recv(tmx_soft_qp_t *qp, tmx_soft_rwr_t *rwr)
     return tmx_soft_rq_pop(tmx_soft_qp_rq(qp), rwr);
 }
 
+/* A receive in place for qp: its SRQ asked for it, the record is in a ring (not a copy kept
+ * aside), and the poll running now returns the completion before anything can move the ring
+ * on: the CQ holds fewer than the caller's array takes (inplace_budget), so this one, pushed
+ * now, is in the array. */
+static inline int tmx_soft_inplace_ok(const tmx_soft_qp_t *qp)
+{
+    const tmx_soft_dev_t *dev = qp->dev;
+
+    return dev->inplace_cq != NULL && (const tmx_cq_t *)dev->inplace_cq == qp->super.recv_cq &&
+           dev->inplace_cq->count < dev->inplace_budget && qp->super.srq != NULL &&
+           ((const tmx_soft_srq_t *)qp->super.srq)->inplace;
+}
+
+static void tmx_soft_recv_complete_at(tmx_soft_qp_t *qp, uint64_t wr_id, uint64_t len,
+                                      int imm_valid, uint32_t imm, const void *data)
+{
+    tmx_wc_t wc = {.wr_id    = wr_id,
+                   .status   = TMX_WC_SUCCESS,
+                   .opcode   = TMX_WC_RECV,
+                   .byte_len = (uint32_t)len,
+                   .imm_data = imm_valid ? imm : 0,
+                   .qp_num   = qp->super.qp_num,
+                   .wc_flags = imm_valid ? TMX_WC_WITH_IMM : 0,
+                   .data     = data};
+
+    tmx_soft_cq_push((tmx_soft_cq_t *)qp->super.recv_cq, &wc);
+}
+
 static void tmx_soft_recv_complete(tmx_soft_qp_t *qp, uint64_t wr_id, tmx_wc_status_t status,
                                    tmx_wc_opcode_t opcode, uint64_t len, int imm_valid,
                                    uint32_t imm, uint32_t src_qp)
@@ -1496,6 +1542,15 @@ static int tmx_soft_rx_send_whole(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec, 
         status = TMX_WC_LOC_PROT_ERR;
     } else if (len > tmx_soft_sge_len(rwr->sge, rwr->num_sge)) {
         status = TMX_WC_LOC_LEN_ERR;
+    } else if (tmx_soft_inplace_ok(qp)) {
+        /* in place: the completion points at the record, which stays ours until the next
+         * poll (tmx_soft_rx_release) */
+        wr_id = rwr->wr_id;
+        tmx_soft_rq_advance(rq);
+        qp->dev->inplace_hold = 1;
+        tmx_soft_recv_complete_at(qp, wr_id, len, (flags & TMX_SOFT_REC_IMM) != 0, rec->imm,
+                                  rec + 1);
+        return TMX_SOFT_RX_DONE;
     } else {
         tmx_soft_sge_scatter(rwr->sge, rwr->num_sge, 0, (const uint8_t *)(rec + 1), len);
         status = TMX_WC_SUCCESS;
@@ -1891,8 +1946,14 @@ static int tmx_soft_rx_one(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec, uint64_
         return TMX_SOFT_RX_BAD;
     }
     memcpy(&ext, rec + 1, sizeof(ext));
+    if ((qp->index & TMX_SOFT_XRC_DST) &&
+        (op == TMX_SOFT_OP_WDATA || op == TMX_SOFT_OP_RREQ || op == TMX_SOFT_OP_RRESP ||
+         op == TMX_SOFT_OP_ACK)) {
+        return TMX_SOFT_RX_BAD; /* an XRC stream carries RDMA by cross-memory attach only */
+    }
     switch (op) {
     case TMX_SOFT_OP_SEND:   return tmx_soft_rx_send(qp, rec, len, flags);
+    case TMX_SOFT_OP_CLOSE:  return tmx_soft_xrc_rx_close(qp);
     case TMX_SOFT_OP_WIMM:   return tmx_soft_rx_wimm(qp, rec, &ext);
     case TMX_SOFT_OP_WDATA:  return tmx_soft_rx_wdata(qp, rec, &ext, len, flags);
     case TMX_SOFT_OP_RREQ:   return tmx_soft_rx_rreq(qp, rec, &ext);
@@ -1952,7 +2013,9 @@ static void tmx_soft_fast_drain(tmx_soft_qp_t *qp, unsigned limit)
         }
         head       += bytes;
         qp->in_head = head;
-        tmx_soft_rx_publish(qp->in_ctrl, qp->in_size, head, &qp->in_published);
+        if (!qp->dev->inplace_hold) {
+            tmx_soft_rx_publish(qp->in_ctrl, qp->in_size, head, &qp->in_published);
+        }
     }
     qp->rx_win = qp->dev->win;
 }
@@ -1983,6 +2046,11 @@ static int tmx_soft_rx_switch(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
             return TMX_SOFT_RX_BLOCKED; /* a receive is missing: the rest waits with us */
         }
         dev->fast_pos[qp->rfast - 1] = qp->in_head;
+        if (dev->inplace_hold && dev->fast_rest[qp->rfast - 1] <= dev->win) {
+            /* completions of this poll may point into it: not lent again before they are
+             * taken (tmx_soft_rx_release publishes nothing for a ring no longer read) */
+            dev->fast_rest[qp->rfast - 1] = dev->win + 1;
+        }
         qp->in_stop                  = UINT64_MAX;
         tmx_soft_fast_on_del(qp);
     } else if (left != 0) {
@@ -2067,7 +2135,12 @@ static void tmx_soft_park_drain(tmx_soft_qp_t *qp)
 /* The QP an inbox record names, if it still is the one the sender connected to. */
 static tmx_soft_qp_t *tmx_soft_inbox_qp(tmx_soft_dev_t *dev, uint32_t dst, uint32_t gen)
 {
-    tmx_soft_qp_t *qp = dst < dev->hdr->max_qps ? dev->qps[dst] : NULL;
+    tmx_soft_qp_t *qp;
+
+    if (dst & TMX_SOFT_XRC_DST) {
+        return tmx_soft_xrc_stream(dev, dst & ~TMX_SOFT_XRC_DST, gen);
+    }
+    qp = dst < dev->hdr->max_qps ? dev->qps[dst] : NULL;
 
     if (qp == NULL || qp->super.type != TMX_QPT_RC || qp->my_gen != gen ||
         qp->super.state == TMX_QPS_ERR || qp->super.state == TMX_QPS_RESET) {
@@ -2156,7 +2229,9 @@ static void tmx_soft_inbox_drain(tmx_soft_dev_t *dev)
         }
         head           += bytes;
         dev->inbox_head = head;
-        tmx_soft_rx_publish(dev->inbox_ctrl, dev->inbox_size, head, &dev->inbox_published);
+        if (!dev->inplace_hold) {
+            tmx_soft_rx_publish(dev->inbox_ctrl, dev->inbox_size, head, &dev->inbox_published);
+        }
     }
 }
 
@@ -2235,14 +2310,28 @@ tmx_status_t tmx_soft_qp_create(tmx_pd_t *pd, const tmx_qp_init_attr_t *attr, tm
     unsigned        i, n;
     tmx_status_t    status;
 
-    if (attr == NULL || attr->send_cq == NULL || attr->recv_cq == NULL ||
+    if (attr == NULL || attr->send_cq == NULL ||
+        (attr->recv_cq == NULL && attr->type != TMX_QPT_XRC_INI &&
+         attr->type != TMX_QPT_XRC_TGT) ||
         attr->max_send_wr > dev->super.attr.max_qp_wr ||
         attr->max_recv_wr > dev->super.attr.max_qp_wr ||
         attr->max_inline > dev->super.attr.max_inline) {
         status = TMX_ERR_INVALID_PARAM;
         goto err;
     }
-    if (attr->type != TMX_QPT_RC && attr->type != TMX_QPT_UD) {
+    if (attr->type == TMX_QPT_XRC_TGT || attr->type == TMX_QPT_XRC_INI) {
+        if (!(dev->super.attr.caps & TMX_DEV_CAP_XRC)) {
+            status = TMX_ERR_UNSUPPORTED;
+            goto err;
+        }
+        if (attr->srq != NULL) {
+            status = TMX_ERR_INVALID_PARAM; /* no receive queue of their own to share */
+            goto err;
+        }
+        if (attr->type == TMX_QPT_XRC_TGT) {
+            return tmx_soft_xrc_tgt_create(pd, attr, qp_p); /* the domain's, not a slot's */
+        }
+    } else if (attr->type != TMX_QPT_RC && attr->type != TMX_QPT_UD) {
         status = TMX_ERR_UNSUPPORTED;
         goto err;
     }
@@ -2311,6 +2400,17 @@ tmx_status_t tmx_soft_qp_create(tmx_pd_t *pd, const tmx_qp_init_attr_t *attr, tm
         qp->tm    = ((tmx_soft_srq_t *)attr->srq)->tm;
         qp->tm_qp = attr->max_send_wr == 0; /* its send queue is the device's */
     }
+    if (attr->type == TMX_QPT_XRC_INI) {
+        status = tmx_soft_xrc_ini_init(qp);
+        if (status != TMX_OK) {
+            goto err_free;
+        }
+        dev->stats.qps_xrc_ini++;
+    } else if (attr->type == TMX_QPT_UD) {
+        dev->stats.qps_ud++;
+    } else {
+        dev->stats.qps_rc++;
+    }
     dev->qps[i]       = qp;
     *qp_p             = &qp->super;
     return TMX_OK;
@@ -2329,6 +2429,18 @@ void tmx_soft_qp_destroy(tmx_qp_t *q)
 
     if (qp == NULL) {
         return;
+    }
+    if (qp->super.type == TMX_QPT_XRC_TGT) {
+        tmx_soft_xrc_qp_destroy(qp); /* the domain's: no slot */
+        return;
+    }
+    if (qp->super.type == TMX_QPT_XRC_INI) {
+        tmx_soft_xrc_qp_destroy(qp); /* its routes */
+        qp->dev->stats.qps_xrc_ini--;
+    } else if (qp->super.type == TMX_QPT_UD) {
+        qp->dev->stats.qps_ud--;
+    } else {
+        qp->dev->stats.qps_rc--;
     }
     tmx_soft_active_del(qp);
     for (uint32_t s = qp->head_seq; s != qp->next_seq; s++) {
@@ -2356,6 +2468,9 @@ tmx_status_t tmx_soft_qp_get_addr(tmx_qp_t *q, void *buf, size_t *len_p)
     size_t             dlen = sizeof(a.dev);
     tmx_status_t       status;
 
+    if (qp != NULL && qp->super.type == TMX_QPT_XRC_TGT) {
+        return tmx_soft_xrc_get_addr(qp, buf, len_p);
+    }
     if (buf == NULL || len_p == NULL || *len_p < sizeof(a)) {
         return TMX_ERR_INVALID_PARAM;
     }
@@ -2373,6 +2488,25 @@ tmx_status_t tmx_soft_qp_get_addr(tmx_qp_t *q, void *buf, size_t *len_p)
     a.dev_len = (uint32_t)dlen;
     memcpy(buf, &a, sizeof(a));
     *len_p = sizeof(a);
+    return TMX_OK;
+}
+
+tmx_status_t tmx_soft_qp_addr_dev(const void *blob, size_t len, const uint8_t **dev_p,
+                                  size_t *dev_len_p)
+{
+    const tmx_soft_qp_addr_t *a = blob;
+    tmx_soft_qp_addr_t        h;
+
+    if (blob == NULL || len != sizeof(h)) {
+        return TMX_ERR_INVALID_ADDR;
+    }
+    memcpy(&h, blob, sizeof(h));
+    if (h.magic != TMX_SOFT_QP_MAGIC || h.version != TMX_SOFT_VERSION || h.len != sizeof(h) ||
+        h.dev_len > sizeof(h.dev)) {
+        return TMX_ERR_INVALID_ADDR;
+    }
+    *dev_p     = a->dev;
+    *dev_len_p = h.dev_len;
     return TMX_OK;
 }
 
@@ -2476,6 +2610,11 @@ tmx_status_t tmx_soft_qp_modify(tmx_qp_t *q, const tmx_qp_attr_t *attr, unsigned
 
     if (qp == NULL || attr == NULL || !(attr_mask & TMX_QP_ATTR_STATE)) {
         return TMX_ERR_INVALID_PARAM;
+    }
+    if (qp->super.type == TMX_QPT_XRC_TGT ||
+        (qp->super.type == TMX_QPT_XRC_INI && attr->state != TMX_QPS_INIT &&
+         attr->state != TMX_QPS_RTS)) {
+        return tmx_soft_xrc_modify(qp, attr, attr_mask);
     }
     cur = qp->super.state;
     if ((attr_mask & TMX_QP_ATTR_OOO) && attr->ooo) {
@@ -2678,6 +2817,57 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
 }
 
 /*
+ * A direct SEND above TMX_SOFT_FRAG: one reservation for all its records, each published as
+ * soon as it is written, so that the receiver copies one out while we write the next. Taken
+ * at once like the single record it replaces (it goes out whole or not at all), and only when
+ * the records fit where that one record would: the bound on a record (a quarter ring) holds
+ * for the reservation. 0: it does not fit (one record then), or the ring is full.
+ */
+static int tmx_soft_send_frags(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, size_t total,
+                               uint8_t flags)
+{
+    size_t          k     = (total + TMX_SOFT_FRAG - 1) / TMX_SOFT_FRAG;
+    size_t          last  = total - (k - 1) * TMX_SOFT_FRAG;
+    size_t          whole = (k - 1) * tmx_soft_lines(TMX_SOFT_HDR + TMX_SOFT_FRAG) +
+                            tmx_soft_lines(TMX_SOFT_HDR + last);
+    tmx_soft_rec_t *rec;
+    uint8_t        *p;
+    size_t          off = 0;
+
+    if (whole > tmx_soft_lines(TMX_SOFT_HDR + qp->dev->max_payload)) {
+        return -1;
+    }
+    rec = tmx_soft_qp_reserve(qp, whole);
+    if (rec == NULL) {
+        return 0;
+    }
+    p = (uint8_t *)rec;
+    for (size_t i = 0; i < k; i++) {
+        size_t n     = i + 1 < k ? TMX_SOFT_FRAG : last;
+        size_t bytes = tmx_soft_lines(TMX_SOFT_HDR + n);
+
+        rec        = (tmx_soft_rec_t *)p;
+        rec->len   = (uint32_t)n;
+        rec->op    = TMX_SOFT_OP_SEND;
+        rec->flags = (uint8_t)((flags & TMX_SOFT_REC_IMM) | (i == 0 ? TMX_SOFT_REC_FIRST : 0) |
+                               (i + 1 == k ? TMX_SOFT_REC_LAST : 0));
+        rec->imm   = wr->imm_data;
+        rec->seq   = qp->next_seq;
+        rec->dst   = qp->remote_index;
+        rec->gen   = qp->out_gen;
+        tmx_soft_sge_gather(wr->sg_list, wr->num_sge, off, (uint8_t *)(rec + 1), n);
+        if (i + 1 < k) {
+            tmx_soft_qp_publish_part(qp, rec, bytes);
+        } else {
+            tmx_soft_qp_commit(qp, rec, bytes);
+        }
+        off += n;
+        p += bytes;
+    }
+    return 1;
+}
+
+/*
  * The eager path's common case: an unsignaled inline SEND on an RC QP whose send queue is
  * empty. It goes straight into one ring record and is complete on return, so it needs no
  * queue entry and makes no completion; the sequence numbers move as if it had passed through
@@ -2697,6 +2887,19 @@ static int tmx_soft_send_direct(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, size
         flags |= TMX_SOFT_REC_IMM;
     } else if (wr->opcode != TMX_WR_SEND) {
         return 0;
+    }
+    if (total > TMX_SOFT_FRAG) {
+        int r = tmx_soft_send_frags(qp, wr, total, flags);
+
+        if (r == 0) {
+            return 0;
+        }
+        if (r > 0) {
+            qp->next_seq++;
+            qp->tx_seq++;
+            qp->head_seq++;
+            return 1;
+        }
     }
     /* tmx_soft_wr_check bounded an inline total by max_payload: one record */
     rec = tmx_soft_qp_reserve(qp, TMX_SOFT_HDR + total);
@@ -2722,6 +2925,15 @@ tmx_status_t tmx_soft_post_send(tmx_qp_t *q, tmx_send_wr_t *wr, tmx_send_wr_t **
     tmx_soft_qp_t *qp     = (tmx_soft_qp_t *)q;
     tmx_status_t   status = TMX_OK;
 
+    if (qp->super.type == TMX_QPT_XRC_INI) {
+        /* one SEND to the remote SRQ of the last one: straight to its route */
+        tmx_soft_qp_t *rt = tmx_soft_xrc_route_hint(qp, wr);
+
+        if (rt == NULL) {
+            return tmx_soft_xrc_ini_post(qp, wr, bad_p);
+        }
+        qp = rt;
+    }
     for (; wr != NULL; wr = wr->next) {
         size_t total = 0;
 
@@ -2748,7 +2960,8 @@ tmx_status_t tmx_soft_post_recv(tmx_qp_t *q, tmx_recv_wr_t *wr, tmx_recv_wr_t **
 {
     tmx_soft_qp_t *qp = (tmx_soft_qp_t *)q;
 
-    if (qp->super.srq != NULL || qp->super.state == TMX_QPS_ERR) {
+    if (qp->super.srq != NULL || qp->super.state == TMX_QPS_ERR ||
+        qp->super.type == TMX_QPT_XRC_INI || qp->super.type == TMX_QPT_XRC_TGT) {
         *bad_p = wr;
         return TMX_ERR_INVALID_PARAM;
     }
@@ -2784,6 +2997,9 @@ static void tmx_soft_check_peers(tmx_soft_dev_t *dev)
             i++;
         }
     }
+    if (dev->xrc != NULL) {
+        tmx_soft_xrc_check(dev);
+    }
 }
 
 /* What peers have put on the wire for us reaches its queue pairs (matching, placement,
@@ -2805,6 +3021,19 @@ void tmx_soft_rx_arrivals(tmx_soft_dev_t *dev)
     }
 }
 
+/* The completions in place of the last poll were taken (the caller polls again): the
+ * records they pointed at may go back to their producers. */
+static void tmx_soft_rx_release(tmx_soft_dev_t *dev)
+{
+    dev->inplace_hold = 0;
+    tmx_soft_rx_publish(dev->inbox_ctrl, dev->inbox_size, dev->inbox_head, &dev->inbox_published);
+    for (unsigned i = 0; i < dev->num_fast_on; i++) {
+        tmx_soft_qp_t *qp = dev->fast_on[i];
+
+        tmx_soft_rx_publish(qp->in_ctrl, qp->in_size, qp->in_head, &qp->in_published);
+    }
+}
+
 int tmx_soft_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
 {
     tmx_soft_cq_t  *cq  = (tmx_soft_cq_t *)c;
@@ -2814,10 +3043,17 @@ int tmx_soft_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
     if (n < 0 || (n > 0 && wc == NULL)) {
         return TMX_ERR_INVALID_PARAM;
     }
+    if (dev->inplace_hold) {
+        tmx_soft_rx_release(dev);
+    }
     if ((++dev->poll_count & 255) == 0) {
         tmx_soft_check_peers(dev);
     }
+    dev->inplace_cq     = cq;
+    dev->inplace_budget = (unsigned)n;
     tmx_soft_rx_arrivals(dev);
+    dev->inplace_cq     = NULL;
+    dev->inplace_budget = 0;
     for (unsigned i = 0; i < dev->num_pend;) {
         tmx_soft_qp_t *qp = dev->pend[i];
 
@@ -2868,8 +3104,13 @@ tmx_status_t tmx_soft_cq_req_notify(tmx_cq_t *c, tmx_comp_channel_t *ch)
         return TMX_ERR_INVALID_PARAM;
     }
     /* Before a sleep, the liveness check that polls make every 256th time (a sleeper polls
-     * rarely): a dead peer's QPs fail now, and their completions make us busy. */
+     * rarely): a dead peer's QPs fail now, and their completions make us busy. And the
+     * records of receives in place go back to their senders now, not at the next poll: a
+     * sender waiting for room would not wake us. */
     tmx_soft_check_peers(dev);
+    if (dev->inplace_hold) {
+        tmx_soft_rx_release(dev);
+    }
     if (cq->count > 0) {
         return TMX_ERR_BUSY;
     }
@@ -2902,4 +3143,48 @@ busy:
     /* a producer that saw the word meanwhile sends a wake for nothing: harmless */
     atomic_store_explicit(&dev->hdr->armed, 0, memory_order_relaxed);
     return TMX_ERR_BUSY;
+}
+
+/* ---------------------------------------------------------------- for soft_xrc.c */
+
+void tmx_soft_qp_release(tmx_soft_qp_t *qp)
+{
+    tmx_soft_active_del(qp);
+    tmx_soft_pending_del(qp);
+    for (uint32_t s = qp->head_seq; s != qp->next_seq; s++) {
+        free(tmx_soft_swr(qp, s)->copy);
+        tmx_soft_swr(qp, s)->copy = NULL;
+    }
+    tmx_soft_fast_drop(qp);
+    tmx_soft_park_free(qp);
+}
+
+void tmx_soft_qp_error(tmx_soft_qp_t *qp, tmx_wc_status_t status, int async)
+{
+    tmx_soft_qp_fail(qp, status, async);
+}
+
+void tmx_soft_qp_activate(tmx_soft_qp_t *qp)
+{
+    tmx_soft_active_add(qp);
+}
+
+int tmx_soft_qp_send_close(tmx_soft_qp_t *qp)
+{
+    tmx_soft_rec_t *rec;
+
+    if (qp->rseg == NULL || tmx_soft_rseg_dead(qp->rseg)) {
+        return 1; /* nobody reads it */
+    }
+    rec = tmx_soft_qp_reserve(qp, TMX_SOFT_HDR);
+    if (rec == NULL) {
+        return 0;
+    }
+    rec->len   = 0;
+    rec->op    = TMX_SOFT_OP_CLOSE;
+    rec->flags = 0;
+    rec->imm   = 0;
+    rec->seq   = qp->next_seq;
+    tmx_soft_qp_commit(qp, rec, TMX_SOFT_HDR);
+    return 1;
 }

@@ -326,7 +326,8 @@ tmx_status_t tmx_verbs_srq_post_ops(tmx_srq_t *srq, tmx_srq_op_t *op, tmx_srq_op
 /* A TM completion of srq (kind TM_OP or TM_RECV): 1 and *wc filled when it is the caller's,
  * 0 when the provider keeps it. */
 int tmx_verbs_tm_wc(tmx_verbs_srq_t *srq, unsigned kind, uint32_t slot, tmx_wc_t *wc);
-tmx_status_t tmx_verbs_xrcd_open(tmx_dev_t *dev, tmx_xrcd_t **xrcd_p);
+tmx_status_t tmx_verbs_xrcd_open(tmx_dev_t *dev, const tmx_xrcd_init_attr_t *attr,
+                                 tmx_xrcd_t **xrcd_p);
 void tmx_verbs_xrcd_close(tmx_xrcd_t *xrcd);
 tmx_status_t tmx_verbs_srq_get_num(tmx_srq_t *srq, uint32_t *srqn_p);
 

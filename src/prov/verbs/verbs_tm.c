@@ -377,10 +377,14 @@ int tmx_verbs_tm_wc(tmx_verbs_srq_t *srq, unsigned kind, uint32_t slot, tmx_wc_t
 
 /* ---------------------------------------------------------------- XRC */
 
-tmx_status_t tmx_verbs_xrcd_open(tmx_dev_t *d, tmx_xrcd_t **xrcd_p)
+tmx_status_t tmx_verbs_xrcd_open(tmx_dev_t *d, const tmx_xrcd_init_attr_t *attr,
+                                 tmx_xrcd_t **xrcd_p)
 {
     tmx_verbs_dev_t *dev = (tmx_verbs_dev_t *)d;
 
+    if (attr == NULL || xrcd_p == NULL) {
+        return TMX_ERR_INVALID_PARAM;
+    }
     if (!dev->xrc) {
         return TMX_ERR_UNSUPPORTED;
     }
@@ -403,7 +407,10 @@ tmx_status_t tmx_verbs_xrcd_open(tmx_dev_t *d, tmx_xrcd_t **xrcd_p)
             free(x);
             return status;
         }
+        /* a domain of this process: sharing one by attr->key across the node's processes
+         * (a file for ibv_open_xrcd, and qp_open) is not done yet */
         x->super.dev = d;
+        x->super.key = attr->key;
         *xrcd_p      = &x->super;
         return TMX_OK;
     }

@@ -1,0 +1,3 @@
+#!/bin/sh
+# The conformance suite on 4 ranks over verbs in the soft-RoCE guest (see conformance.sh).
+exec sh "$(dirname "$0")/conformance.sh" 4 "$@"

@@ -288,6 +288,7 @@ TMX_API tmx_status_t tmx_context_print_info(tmx_context_h ctx, FILE *stream)
         for (int d = 0; d < num; d++) {
             fprintf(stream, "#   device %s\n", devs[d]->name);
             tmx_print_caps(stream, &devs[d]->attr, topo, self);
+            prov->ops->dev_print(devs[d], stream, "#      ");
             prov->ops->dev_close(devs[d]);
         }
     }

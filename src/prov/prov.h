@@ -541,6 +541,10 @@ struct tmx_prov_ops {
     tmx_status_t (*dev_get_addr)(tmx_dev_t *dev, void *buf, size_t *len_p);
     /* 1 when a device with this address blob can be reached from dev. */
     int (*dev_reachable)(tmx_dev_t *dev, const void *addr, size_t len);
+    /* For tmx_info: what the device is beyond tmx_dev_attr_t (verbs: port, link layer, MTU,
+     * GIDs, the optional verbs and why one is absent), as lines that start with prefix.
+     * Providers with nothing to add use tmx_prov_no_dev_print. */
+    void (*dev_print)(tmx_dev_t *dev, FILE *stream, const char *prefix);
 
     tmx_status_t (*pd_alloc)(tmx_dev_t *dev, tmx_pd_t **pd_p);
     void (*pd_free)(tmx_pd_t *pd);
@@ -636,6 +640,7 @@ struct tmx_prov {
 extern const tmx_prov_t *const tmx_providers[];
 
 /* Stubs for ops a provider does not implement: they return TMX_ERR_UNSUPPORTED. */
+void tmx_prov_no_dev_print(tmx_dev_t *dev, FILE *stream, const char *prefix);
 tmx_status_t tmx_prov_unsupported_channel_create(tmx_dev_t *dev, tmx_comp_channel_t **ch_p);
 void tmx_prov_unsupported_channel_destroy(tmx_comp_channel_t *ch);
 tmx_status_t tmx_prov_unsupported_cq_req_notify(tmx_cq_t *cq, tmx_comp_channel_t *ch);

@@ -96,6 +96,13 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "Log destination file; empty means stderr, %p is replaced by the pid.")},
     {TMX_CONFIG_FIELD("PROVIDERS", TMX_CONFIG_STRING, "", providers,
                       "Comma-separated device providers to use; empty means all that were built.")},
+    {TMX_CONFIG_FIELD("VERBS_DEVICES", TMX_CONFIG_STRING, "", verbs_devices,
+                      "Verbs provider: comma-separated RDMA devices (mlx5_0) or device ports "
+                      "(mlx5_0:1) to use; empty means every active port of every device.")},
+    {TMX_CONFIG_FIELD("VERBS_GID_INDEX", TMX_CONFIG_INT, "-1", verbs_gid_index,
+                      "Verbs provider, RoCE ports: the GID table index to use; -1 picks the "
+                      "RoCE v2 GID of an IPv4 address, else another RoCE v2 one, else RoCE v1."),
+     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX, .min = -1, .max = 65535},
     {TMX_CONFIG_FIELD("EAGER_MAX", TMX_CONFIG_SIZE, "16k", eager_max,
                       "Largest message sent eagerly; larger ones use rendezvous.")},
     {TMX_CONFIG_FIELD("UNEXP_BUDGET", TMX_CONFIG_SIZE, "64m", unexp_budget,

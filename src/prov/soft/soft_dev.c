@@ -1611,6 +1611,7 @@ const tmx_prov_ops_t tmx_soft_ops = {
     .dev_close        = tmx_soft_dev_close,
     .dev_get_addr     = tmx_soft_dev_get_addr,
     .dev_reachable    = tmx_soft_dev_reachable,
+    .dev_print        = tmx_prov_no_dev_print,
     .pd_alloc         = tmx_soft_pd_alloc,
     .pd_free          = tmx_soft_pd_free,
     .mr_reg           = tmx_soft_mr_reg,

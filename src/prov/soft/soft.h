@@ -671,6 +671,17 @@ static inline int tmx_soft_key_check(const tmx_soft_mr_ent_t *table, unsigned ma
 }
 
 tmx_status_t tmx_soft_cq_grow_push(tmx_soft_cq_t *cq, const tmx_wc_t *wc);
+/* The smallest power of two >= v (v >= 1). */
+static inline unsigned tmx_soft_pow2u(unsigned v)
+{
+    unsigned p = 1;
+
+    while (p < v) {
+        p <<= 1;
+    }
+    return p;
+}
+
 static inline tmx_status_t tmx_soft_cq_push(tmx_soft_cq_t *cq, const tmx_wc_t *wc)
 {
     cq->pushed++;

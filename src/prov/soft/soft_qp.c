@@ -1006,6 +1006,19 @@ static inline uint8_t *tmx_soft_dm_target(const tmx_soft_rseg_t *r, uint64_t rad
     return (uint8_t *)r->base + r->h.dm_off + (raddr - lo);
 }
 
+/* The notice of a WRITE_WITH_IMM whose data went (by CMA or by stores), in rec (reserved). */
+static void tmx_soft_wimm_commit(tmx_soft_qp_t *qp, const tmx_soft_swr_t *swr,
+                                 tmx_soft_rec_t *rec)
+{
+    rec->len                 = 0;
+    rec->op                  = TMX_SOFT_OP_WIMM;
+    rec->flags               = TMX_SOFT_REC_IMM;
+    rec->imm                 = swr->imm;
+    rec->seq                 = swr->seq;
+    tmx_soft_ext(rec)->total = swr->total;
+    tmx_soft_qp_commit(qp, rec, TMX_SOFT_HDR_EXT);
+}
+
 /* A WRITE_WITH_IMM whose data is placed: its notice, a record that consumes a receive at the
  * target. 1 when sent (the WR is done), 0 when the ring is full (the next call sends it). */
 static int tmx_soft_tx_notice(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
@@ -1017,13 +1030,7 @@ static int tmx_soft_tx_notice(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
         if (rec == NULL) {
             return 0;
         }
-        rec->len                 = 0;
-        rec->op                  = TMX_SOFT_OP_WIMM;
-        rec->flags               = TMX_SOFT_REC_IMM;
-        rec->imm                 = swr->imm;
-        rec->seq                 = swr->seq;
-        tmx_soft_ext(rec)->total = swr->total;
-        tmx_soft_qp_commit(qp, rec, TMX_SOFT_HDR_EXT);
+        tmx_soft_wimm_commit(qp, swr, rec);
     }
     swr->state  = TMX_SOFT_SWR_DONE;
     swr->status = TMX_WC_SUCCESS;
@@ -1060,13 +1067,7 @@ static int tmx_soft_tx_dm(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr, uint8_t *dst)
             return 0;
         }
         tmx_soft_dm_store(qp, swr, dst);
-        rec->len                 = 0;
-        rec->op                  = TMX_SOFT_OP_WIMM;
-        rec->flags               = TMX_SOFT_REC_IMM;
-        rec->imm                 = swr->imm;
-        rec->seq                 = swr->seq;
-        tmx_soft_ext(rec)->total = swr->total;
-        tmx_soft_qp_commit(qp, rec, TMX_SOFT_HDR_EXT);
+        tmx_soft_wimm_commit(qp, swr, rec);
         swr->state  = TMX_SOFT_SWR_DONE;
         swr->status = TMX_WC_SUCCESS;
         return 1;
@@ -2444,15 +2445,6 @@ static tmx_status_t tmx_soft_ud_send(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr,
 }
 
 /* ---------------------------------------------------------------- QP verbs */
-
-static unsigned tmx_soft_pow2u(unsigned v)
-{
-    unsigned p = 1;
-    while (p < v) {
-        p <<= 1;
-    }
-    return p;
-}
 
 tmx_status_t tmx_soft_qp_create(tmx_pd_t *pd, const tmx_qp_init_attr_t *attr, tmx_qp_t **qp_p)
 {

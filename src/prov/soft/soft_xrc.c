@@ -1235,16 +1235,6 @@ tmx_status_t tmx_soft_xrc_modify(tmx_soft_qp_t *qp, const tmx_qp_attr_t *attr,
     return status;
 }
 
-static unsigned tmx_soft_xpow2(unsigned v)
-{
-    unsigned p = 1;
-
-    while (p < v) {
-        p <<= 1;
-    }
-    return p;
-}
-
 /*
  * The INI's route to the SRQ numbered srqn, made at its first work request: the number is
  * looked up in the target's node table (it must name an XRC SRQ of the target's domain), the
@@ -1336,7 +1326,7 @@ static tmx_soft_qp_t *tmx_soft_xroute_new(tmx_soft_qp_t *ini, uint32_t srqn,
     }
     rt = calloc(1, sizeof(*rt));
     if (rt != NULL) {
-        rt->sq_size = tmx_soft_xpow2(xq->max_send_wr ? xq->max_send_wr : 256);
+        rt->sq_size = tmx_soft_pow2u(xq->max_send_wr ? xq->max_send_wr : 256);
         rt->sq_cap  = rt->sq_size < 16 ? rt->sq_size : 16;
         rt->sq      = calloc(rt->sq_cap, sizeof(*rt->sq));
     }

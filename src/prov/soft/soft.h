@@ -605,6 +605,15 @@ void tmx_soft_rseg_watch(tmx_soft_dev_t *dev, tmx_soft_rseg_t *r);
 #define TMX_SOFT_FENCE() atomic_thread_fence(memory_order_seq_cst)
 #endif
 
+/* The acquire fence of a seqlock's reader (plain copies, then the word checked again); under
+ * ThreadSanitizer (which gcc refuses the fence for, where it is inlined) a compiler barrier,
+ * which on x86 -- loads are not reordered with loads -- is the same. */
+#if defined(__SANITIZE_THREAD__)
+#define TMX_SOFT_ACQUIRE_FENCE() atomic_signal_fence(memory_order_acquire)
+#else
+#define TMX_SOFT_ACQUIRE_FENCE() atomic_thread_fence(memory_order_acquire)
+#endif
+
 /*
  * After publishing a record into a peer's ring: wakes the peer if it is about to sleep. The
  * peer arms (stores its armed word, a barrier, then looks at every ring it reads); we stored the

@@ -1277,7 +1277,7 @@ static tmx_soft_qp_t *tmx_soft_xroute_new(tmx_soft_qp_t *ini, uint32_t srqn,
         dlen = 0;
     }
     memcpy(da, e->dev, dlen);
-    atomic_thread_fence(memory_order_acquire);
+    TMX_SOFT_ACQUIRE_FENCE();
     if (atomic_load_explicit(&e->gen_valid, memory_order_relaxed) != gv || xrcd != xq->xrcd ||
         dlen == 0) {
         *wc_p = TMX_WC_REM_INV_REQ_ERR; /* not an SRQ of the target's domain */

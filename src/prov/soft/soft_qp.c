@@ -776,6 +776,9 @@ static inline void tmx_soft_qp_publish_part(tmx_soft_qp_t *qp, tmx_soft_rec_t *r
         tmx_soft_tx_publish((uint8_t *)(ctrl + 1), qp->rseg->hdr->inbox_size, rec, qp->ibx_tail,
                             bytes);
         qp->ibx_tail += bytes;
+        /* as tmx_soft_inbox_commit does: a holder that dies now leaves the tail past what the
+         * reader may already have taken, so the next holder writes where it looks next */
+        atomic_store_explicit(&ctrl->tail, qp->ibx_tail, memory_order_relaxed);
     }
 }
 

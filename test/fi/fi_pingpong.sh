@@ -31,13 +31,29 @@ else
 fi
 
 pp() { # mode port
-    LD_PRELOAD=$TMX_FI_PRELOAD timeout -s KILL 60 fi_pingpong -p tmx -e rdm -m "$1" -c -I 20 \
-        -B "$2" >"$T/srv" 2>&1 &
-    local srv=$! i
-    # the client must not connect before the server listens (a loaded machine starts it late)
-    for i in $(seq 200); do
-        ss -ltn "sport = :$2" 2>/dev/null | grep -q LISTEN && break
-        sleep 0.05
+    local srv i try
+    # a port another process holds (the server says "Address already in use"): the next one
+    for try in 1 2 3 4 5; do
+        # in use already (listening, or a connection's end): not ours to wait for
+        while ss -tanH "sport = :$2" 2>/dev/null | grep -q .; do
+            set -- "$1" $(($2 + 7))
+        done
+        LD_PRELOAD=$TMX_FI_PRELOAD timeout -s KILL 60 fi_pingpong -p tmx -e rdm -m "$1" -c \
+            -I 20 -B "$2" >"$T/srv" 2>&1 &
+        srv=$!
+        # the client must not connect before the server listens (a loaded machine starts it
+        # late)
+        for i in $(seq 200); do
+            ss -ltn "sport = :$2" 2>/dev/null | grep -q LISTEN && break
+            kill -0 "$srv" 2>/dev/null || break
+            sleep 0.05
+        done
+        if kill -0 "$srv" 2>/dev/null || ! grep -q "Address already in use" "$T/srv"; then
+            break
+        fi
+        wait "$srv"
+        echo "port $2 is taken: trying $(($2 + 7))"
+        set -- "$1" $(($2 + 7))
     done
     LD_PRELOAD=$TMX_FI_PRELOAD timeout -s KILL 60 fi_pingpong -p tmx -e rdm -m "$1" -c -I 20 \
         -P "$2" 127.0.0.1 >"$T/cli" 2>&1
@@ -55,7 +71,8 @@ pp() { # mode port
         ok "fi_pingpong -m $1: $lines sizes, data checked"
     fi
 }
-port=$((20000 + $$ % 20000))
+# below the kernel's ephemeral ports (32768 and up here), which other tests' connections take
+port=$((20000 + $$ % 12000))
 pp tagged $port
 pp msg $((port + 1))
 [ $fails -eq 0 ]

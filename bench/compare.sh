@@ -383,34 +383,28 @@ awk -v sizes="$sizes" -v tm="$with_tm" -v ring="$with_ring" -v tmxst="$tmx_statu
                    round_ratio("bw", sz[i])
         }
         if (tm) {
-            print ""
-            print "# tag-matching offload on (TMX_SOFT_TM=yes) / off, per-round ratio: median"
-            print "# (rounds, min..max); latency: below 1 is faster, bandwidth: above 1 is faster"
-            printf "%-10s | %9s %9s %-26s | %10s %10s %-26s\n", "size", "lat off", "on",
-                   "on/off", "bw off", "on", "on/off"
-            for (i = 1; i <= ns; i++) {
-                s = sz[i]
-                printf "%-10s | %9s %9s %-26s | %10s %10s %-26s\n", human(s),
-                       fmt(median("tmx" SUBSEP "lat" SUBSEP s), 2),
-                       fmt(median("tmxtm" SUBSEP "lat" SUBSEP s), 2), tm_ratio("tmxtm", "tmx", "lat", s),
-                       fmt(median("tmx" SUBSEP "bw" SUBSEP s), 1),
-                       fmt(median("tmxtm" SUBSEP "bw" SUBSEP s), 1), tm_ratio("tmxtm", "tmx", "bw", s)
-            }
+            onoff_table("# tag-matching offload on (TMX_SOFT_TM=yes) / off, per-round ratio: median",
+                        "tmxtm", "tmx")
         }
         if (ring) {
-            print ""
-            print "# eager-RDMA rings on (tmx) / off (TMX_RING=no), per-round ratio: median"
-            print "# (rounds, min..max); latency: below 1 is faster, bandwidth: above 1 is faster"
-            printf "%-10s | %9s %9s %-26s | %10s %10s %-26s\n", "size", "lat off", "on",
-                   "on/off", "bw off", "on", "on/off"
-            for (i = 1; i <= ns; i++) {
-                s = sz[i]
-                printf "%-10s | %9s %9s %-26s | %10s %10s %-26s\n", human(s),
-                       fmt(median("tmxq" SUBSEP "lat" SUBSEP s), 2),
-                       fmt(median("tmx" SUBSEP "lat" SUBSEP s), 2), tm_ratio("tmx", "tmxq", "lat", s),
-                       fmt(median("tmxq" SUBSEP "bw" SUBSEP s), 1),
-                       fmt(median("tmx" SUBSEP "bw" SUBSEP s), 1), tm_ratio("tmx", "tmxq", "bw", s)
-            }
+            onoff_table("# eager-RDMA rings on (tmx) / off (TMX_RING=no), per-round ratio: median",
+                        "tmx", "tmxq")
+        }
+    }
+    # One feature on / off, both measured in every round: medians and the per-round ratio.
+    function onoff_table(title, on, off,    i, s) {
+        print ""
+        print title
+        print "# (rounds, min..max); latency: below 1 is faster, bandwidth: above 1 is faster"
+        printf "%-10s | %9s %9s %-26s | %10s %10s %-26s\n", "size", "lat off", "on",
+               "on/off", "bw off", "on", "on/off"
+        for (i = 1; i <= ns; i++) {
+            s = sz[i]
+            printf "%-10s | %9s %9s %-26s | %10s %10s %-26s\n", human(s),
+                   fmt(median(off SUBSEP "lat" SUBSEP s), 2),
+                   fmt(median(on SUBSEP "lat" SUBSEP s), 2), tm_ratio(on, off, "lat", s),
+                   fmt(median(off SUBSEP "bw" SUBSEP s), 1),
+                   fmt(median(on SUBSEP "bw" SUBSEP s), 1), tm_ratio(on, off, "bw", s)
         }
     }
     function tm_ratio(on, off, metric, s,    r, n, v, x) {

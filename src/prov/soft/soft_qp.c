@@ -1359,24 +1359,10 @@ static inline int tmx_soft_inplace_ok(const tmx_soft_qp_t *qp)
            ((const tmx_soft_srq_t *)qp->super.srq)->inplace;
 }
 
-static void tmx_soft_recv_complete_at(tmx_soft_qp_t *qp, uint64_t wr_id, uint64_t len,
-                                      int imm_valid, uint32_t imm, const void *data)
-{
-    tmx_wc_t wc = {.wr_id    = wr_id,
-                   .status   = TMX_WC_SUCCESS,
-                   .opcode   = TMX_WC_RECV,
-                   .byte_len = (uint32_t)len,
-                   .imm_data = imm_valid ? imm : 0,
-                   .qp_num   = qp->super.qp_num,
-                   .wc_flags = imm_valid ? TMX_WC_WITH_IMM : 0,
-                   .data     = data};
-
-    tmx_soft_cq_push((tmx_soft_cq_t *)qp->super.recv_cq, &wc);
-}
-
-static void tmx_soft_recv_complete(tmx_soft_qp_t *qp, uint64_t wr_id, tmx_wc_status_t status,
-                                   tmx_wc_opcode_t opcode, uint64_t len, int imm_valid,
-                                   uint32_t imm, uint32_t src_qp)
+/* A receive's completion; data: where the message is, for a receive in place (else NULL). */
+static void tmx_soft_recv_complete_at(tmx_soft_qp_t *qp, uint64_t wr_id, tmx_wc_status_t status,
+                                      tmx_wc_opcode_t opcode, uint64_t len, int imm_valid,
+                                      uint32_t imm, uint32_t src_qp, const void *data)
 {
     tmx_wc_t wc = {.wr_id    = wr_id,
                    .status   = status,
@@ -1385,9 +1371,18 @@ static void tmx_soft_recv_complete(tmx_soft_qp_t *qp, uint64_t wr_id, tmx_wc_sta
                    .imm_data = imm_valid ? imm : 0,
                    .qp_num   = qp->super.qp_num,
                    .src_qp   = src_qp,
-                   .wc_flags = imm_valid ? TMX_WC_WITH_IMM : 0};
+                   .wc_flags = imm_valid ? TMX_WC_WITH_IMM : 0,
+                   .data     = data};
 
     tmx_soft_cq_push((tmx_soft_cq_t *)qp->super.recv_cq, &wc);
+}
+
+static inline void tmx_soft_recv_complete(tmx_soft_qp_t *qp, uint64_t wr_id,
+                                          tmx_wc_status_t status, tmx_wc_opcode_t opcode,
+                                          uint64_t len, int imm_valid, uint32_t imm,
+                                          uint32_t src_qp)
+{
+    tmx_soft_recv_complete_at(qp, wr_id, status, opcode, len, imm_valid, imm, src_qp, NULL);
 }
 
 /* ---------------------------------------------------------------- TM SRQ: the receive path */
@@ -1703,8 +1698,8 @@ static int tmx_soft_rx_send_whole(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec, 
         wr_id = rwr->wr_id;
         tmx_soft_rq_advance(rq);
         qp->dev->inplace_hold = 1;
-        tmx_soft_recv_complete_at(qp, wr_id, len, (flags & TMX_SOFT_REC_IMM) != 0, rec->imm,
-                                  rec + 1);
+        tmx_soft_recv_complete_at(qp, wr_id, TMX_WC_SUCCESS, TMX_WC_RECV, len,
+                                  (flags & TMX_SOFT_REC_IMM) != 0, rec->imm, 0, rec + 1);
         return TMX_SOFT_RX_DONE;
     } else {
         tmx_soft_sge_scatter(rwr->sge, rwr->num_sge, 0, (const uint8_t *)(rec + 1), len);

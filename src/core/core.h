@@ -160,7 +160,6 @@ typedef struct tmx_worker {
     uint64_t          rx_msgs;        /* messages received, any path */
     struct {
         uint64_t sent, received, full, asleep, wakes;
-        uint64_t revoked, returned; /* rings asked back from idle senders; given back */
     } ring_stats;
     uint64_t          ring_idle_ns;   /* when the lent rings were last looked at for idleness */
     unsigned          ring_revoking;  /* rings asked back whose RING_RETURN has not come */

@@ -389,7 +389,6 @@ static void tmx_ring_reclaim(tmx_worker_t *w)
     }
     victim->ring_rx->revoking = 1;
     w->ring_revoking++;
-    w->ring_stats.revoked++;
     tmx_debug("eager-RDMA ring of %016llx asked back: idle, and another sender waits",
               (unsigned long long)victim->remote_uuid);
     tmx_proto_send_ctrl(victim, TMX_PROTO_RING_REVOKE, 0, 0);
@@ -422,7 +421,6 @@ void tmx_ring_rx_return(tmx_ep_t *ep)
     }
     /* its ring messages are all taken: numbered before it (tmx_ring_rx_seq took them first),
      * or, with IMM, completed before it */
-    ep->worker->ring_stats.returned++;
     tmx_ring_rx_free(ep);
     ep->poll_data  = 0;
     ep->ring_tried = 0; /* it may earn one again */

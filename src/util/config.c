@@ -191,6 +191,11 @@ static const tmx_config_field_t tmx_config_table[] = {
     {TMX_CONFIG_FIELD("SOFT_RING_SIZE", TMX_CONFIG_SIZE, "256k", soft_ring_size,
                       "Soft device: bytes of each per-peer fast ring."),
      .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_POW2, .min = 4096},
+    {TMX_CONFIG_FIELD("SOFT_RING0_SIZE", TMX_CONFIG_SIZE, "2m", soft_ring0_size,
+                      "Soft device: bytes of the first fast ring, lent first (a ring larger "
+                      "than a core's cache moves medium messages faster; at least the fast "
+                      "ring size)."),
+     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_POW2, .min = 4096},
     {TMX_CONFIG_FIELD("SOFT_INBOX_SIZE", TMX_CONFIG_SIZE, "512k", soft_inbox_size,
                       "Soft device: bytes of the receive ring that every sender shares (at "
                       "least the fast ring size)."),

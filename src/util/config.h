@@ -47,6 +47,7 @@ typedef struct tmx_config {
     unsigned xrc_domains;      /* TMX_XRC_DOMAINS: domains (and SRQs) per process */
     /* soft device */
     size_t   soft_ring_size;   /* TMX_SOFT_RING_SIZE: bytes of each per-peer fast ring */
+    size_t   soft_ring0_size;  /* TMX_SOFT_RING0_SIZE: bytes of the first one */
     size_t   soft_inbox_size;  /* TMX_SOFT_INBOX_SIZE: bytes of the shared receive ring */
     unsigned soft_fast_rings;  /* TMX_SOFT_FAST_RINGS */
     unsigned soft_max_qps;     /* TMX_SOFT_MAX_QPS */

@@ -21,7 +21,7 @@
 
 N=64
 BASE_MIB=64      # the job's fixed part
-PER_RANK_MIB=4   # per rank, independent of the number of peers (about 3 MiB of rings and tables)
+PER_RANK_MIB=5   # per rank, independent of the number of peers (at most 4.25 MiB of rings, tables)
 
 P="$B/examples/tmx_alltoall"
 unset TMX_SOFT_RING_SIZE

@@ -45,6 +45,7 @@ static void loop_open(loop_t *l, int dio, unsigned slots, size_t slot_size)
     l->cfg.soft_memfd         = -1;
     l->cfg.soft_cma           = 0;
     l->cfg.soft_ring_size     = 64 * 1024;
+    l->cfg.soft_ring0_size    = 64 * 1024;
     l->cfg.soft_inbox_size    = 64 * 1024;
     l->cfg.soft_max_qps       = 8;
     l->cfg.soft_max_mrs       = 64;

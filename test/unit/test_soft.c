@@ -84,6 +84,7 @@ static void cfg_init(tmx_config_t *cfg, int cma, size_t ring)
     cfg->soft_memfd     = -1;
     cfg->soft_cma       = cma;
     cfg->soft_ring_size = ring;
+    cfg->soft_ring0_size = ring; /* all fast rings the size a test fills */
     cfg->soft_inbox_size = ring;
     cfg->soft_max_qps   = 8;
     cfg->soft_max_mrs   = 64;
@@ -829,6 +830,81 @@ Test(soft, direct_sends_wait_behind_queued, .timeout = 30)
     tmx_config_t cfg;
     cfg_init(&cfg, -1, 8192);
     run_pair(direct_rx, direct_tx, &cfg);
+}
+
+/* ---------------------------------------------------------------- the first fast ring */
+
+/* The first fast ring is TMX_SOFT_RING0_SIZE bytes, the others TMX_SOFT_RING_SIZE, and a
+ * sender with traffic is lent the first while it is free: 40 sends through the inbox earn the
+ * sender a ring, 40 more go through it; the sender must then write a ring of the first's size,
+ * and the receiver must have lent the first. */
+#define RING0_SMALL (8 * 1024)
+#define RING0_BIG   (64 * 1024)
+#define RING0_N     40
+
+static int ring0_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint32_t        got[2 * RING0_N];
+    tmx_soft_dev_t *dev;
+    tmx_mr_t       *mr;
+    tmx_wc_t        wc;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    dev = (tmx_soft_dev_t *)n->dev;
+    CHECK(dev->hdr->ring0_size == RING0_BIG && dev->hdr->ring_size == RING0_SMALL);
+    CHECK(tmx_soft_ring(dev->base, dev->hdr, 1) - tmx_soft_ring(dev->base, dev->hdr, 0) ==
+          RING0_BIG);
+    CHECK(tmx_soft_ring(dev->base, dev->hdr, 2) - tmx_soft_ring(dev->base, dev->hdr, 1) ==
+          RING0_SMALL);
+    mr = reg(n, got, sizeof(got), TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL);
+    for (uint32_t i = 0; i < 2 * RING0_N; i++) {
+        CHECK(post_recv(n, 0, &got[i], 4, mr->lkey, i) == TMX_OK);
+    }
+    TRY(node_connect(n));
+    for (uint32_t i = 0; i < 2 * RING0_N; i++) {
+        CHECK(node_wc(n, &wc) == 0);
+        CHECK(wc.wr_id == i && wc.status == TMX_WC_SUCCESS && got[i] == 0x100 + i);
+        if (i + 1 == RING0_N) {
+            CHECK(node_sync(n, 2) == 0); /* the first half is in: the sender goes on */
+        }
+    }
+    CHECK(dev->fast_owner[0] == (tmx_soft_qp_t *)n->qp[0]);
+    CHECK(node_barrier(n, 3) == 0);
+    n->ops->mr_dereg(mr);
+    node_close(n);
+    return 0;
+}
+
+static int ring0_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    tmx_soft_qp_t *qp;
+    uint32_t       v;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    TRY(node_connect(n));
+    qp = (tmx_soft_qp_t *)n->qp[0];
+    for (uint32_t i = 0; i < 2 * RING0_N; i++) {
+        if (i == RING0_N) {
+            CHECK(qp->out_fast == 0); /* all through the inbox so far */
+            CHECK(node_sync(n, 2) == 0);
+        }
+        v = 0x100 + i;
+        CHECK(post_send_retry(n, 0, TMX_WR_SEND, &v, 4, 0, TMX_SEND_INLINE, i, 0) == TMX_OK);
+    }
+    CHECK(qp->out_fast == 1 && qp->out_size == RING0_BIG);
+    CHECK(node_barrier(n, 3) == 0);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, first_fast_ring_is_the_large_one, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, -1, RING0_SMALL);
+    cfg.soft_ring0_size = RING0_BIG;
+    cfg.soft_fast_rings = 3;
+    run_pair(ring0_rx, ring0_tx, &cfg);
 }
 
 /* ---------------------------------------------------------------- direct sends in pieces */

@@ -54,6 +54,7 @@ static void cfg_tm(tmx_config_t *cfg)
     cfg->soft_memfd      = -1;
     cfg->soft_cma        = -1;
     cfg->soft_ring_size  = 65536;
+    cfg->soft_ring0_size = 65536;
     cfg->soft_inbox_size = 65536;
     cfg->soft_max_qps    = 8;
     cfg->soft_max_mrs    = 64;

@@ -93,6 +93,7 @@ static void cfg_init(tmx_config_t *cfg, const char *node)
     cfg->soft_max_qps     = 16;
     cfg->soft_max_mrs     = 64;
     cfg->soft_ring_size   = 64 * 1024;
+    cfg->soft_ring0_size  = 64 * 1024;
     cfg->soft_inbox_size  = 64 * 1024;
     cfg->soft_xrc_streams = 8;
     snprintf(cfg->node_id, sizeof(cfg->node_id), "%s", node);

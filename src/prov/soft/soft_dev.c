@@ -400,6 +400,7 @@ static tmx_status_t tmx_soft_seg_create(tmx_soft_dev_t *dev, const tmx_config_t 
 {
     size_t   ring_size = tmx_soft_pow2(cfg->soft_ring_size ? cfg->soft_ring_size : 256 * 1024,
                                        4096);
+    size_t   ring0_size = tmx_soft_pow2(cfg->soft_ring0_size, 4096);
     size_t   inbox_size = tmx_soft_pow2(cfg->soft_inbox_size ? cfg->soft_inbox_size : 512 * 1024,
                                         4096);
     unsigned max_qps   = cfg->soft_max_qps ? cfg->soft_max_qps : 64;
@@ -420,12 +421,16 @@ static tmx_status_t tmx_soft_seg_create(tmx_soft_dev_t *dev, const tmx_config_t 
     if (inbox_size < ring_size) {
         inbox_size = ring_size;
     }
+    if (ring0_size < ring_size) {
+        ring0_size = ring_size;
+    }
     inbox_off = TMX_SOFT_ALIGN(mr_off + (size_t)max_mrs * sizeof(tmx_soft_mr_ent_t));
     ctrl_off  = TMX_SOFT_ALIGN(inbox_off + sizeof(tmx_soft_ring_ctrl_t) + inbox_size);
     fctrl_off = TMX_SOFT_ALIGN(ctrl_off + (size_t)max_qps * sizeof(tmx_soft_ring_ctrl_t));
     xs_off    = TMX_SOFT_ALIGN(fctrl_off + (size_t)max_fast * sizeof(tmx_soft_ring_ctrl_t));
     rings_off = TMX_SOFT_ALIGN(xs_off + (size_t)max_xs * sizeof(tmx_soft_ring_ctrl_t));
-    dm_off    = TMX_SOFT_ALIGN(rings_off + (size_t)max_fast * ring_size);
+    dm_off    = TMX_SOFT_ALIGN(rings_off + (max_fast == 0 ? 0 : ring0_size +
+                                                               (size_t)(max_fast - 1) * ring_size));
     dm_size   = dm_size & ~(size_t)(TMX_SOFT_LINE - 1);
     off       = TMX_SOFT_ALIGN(dm_off + dm_size);
 
@@ -445,6 +450,7 @@ static tmx_status_t tmx_soft_seg_create(tmx_soft_dev_t *dev, const tmx_config_t 
     dev->hdr->max_qps  = max_qps;
     dev->hdr->max_fast = max_fast;
     dev->hdr->ring_size = ring_size;
+    dev->hdr->ring0_size = ring0_size;
     dev->hdr->inbox_size = inbox_size;
     dev->hdr->map_addr = (uint64_t)(uintptr_t)dev->base;
     dev->hdr->probe    = probe | 1;
@@ -724,11 +730,13 @@ static int tmx_soft_seg_valid(const tmx_soft_seg_hdr_t *h, size_t size, pid_t pi
         h->max_qps > (1u << 20) || h->max_mrs > (1u << 24) || h->max_fast > 1024 ||
         h->ring_size < 4096 || (h->ring_size & (h->ring_size - 1)) != 0 ||
         h->ring_size > (1ull << 32) || h->inbox_size < h->ring_size ||
+        h->ring0_size < h->ring_size || (h->ring0_size & (h->ring0_size - 1)) != 0 ||
+        h->ring0_size > (1ull << 32) ||
         (h->inbox_size & (h->inbox_size - 1)) != 0 || h->inbox_size > (1ull << 32) ||
         h->max_xs > 65536) {
         return 0;
     }
-    rings_end = h->rings_off + (uint64_t)h->max_fast * h->ring_size;
+    rings_end = h->rings_off + tmx_soft_rings_bytes(h);
     if (h->dm_size > TMX_SOFT_DM_MAX || h->dm_size % TMX_SOFT_LINE != 0 ||
         h->dm_off % TMX_SOFT_DM_ALIGN != 0 || h->dm_off > size || h->dm_size > size - h->dm_off ||
         (h->dm_size != 0 && h->dm_off < rings_end)) {

@@ -716,7 +716,7 @@ static int tmx_soft_tx_switch(tmx_soft_qp_t *qp)
     qp->out_fast  = ring;
     if (ring != 0) {
         qp->out_ring     = tmx_soft_ring(r->base, r->hdr, ring - 1);
-        qp->out_size     = r->hdr->ring_size;
+        qp->out_size     = tmx_soft_ring_bytes(r->hdr, ring - 1);
         qp->out_ctrl     = tmx_soft_fctrl(r->base, r->hdr, ring - 1);
         qp->out_tail     = base;
         qp->out_consumed = base;
@@ -1975,8 +1975,9 @@ static void tmx_soft_fast_grant(tmx_soft_qp_t *qp)
         }
         return;
     }
-    for (k = 0, r = dev->fast_next % n;
-         k < n && (dev->fast_owner[r] != NULL || dev->fast_rest[r] > dev->win);
+    /* the first ring (the largest, tmx_soft_ring) when it is free, else the next in turn */
+    r = dev->fast_owner[0] == NULL && dev->fast_rest[0] <= dev->win ? 0 : dev->fast_next % n;
+    for (k = 0; k < n && (dev->fast_owner[r] != NULL || dev->fast_rest[r] > dev->win);
          k++, r = (r + 1) % n) {
     }
     if (k == n) {
@@ -2211,7 +2212,7 @@ static int tmx_soft_rx_switch(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
             return TMX_SOFT_RX_BAD;
         }
         qp->in_ring      = tmx_soft_ring(dev->base, dev->hdr, taken - 1);
-        qp->in_size      = dev->hdr->ring_size;
+        qp->in_size      = tmx_soft_ring_bytes(dev->hdr, taken - 1);
         qp->in_ctrl      = tmx_soft_fctrl(dev->base, dev->hdr, taken - 1);
         qp->in_head      = qp->fast_base;
         qp->in_published = qp->fast_base;

@@ -164,9 +164,9 @@ run_one() { # tool ranks round command...
     if [ "$status" = ok ]; then
         echo "$tool $n $round wall_ms $(((t1 - t0) / 1000000))" >> "$data"
         echo "$tool $n $round devshm_kib $((peak - base))" >> "$data"
-        # result/memory/startup lines: "word key=value ...", every key kept
+        # result/memory/startup/loop lines: "word key=value ...", every key kept
         awk -v tool="$tool" -v n="$n" -v round="$round" '
-            /^(result|memory|startup) / {
+            /^(result|memory|startup|loop) / {
                 for (i = 2; i <= NF; i++) {
                     split($i, kv, "=")
                     if (kv[1] != "ranks" && kv[1] != "size") print tool, n, round, kv[1], kv[2]
@@ -292,6 +292,23 @@ awk -v counts="$counts" -v rounds="$rounds" -v size="$size" '
             printf "| %d | %s | %s | %s | %s | %s |\n", n, cell("tmx", n, "median_us", 1000, 3),
                    cell("ompi", n, "median_us", 1000, 3), ratio(n, "median_us"),
                    cell("tmx", n, "min_us", 1000, 3), cell("ompi", n, "min_us", 1000, 3)
+        }
+        print ""
+        print "the whole timed loop per round (barrier included): rank 0\047s wall time, ms; the job\047s"
+        print "processor time (sum over its ranks, ms) and involuntary context switches (yields"
+        print "and preemptions, sum over the ranks): load-independent where the times are not"
+        print ""
+        print "| ranks | tmx loop ms | ompi loop ms | tmx/ompi | tmx cpu ms | ompi cpu ms | tmx/ompi | tmx ivcsw | ompi ivcsw | tmx vcsw | ompi vcsw |"
+        print "|---|---|---|---|---|---|---|---|---|---|---|"
+        for (i = 1; i <= nc; i++) {
+            n = c[i]
+            printf "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", n,
+                   cell("tmx", n, "loop_us", 1000, 3), cell("ompi", n, "loop_us", 1000, 3),
+                   ratio(n, "loop_us"),
+                   cell("tmx", n, "cpu_us", 1000, 3), cell("ompi", n, "cpu_us", 1000, 3),
+                   ratio(n, "cpu_us"),
+                   cell("tmx", n, "ivcsw", 1, 1), cell("ompi", n, "ivcsw", 1, 1),
+                   cell("tmx", n, "vcsw", 1, 1), cell("ompi", n, "vcsw", 1, 1)
         }
         print ""
         print "memory of the job after the last round, MiB: sums over the ranks (launcher not counted)"

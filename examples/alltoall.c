@@ -27,6 +27,10 @@
  *   memory ranks=N rss_kib=.. pss_kib=.. pss_anon_kib=.. pss_file_kib=.. pss_shmem_kib=..
  *          max_rank_pss_shmem_kib=.. unreadable=K   (K ranks lacked a field: counted 0)
  *   startup init_ms=.. first_round_ms=..          (with -T)
+ *   loop ranks=N loop_us=.. vcsw=.. ivcsw=.. cpu_us=..
+ *          per timed round: rank 0's wall time of the timed rounds (barriers and payload
+ *          fills included: what an application gets), and the job's sums over its ranks of
+ *          voluntary and involuntary context switches and processor time (us) in them
  * Exit 0, 1 on an error or a wrong message, 2 on a usage error.
  */
 #define _GNU_SOURCE
@@ -39,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -88,6 +93,24 @@ static double a2a_wall_ns(void)
 
     clock_gettime(CLOCK_REALTIME, &ts);
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* The timed rounds' load-independent cost at one rank: its voluntary and involuntary context
+ * switches and CPU time (user + system, us), from getrusage. */
+#define A2A_NUSE 3
+
+static void a2a_read_usage(int64_t use[A2A_NUSE])
+{
+    struct rusage ru;
+
+    if (getrusage(RUSAGE_SELF, &ru) != 0) {
+        use[0] = use[1] = use[2] = 0;
+        return;
+    }
+    use[0] = ru.ru_nvcsw;
+    use[1] = ru.ru_nivcsw;
+    use[2] = (int64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 + ru.ru_utime.tv_usec +
+             ru.ru_stime.tv_usec;
 }
 
 static void a2a_usage(FILE *stream)
@@ -306,7 +329,8 @@ int main(int argc, char **argv)
     tmx_request_h       *reqs;
     tmx_tag_recv_info_t *infos;
     unsigned char       *sbuf, *rbuf;
-    double              *times, t_init = 0, t_first = 0;
+    double              *times, t_init = 0, t_first = 0, t_loop = 0;
+    int64_t              use0[A2A_NUSE], use[A2A_NUSE], *all_use;
     int64_t              mem[A2A_NMEM], *all_mem;
     int                  size, errors = 0, ret;
 
@@ -332,8 +356,9 @@ int main(int argc, char **argv)
     rbuf    = malloc((size_t)size * (opts.size ? opts.size : 1));
     times   = calloc((size_t)opts.rounds, sizeof(*times));
     all_mem = calloc((size_t)size * A2A_NMEM, sizeof(*all_mem));
+    all_use = calloc((size_t)size * A2A_NUSE, sizeof(*all_use));
     if ((eps == NULL) || (reqs == NULL) || (infos == NULL) || (sbuf == NULL) || (rbuf == NULL) ||
-        (times == NULL) || (all_mem == NULL)) {
+        (times == NULL) || (all_mem == NULL) || (all_use == NULL)) {
         fprintf(stderr, "tmx_alltoall: rank %d: out of memory\n", a2a_rank);
         return A2A_EXIT_ERROR;
     }
@@ -342,6 +367,11 @@ int main(int argc, char **argv)
 
     for (long r = 0; r < opts.warmup + opts.rounds; r++) {
         double t0;
+
+        if (r == opts.warmup) {
+            a2a_read_usage(use0);
+            t_loop = a2a_now_us();
+        }
 
         for (int k = 1; k < size; k++) {
             int dst = (a2a_rank + k) % size, src = (a2a_rank + size - k) % size;
@@ -402,6 +432,13 @@ int main(int argc, char **argv)
         }
     }
 
+    t_loop = a2a_now_us() - t_loop;
+    a2a_read_usage(use);
+    for (int k = 0; k < A2A_NUSE; k++) {
+        use[k] -= use0[k];
+    }
+    A2A_CHECK(tmx_job_allgather(job, use, sizeof(use), all_use));
+
     /* Memory while every connection still exists: the measured phase. */
     a2a_read_mem(mem);
     A2A_CHECK(tmx_job_allgather(job, mem, sizeof(mem), all_mem));
@@ -439,6 +476,18 @@ int main(int argc, char **argv)
                " pss_file_kib=%" PRId64 " pss_shmem_kib=%" PRId64
                " max_rank_pss_shmem_kib=%" PRId64 " unreadable=%d\n",
                size, sum[0], sum[1], sum[2], sum[3], sum[4], max_shmem, missing);
+        {
+            int64_t tot[A2A_NUSE] = {0};
+
+            for (int p = 0; p < size; p++) {
+                for (int k = 0; k < A2A_NUSE; k++) {
+                    tot[k] += all_use[p * A2A_NUSE + k];
+                }
+            }
+            printf("loop ranks=%d loop_us=%.1f vcsw=%.1f ivcsw=%.1f cpu_us=%.1f\n", size,
+                   t_loop / (double)opts.rounds, (double)tot[0] / (double)opts.rounds,
+                   (double)tot[1] / (double)opts.rounds, (double)tot[2] / (double)opts.rounds);
+        }
         if (opts.launch_ns > 0) {
             printf("startup init_ms=%.1f first_round_ms=%.1f\n",
                    (t_init - opts.launch_ns) / 1e6, (t_first - opts.launch_ns) / 1e6);
@@ -456,6 +505,7 @@ int main(int argc, char **argv)
     A2A_CHECK(tmx_worker_destroy(worker));
     A2A_CHECK(tmx_context_destroy(ctx));
     tmx_job_finalize(job);
+    free(all_use);
     free(all_mem);
     free(times);
     free(rbuf);

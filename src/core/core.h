@@ -156,6 +156,8 @@ typedef struct tmx_worker {
     int               ring_skipped;   /* the last progress round took ring messages only */
     int               devs_busy;      /* the devices' last poll found something */
     unsigned          ring_rounds;    /* rounds of ring polls while the devices are quiet */
+    int               poll_devs;      /* the next round polls the devices: the last one gave
+                                       * the processor away (yield or sleep) */
     uint64_t          ring_sleep_rx;  /* rx_msgs when the first of them was told */
     uint64_t          rx_msgs;        /* messages received, any path */
     struct {

@@ -1092,6 +1092,15 @@ static int tmx_worker_poll_rings(tmx_worker_t *w, unsigned *count_p)
     unsigned n = tmx_ring_poll(w);
 
     *count_p += n;
+    if (w->poll_devs) {
+        /* Back from a yield or a sleep: the skipping above is for rounds that follow one
+         * another in microseconds, and a round after a yield may come a time slice of every
+         * other rank later (oversubscribed). Every such round looks at the devices: else a
+         * message in the device's queue waits up to four of them. */
+        w->poll_devs    = 0;
+        w->ring_skipped = 0;
+        return 1;
+    }
     if (w->ring_skipped) {
         w->ring_skipped = 0;
         return 1;
@@ -1317,6 +1326,7 @@ static tmx_status_t tmx_worker_sleep(tmx_worker_t *w, int timeout_ms)
     rc = poll(&pfd, 1, timeout_ms);
     tmx_worker_lock(w);
     w->sleepers--;
+    w->poll_devs = 1;
     if (rc < 0 && errno != EINTR) {
         tmx_error("sleeping on the worker's fd failed: %s", strerror(errno));
         return TMX_ERR_IO;
@@ -1329,6 +1339,7 @@ static void tmx_worker_yield(tmx_worker_t *w)
     tmx_worker_unlock(w);
     sched_yield();
     tmx_worker_lock(w);
+    w->poll_devs = 1;
 }
 
 void tmx_worker_idle(tmx_worker_t *w, tmx_idle_t *idle, unsigned events, double deadline)

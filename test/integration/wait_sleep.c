@@ -14,6 +14,14 @@
  *                       readable when a message arrives, BUSY while it waits unprogressed,
  *                       a stray datagram on the wake socket is a harmless spurious wakeup.
  *
+ *   wait_sleep yield    1 process, 2 workers, TMX_WAIT=yield and rings on: a message that
+ *                       came by the device's queue while the receiver polls a ring is taken
+ *                       by the first progress round after a yield, whatever the phase of
+ *                       the ring-only rounds (a round after a yield may come a time slice of
+ *                       every other rank later, when ranks outnumber cores). The library's
+ *                       yields are counted by this program's own sched_yield, which the
+ *                       library's calls reach instead of libc's.
+ *
  * Prints "<mode> ok" (per rank) when every check held; exits non-zero otherwise.
  */
 #define _GNU_SOURCE
@@ -21,10 +29,12 @@
 #include <tmx/tmx_job.h>
 
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -299,6 +309,97 @@ static int run_efd(void)
     return 0;
 }
 
+/* The library's sched_yield calls land here: the executable's definition comes first, once
+ * it is visible (the build compiles with hidden visibility). */
+static unsigned long yields;
+
+__attribute__((visibility("default"))) int sched_yield(void)
+{
+    yields++;
+    return (int)syscall(SYS_sched_yield);
+}
+
+static int run_yield(void)
+{
+    tmx_context_h       ctx;
+    tmx_worker_h        a, b;
+    tmx_ep_h            ep;
+    tmx_ep_params_t     ep_params = {.field_mask = TMX_EP_PARAM_ADDRESS};
+    tmx_request_h       req, sreq;
+    tmx_tag_recv_info_t info;
+    void               *addr;
+    size_t              addr_len;
+    static char         out[4096], in[4096]; /* above a ring slot: by the queue */
+    char                small[16] = "ring";
+    unsigned long       most = 0, y0;
+    double              t0;
+
+    setenv("TMX_WAIT", "yield", 1);
+    setenv("TMX_RING", "yes", 1);
+    CHECK(tmx_context_create(NULL, &ctx));
+    CHECK(tmx_worker_create(ctx, NULL, &a));
+    CHECK(tmx_worker_create(ctx, NULL, &b));
+    CHECK(tmx_worker_get_address(b, &addr, &addr_len));
+    ep_params.address        = addr;
+    ep_params.address_length = addr_len;
+    CHECK(tmx_ep_create(a, &ep_params, &ep));
+    tmx_worker_release_address(b, addr);
+    /* small messages, so that b lends a's endpoint a ring and polls it */
+    for (int i = 0; i < 8; i++) {
+        CHECK(tmx_tag_recv_nb(b, in, sizeof(small), 1, ~(tmx_tag_t)0, NULL, &req));
+        sreq = NULL;
+        CHECK(tmx_tag_send_nb(ep, small, sizeof(small), 1, NULL, &sreq));
+        t0 = wall();
+        while (tmx_request_test(req, NULL) == TMX_INPROGRESS && wall() - t0 < 10) {
+            progress_all(a, b);
+        }
+        CHECK(tmx_request_test(req, NULL));
+        tmx_request_free(req);
+        while (sreq != NULL && tmx_request_test(sreq, NULL) == TMX_INPROGRESS &&
+               wall() - t0 < 10) {
+            progress_all(a, b);
+        }
+        if (sreq != NULL) {
+            CHECK(tmx_request_test(sreq, NULL));
+            tmx_request_free(sreq);
+        }
+    }
+    /* Every phase of b's rounds that look at its rings only: b goes quiet, makes phase more
+     * rounds, then a message comes by the queue and b waits for it. */
+    for (int phase = 0; phase < 8; phase++) {
+        for (int quiet = 0; quiet < 8;) {
+            quiet = (tmx_worker_progress(a) + tmx_worker_progress(b) == 0) ? quiet + 1 : 0;
+        }
+        for (int i = 0; i < phase; i++) {
+            EXPECT(tmx_worker_progress(b) == 0);
+        }
+        memset(out, 'a' + phase, sizeof(out));
+        CHECK(tmx_tag_recv_nb(b, in, sizeof(in), 2, ~(tmx_tag_t)0, NULL, &req));
+        sreq = NULL;
+        CHECK(tmx_tag_send_nb(ep, out, sizeof(out), 2, NULL, &sreq));
+        y0 = yields;
+        CHECK(tmx_request_wait(req, &info));
+        if (yields - y0 > most) {
+            most = yields - y0;
+        }
+        tmx_request_free(req);
+        EXPECT(info.length == sizeof(in) && memcmp(in, out, sizeof(in)) == 0);
+        if (sreq != NULL) {
+            CHECK(tmx_request_wait(sreq, NULL));
+            tmx_request_free(sreq);
+        }
+    }
+    printf("yield: at most %lu yields before a queued message was taken\n", most);
+    EXPECT(most <= 1);
+
+    CHECK(tmx_ep_close(ep, TMX_EP_CLOSE_FORCE));
+    CHECK(tmx_worker_destroy(a));
+    CHECK(tmx_worker_destroy(b));
+    CHECK(tmx_context_destroy(ctx));
+    printf("yield ok\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "block") == 0) {
@@ -307,6 +408,9 @@ int main(int argc, char **argv)
     if (argc == 2 && strcmp(argv[1], "efd") == 0) {
         return run_efd();
     }
-    fprintf(stderr, "usage: wait_sleep block|efd\n");
+    if (argc == 2 && strcmp(argv[1], "yield") == 0) {
+        return run_yield();
+    }
+    fprintf(stderr, "usage: wait_sleep block|efd|yield\n");
     return 2;
 }

@@ -19,4 +19,8 @@ expect_rc 0 "the same with TMX_WAIT=sleep"
 run 30 "$prog" efd
 expect_rc 0 "efd, arm and wait: quiet when armed, readable on arrival, busy while pending"
 expect_grep "$T/out" "efd ok" "every check held"
+run 30 "$prog" yield
+expect_rc 0 "after a yield the next round polls the device: a queued message waits for no second yield"
+expect_grep "$T/out" "yield ok" "every check held"
+grep "yields before" "$T/out" | sed 's/^/    /'
 finish

@@ -68,7 +68,8 @@ tmx_status_t tmx_ep_wireup_send_xrc(tmx_iface_t *iface, tmx_ah_t *ah, uint32_t u
                                     const void *payload, size_t len);
 
 static int tmx_xrc_tgts_note(tmx_iface_t *iface, uint64_t uuid, const uint32_t *tgt,
-                             unsigned n);
+                             unsigned n, uint32_t *gone);
+static void tmx_xrc_send_stale(tmx_ep_t *ep, const uint32_t *gone);
 
 static uint64_t tmx_xrc_str_hash(const char *s)
 {
@@ -503,9 +504,20 @@ tmx_status_t tmx_xrc_on_rep(tmx_ep_t *ep, const void *x, size_t len)
     if (status == TMX_OK) {
         tmx_xrc_wire_t m;
 
-        /* the targets of the peer's initiators to our node: its replies come through them */
+        uint32_t       gone[TMX_XRC_MAX_DOMAINS] = {0};
+
+        /* the targets of the peer's initiators to our node: its replies come through them.
+         * One that is gone (every process of our node that held it exited) is no use: the
+         * peer hears so, makes a new initiator, and replies again (to a resent REQ). */
         memcpy(&m, x, sizeof(m));
-        tmx_xrc_tgts_note(ep->iface, ep->remote_uuid, m.tgt, m.ndom);
+        if (!tmx_xrc_tgts_note(ep->iface, ep->remote_uuid, m.tgt, m.ndom, gone)) {
+            for (unsigned d = 0; d < ep->iface->xrc_ndom; d++) {
+                if (gone[d] != 0) {
+                    tmx_xrc_send_stale(ep, gone);
+                    return TMX_OK;
+                }
+            }
+        }
         ep->xrep = 1;
         tmx_xrc_try_ready(ep);
     }
@@ -660,7 +672,8 @@ static void tmx_xrc_on_xconn_rep(tmx_iface_t *iface, const tmx_xrc_wire_t *m,
 /* The target QPs a peer (uuid) says its initiators to our node use, n of them (one per
  * domain): opened unless we hold them. 1 when every one is now known to serve that peer; a
  * number we hold for another worker is not taken (its messages would pass for that one's). */
-static int tmx_xrc_tgts_note(tmx_iface_t *iface, uint64_t uuid, const uint32_t *tgt, unsigned n)
+static int tmx_xrc_tgts_note(tmx_iface_t *iface, uint64_t uuid, const uint32_t *tgt, unsigned n,
+                             uint32_t *gone)
 {
     int ok = 1;
 
@@ -687,7 +700,8 @@ static int tmx_xrc_tgts_note(tmx_iface_t *iface, uint64_t uuid, const uint32_t *
         if (status != TMX_OK) {
             tmx_debug("XRC target qp %u of %016llx (domain %u): open failed: %s", tgt[d],
                       (unsigned long long)uuid, d, tmx_status_string(status));
-            ok = 0;
+            gone[d] = tgt[d]; /* its holders all left: the initiator must be made anew */
+            ok      = 0;
             continue;
         }
         if (tmx_xtgt_add(iface, qp, uuid, d, 0, 0) == NULL) {
@@ -702,30 +716,83 @@ static int tmx_xrc_tgts_note(tmx_iface_t *iface, uint64_t uuid, const uint32_t *
 static void tmx_xrc_on_xtgt(tmx_iface_t *iface, uint64_t src_uuid, uint64_t dst_ep_id,
                             const tmx_xrc_wire_t *m)
 {
-    tmx_ep_t      *ep = tmx_hash_get(&iface->worker->ep_by_id, dst_ep_id);
-    tmx_xrc_wire_t a;
+    tmx_ep_t *ep                        = tmx_hash_get(&iface->worker->ep_by_id, dst_ep_id);
+    uint32_t  gone[TMX_XRC_MAX_DOMAINS] = {0};
 
     if (ep == NULL || !ep->xrc || ep->iface != iface || ep->remote_uuid != src_uuid) {
         return;
     }
-    if (!tmx_xrc_tgts_note(iface, src_uuid, m->tgt, m->ndom)) {
+    if (!tmx_xrc_tgts_note(iface, src_uuid, m->tgt, m->ndom, gone)) {
+        for (unsigned d = 0; d < iface->xrc_ndom; d++) {
+            if (gone[d] != 0) {
+                tmx_xrc_send_stale(ep, gone); /* the peer makes a new initiator */
+                return;
+            }
+        }
         return; /* no answer: the peer asks again, and times out */
     }
+    tmx_xrc_send_stale(ep, gone); /* all zero: the acknowledgement */
+}
+
+/* XTGT_ACK to ep's peer: with gone[] all 0, "your targets are known here"; else the numbers
+ * of its initiators' targets that no longer exist. */
+static void tmx_xrc_send_stale(tmx_ep_t *ep, const uint32_t *gone)
+{
+    tmx_iface_t   *iface = ep->iface;
+    tmx_xrc_wire_t a;
+
     memset(&a, 0, sizeof(a));
     a.node = iface->node_key;
     a.ndom = (uint8_t)iface->xrc_ndom;
+    for (unsigned d = 0; d < iface->xrc_ndom; d++) {
+        a.tgt[d] = gone[d];
+    }
     tmx_ep_wireup_send_xrc(iface, ep->ah, ep->remote_ud_qpn, TMX_WIREUP_XTGT_ACK, ep->id,
                            ep->remote_id, &a, sizeof(a));
 }
 
-/* XTGT_ACK: the peer knows our targets; the endpoint may connect. */
-static void tmx_xrc_on_xtgt_ack(tmx_iface_t *iface, uint64_t src_uuid, uint64_t dst_ep_id)
+/* XTGT_ACK: the peer knows our targets (the endpoint may connect), or says that some are gone:
+ * those initiators are replaced (a new one, connected through ep's peer) and the endpoint, a
+ * passive one too, waits for the new ones. */
+static void tmx_xrc_on_xtgt_ack(tmx_iface_t *iface, uint64_t src_uuid, uint64_t dst_ep_id,
+                                const tmx_xrc_wire_t *m)
 {
-    tmx_ep_t *ep = tmx_hash_get(&iface->worker->ep_by_id, dst_ep_id);
+    tmx_ep_t *ep    = tmx_hash_get(&iface->worker->ep_by_id, dst_ep_id);
+    int       stale = 0;
 
-    if (ep == NULL || !ep->xrc || ep->passive || ep->iface != iface ||
-        ep->remote_uuid != src_uuid || ep->xtgt_acked) {
+    if (ep == NULL || !ep->xrc || ep->iface != iface || ep->remote_uuid != src_uuid) {
         return;
+    }
+    for (unsigned d = 0; d < iface->xrc_ndom && d < m->ndom; d++) {
+        tmx_xini_t *x = ep->xini[d];
+
+        if (m->tgt[d] == 0 || x == NULL || x->state != TMX_XINI_CONNECTED ||
+            x->tgt_qpn != m->tgt[d]) {
+            continue; /* not (or no longer) ours */
+        }
+        tmx_info("XRC initiator qp %u to node %016llx (domain %u): its target qp %u is gone "
+                 "(the node's processes that held it exited): a new one is made",
+                 x->qp->qp_num, (unsigned long long)x->node, x->dom, x->tgt_qpn);
+        x->state = TMX_XINI_FAILED;
+        tmx_hash_del(&iface->xini_by_key, tmx_xini_key(x->node, x->dom));
+        stale = 1;
+    }
+    if (stale) {
+        ep->xtgt_acked = 0;
+        ep->xtgt_sent  = 0;
+        if (ep->state == TMX_EP_CONNECTED && ep->passive) {
+            ep->state = TMX_EP_CONNECTING; /* replies again once the new ones are up */
+        }
+        tmx_xrc_try_ready(ep);
+        return;
+    }
+    if (ep->passive || ep->xtgt_acked) {
+        return;
+    }
+    for (unsigned d = 0; d < iface->xrc_ndom && d < m->ndom; d++) {
+        if (m->tgt[d] != 0) {
+            return; /* a stale notice about initiators replaced already */
+        }
     }
     ep->xtgt_acked = 1;
     tmx_xrc_try_ready(ep);
@@ -759,7 +826,7 @@ void tmx_xrc_on_msg(tmx_iface_t *iface, uint8_t type, uint64_t src_uuid, uint64_
         tmx_xrc_on_xtgt(iface, src_uuid, dst_ep_id, &m);
         break;
     case TMX_WIREUP_XTGT_ACK:
-        tmx_xrc_on_xtgt_ack(iface, src_uuid, dst_ep_id);
+        tmx_xrc_on_xtgt_ack(iface, src_uuid, dst_ep_id, &m);
         break;
     default:
         break;
@@ -875,9 +942,20 @@ int tmx_xrc_completion_failed(tmx_iface_t *iface, const tmx_wc_t *wc)
     }
     t = tmx_hash_get(&iface->xtgt_by_qpn, wc->qp_num);
     if (t != NULL) {
-        /* our receive side for a peer's initiator: that peer died */
+        /* our receive side for a peer's initiator: that peer died. The handle goes now, not at
+         * the worker's end: a target lives while a handle does, and its number would stay
+         * taken for a dead initiator (later completions of it find nothing: dropped) */
         tmx_debug("XRC target qp %u: %s", t->qpn, tmx_wc_status_string(wc->status));
         tmx_xrc_fail_eps(iface, t->uuid, NULL, 0);
+        if (wc->wr_id == TMX_WR_ID_ASYNC_ERROR) {
+            if (iface->xlast_ep != NULL && iface->xlast_qpn == t->qpn) {
+                iface->xlast_ep = NULL;
+            }
+            tmx_hash_del(&iface->xtgt_by_qpn, t->qpn);
+            tmx_list_del(&t->list);
+            iface->ops->qp_destroy(t->qp);
+            free(t);
+        }
         return 1;
     }
     tmx_list_for_each(l, &iface->xinis) {

@@ -244,3 +244,129 @@ Test(xrc_spoof, forged_ack_with_offload_is_dropped, .timeout = 60)
     tmx_request_free(sreq_h);
     trio_teardown(&t);
 }
+
+/*
+ * A node whose processes all left can be connected to again. A (node "a") connects to B1, the
+ * only process of node "b": B1 creates the target QP of A's initiator to node b, and is its
+ * only holder. B1 leaves, and the target with it. A new process B2 of node b: A's initiator to
+ * node b still says connected, to a target that is gone; B2 says so (it cannot open it), A
+ * makes a new initiator, and the connection works both ways. Before, it timed out.
+ */
+static tmx_worker_h make_worker(tmx_context_h *ctx, const char *node)
+{
+    tmx_worker_h w;
+
+    setenv("TMX_NODE_ID", node, 1);
+    cr_assert_eq(tmx_context_create(NULL, ctx), TMX_OK);
+    cr_assert_eq(tmx_worker_create(*ctx, NULL, &w), TMX_OK);
+    cr_assert_eq(w->ifaces[0].xrc_on, 1, "XRC is on");
+    return w;
+}
+
+static tmx_ep_h connect_to(tmx_worker_h from, tmx_worker_h to)
+{
+    void           *addr;
+    size_t          len;
+    tmx_ep_h        ep;
+    tmx_ep_params_t p = {.field_mask = TMX_EP_PARAM_ADDRESS};
+
+    cr_assert_eq(tmx_worker_get_address(to, &addr, &len), TMX_OK);
+    p.address        = addr;
+    p.address_length = len;
+    cr_assert_eq(tmx_ep_create(from, &p, &ep), TMX_OK);
+    tmx_worker_release_address(to, addr);
+    return ep;
+}
+
+static void pingpong(tmx_worker_h a, tmx_ep_h ab, tmx_worker_h b, tmx_ep_h ba, uint64_t tag)
+{
+    char                buf[32];
+    tmx_request_h       req, sreq = NULL;
+    tmx_tag_recv_info_t info;
+    double              end = tmx_time_sec() + 10;
+
+    cr_assert_eq(tmx_tag_recv_nb(b, buf, sizeof(buf), tag, ~0ULL, NULL, &req), TMX_INPROGRESS);
+    cr_assert_geq(tmx_tag_send_nb(ab, "ping", 5, tag, NULL, &sreq), 0);
+    while (tmx_request_test(req, &info) == TMX_INPROGRESS && tmx_time_sec() < end) {
+        tmx_worker_progress(a);
+        tmx_worker_progress(b);
+    }
+    cr_assert_eq(tmx_request_test(req, &info), TMX_OK, "A to B");
+    cr_assert_eq(info.sender, a->uuid);
+    tmx_request_free(req);
+    if (sreq != NULL) {
+        tmx_request_free(sreq);
+    }
+    cr_assert_eq(tmx_tag_recv_nb(a, buf, sizeof(buf), tag + 1, ~0ULL, NULL, &req),
+                 TMX_INPROGRESS);
+    sreq = NULL;
+    cr_assert_geq(tmx_tag_send_nb(ba, "pong", 5, tag + 1, NULL, &sreq), 0);
+    end = tmx_time_sec() + 10;
+    while (tmx_request_test(req, &info) == TMX_INPROGRESS && tmx_time_sec() < end) {
+        tmx_worker_progress(a);
+        tmx_worker_progress(b);
+    }
+    cr_assert_eq(tmx_request_test(req, &info), TMX_OK, "B to A");
+    tmx_request_free(req);
+    if (sreq != NULL) {
+        tmx_request_free(sreq);
+    }
+}
+
+static void reconnect_after_node_emptied(int tm)
+{
+    tmx_context_h ca, cb1, cb2;
+    tmx_worker_h  a, b1, b2;
+    tmx_ep_h      ab1, b1a, ab2, b2a;
+    tmx_xini_t   *old;
+
+    setenv("TMX_PROVIDERS", "soft", 1);
+    setenv("TMX_SOFT_XRC", "yes", 1);
+    setenv("TMX_XRC", "yes", 1);
+    setenv("TMX_XRC_DOMAINS", "1", 1);
+    setenv("TMX_SOFT_TM", tm ? "yes" : "no", 1);
+    setenv("TMX_TM_OFFLOAD", tm ? "yes" : "no", 1);
+    setenv("TMX_PEER_TIMEOUT", "2", 1);
+    a   = make_worker(&ca, "reconnect-a");
+    b1  = make_worker(&cb1, "reconnect-b");
+    ab1 = connect_to(a, b1);
+    b1a = connect_to(b1, a);
+    pingpong(a, ab1, b1, b1a, 10);
+    old = ab1->xini[0];
+    cr_assert_eq(old->state, TMX_XINI_CONNECTED);
+    tmx_ep_close(ab1, TMX_EP_CLOSE_FORCE);
+    tmx_ep_close(b1a, TMX_EP_CLOSE_FORCE);
+    tmx_worker_destroy(b1);
+    tmx_context_destroy(cb1);
+    progress_all(&(trio_t){.w = {a, a, a}}, 0.2);
+
+    b2  = make_worker(&cb2, "reconnect-b");
+    ab2 = connect_to(a, b2);
+    b2a = connect_to(b2, a);
+    for (double end = tmx_time_sec() + 10;
+         (ab2->state == TMX_EP_CONNECTING || b2a->state == TMX_EP_CONNECTING) &&
+         tmx_time_sec() < end;) {
+        tmx_worker_progress(a);
+        tmx_worker_progress(b2);
+    }
+    cr_assert_eq(ab2->state, TMX_EP_CONNECTED, "A to the new process of node b");
+    cr_assert_eq(b2a->state, TMX_EP_CONNECTED);
+    cr_expect_neq(ab2->xini[0], old, "the initiator to node b was made anew");
+    pingpong(a, ab2, b2, b2a, 20);
+    tmx_ep_close(ab2, TMX_EP_CLOSE_FORCE);
+    tmx_ep_close(b2a, TMX_EP_CLOSE_FORCE);
+    tmx_worker_destroy(b2);
+    tmx_worker_destroy(a);
+    tmx_context_destroy(cb2);
+    tmx_context_destroy(ca);
+}
+
+Test(xrc_core, reconnect_after_node_emptied, .timeout = 60)
+{
+    reconnect_after_node_emptied(0);
+}
+
+Test(xrc_core, reconnect_after_node_emptied_with_offload, .timeout = 60)
+{
+    reconnect_after_node_emptied(1);
+}

@@ -1,8 +1,12 @@
 /*
  * XRC domains (doc/DESIGN.md "XRC"; the device's side in prov.h "XRC").
  *
- * Where the device offers XRC, TMX_XRC allows it and tag-matching offload is off (TM needs RC
- * queue pairs), an interface opens TMX_XRC_DOMAINS domains of its node and one XRC SRQ in
+ * TM and XRC: with tag-matching offload on too, each endpoint keeps the RC pair of TM (ep.c)
+ * for the tagged stream and its close, which the device matches; a passive endpoint's
+ * messages (ACK, FIN, CREDIT, DISC, DISC_ACK) and the rendezvous reads software does go
+ * through the initiators (tmx_xrc_ctrl; DESIGN.md "TM and XRC" has the table).
+ *
+ * Where the device offers XRC and TMX_XRC allows it, an interface opens TMX_XRC_DOMAINS domains of its node and one XRC SRQ in
  * each: its whole receive side. An endpoint then owns no queue pair: it sends through the
  * initiators of its interface to the peer's node, one per domain, which every endpoint to a
  * process of that node shares, and names the peer's SRQ in each work request; the peer learns

@@ -359,6 +359,17 @@ static void tmx_xrc_try_ready(tmx_ep_t *ep)
     if (ep->state != TMX_EP_CONNECTING || (!ep->passive && !ep->xrep)) {
         return;
     }
+    if (ep->xrc_tm && !ep->passive) {
+        /* TM and XRC: the sending side sends nothing through XRC (its tagged stream and its
+         * close go on RC, connected at the REP); the answers come through the peer's
+         * initiators, whose targets the REP named. No initiator of ours is needed for it. */
+        ep->state = TMX_EP_CONNECTED;
+        tmx_debug("endpoint %llu to %016llx connected: tagged messages through RC, answers "
+                  "through XRC (domain %u)", (unsigned long long)ep->id,
+                  (unsigned long long)ep->remote_uuid, ep->xdom);
+        tmx_proto_ep_schedule(ep);
+        return;
+    }
     for (unsigned d = 0; d < iface->xrc_ndom; d++) {
         tmx_xini_t *x = ep->xini[d];
 

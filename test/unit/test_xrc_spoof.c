@@ -11,8 +11,8 @@
  * real message with that tag. Without the check B delivers S's bytes as A's message.
  *
  * With tag-matching offload on too (the second test) only replies travel on XRC: S forges the
- * ACK of A's synchronous send, naming A's endpoint; A's send must not complete until B really
- * matched it.
+ * ACK of A's synchronous send, naming A's endpoint, through the initiator S answers A's own
+ * connection with; A's send must not complete until B really matched it.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
@@ -102,6 +102,8 @@ static void trio_setup(trio_t *t, int tm)
     cr_assert_eq(t->sb->state, TMX_EP_CONNECTED);
     cr_assert_eq(t->sa->state, TMX_EP_CONNECTED);
     cr_assert(t->ab->xrc && t->sb->xrc && t->sa->xrc);
+    /* with offload the sending side has no initiator of its own: replies only use XRC */
+    cr_assert(tm ? t->ab->xini[t->ab->xdom] == NULL : t->ab->xini[t->ab->xdom] != NULL);
     cr_assert_eq(t->ab->xrc_tm, tm);
 }
 
@@ -217,11 +219,35 @@ Test(xrc_spoof, forged_ack_with_offload_is_dropped, .timeout = 60)
     cr_assert_eq(tmx_request_test(sreq_h, NULL), TMX_INPROGRESS);
     cr_assert_neq(sreq->id, 0);
 
-    /* S (connected to A, so A knows S's target) forges B's ACK: A's endpoint to B named */
-    memset(&h, 0, sizeof(h));
-    h.base.op = TMX_PROTO_ACK;
-    h.sreq_id = sreq->id;
-    forge(t.sa, (uint32_t)t.ab->id, &h, sizeof(h), NULL, 0);
+    /* S answers A's connection to it through its initiator to A's node (A knows its target:
+     * S's reply named it); S forges B's ACK there, naming A's endpoint to B */
+    {
+        tmx_ep_h as = NULL;
+        void    *addr;
+        size_t   len;
+        tmx_ep_t *s_for_a;
+        tmx_ep_params_t p = {.field_mask = TMX_EP_PARAM_ADDRESS};
+
+        cr_assert_eq(tmx_worker_get_address(t.w[S], &addr, &len), TMX_OK);
+        p.address        = addr;
+        p.address_length = len;
+        cr_assert_eq(tmx_ep_create(t.w[A], &p, &as), TMX_OK);
+        tmx_worker_release_address(t.w[S], addr);
+        for (double end = tmx_time_sec() + 10;
+             as->state != TMX_EP_CONNECTED && tmx_time_sec() < end;) {
+            progress_all(&t, 0.001);
+        }
+        cr_assert_eq(as->state, TMX_EP_CONNECTED);
+        s_for_a = passive_for(t.w[S], t.w[A]->uuid);
+        cr_assert_not_null(s_for_a);
+        cr_assert_eq(s_for_a->state, TMX_EP_CONNECTED);
+        memset(&h, 0, sizeof(h));
+        h.base.op = TMX_PROTO_ACK;
+        h.sreq_id = sreq->id;
+        forge(s_for_a, (uint32_t)t.ab->id, &h, sizeof(h), NULL, 0);
+        progress_all(&t, 0.5);
+        tmx_ep_close(as, TMX_EP_CLOSE_FORCE);
+    }
     progress_all(&t, 0.5);
     cr_expect_eq(tmx_request_test(sreq_h, NULL), TMX_INPROGRESS,
                  "A's synchronous send completed on S's forged ACK");
@@ -332,7 +358,10 @@ static void reconnect_after_node_emptied(int tm)
     ab1 = connect_to(a, b1);
     b1a = connect_to(b1, a);
     pingpong(a, ab1, b1, b1a, 10);
-    old = ab1->xini[0];
+    /* A's initiator to node b: its answers to B1 go through it */
+    cr_assert_not_null(passive_for(a, b1->uuid));
+    old = passive_for(a, b1->uuid)->xini[0];
+    cr_assert_not_null(old);
     cr_assert_eq(old->state, TMX_XINI_CONNECTED);
     tmx_ep_close(ab1, TMX_EP_CLOSE_FORCE);
     tmx_ep_close(b1a, TMX_EP_CLOSE_FORCE);
@@ -351,7 +380,9 @@ static void reconnect_after_node_emptied(int tm)
     }
     cr_assert_eq(ab2->state, TMX_EP_CONNECTED, "A to the new process of node b");
     cr_assert_eq(b2a->state, TMX_EP_CONNECTED);
-    cr_expect_neq(ab2->xini[0], old, "the initiator to node b was made anew");
+    cr_assert_not_null(passive_for(a, b2->uuid));
+    cr_expect_neq(passive_for(a, b2->uuid)->xini[0], old,
+                  "the initiator to node b was made anew");
     pingpong(a, ab2, b2, b2a, 20);
     tmx_ep_close(ab2, TMX_EP_CLOSE_FORCE);
     tmx_ep_close(b2a, TMX_EP_CLOSE_FORCE);

@@ -164,7 +164,10 @@ typedef struct tmx_worker {
     uint64_t          rx_msgs;        /* messages received, any path */
     struct {
         uint64_t sent, received, full, asleep, wakes;
+        uint64_t revoked, returned; /* rings asked back from idle senders; given back */
     } ring_stats;
+    uint64_t          ring_idle_ns;   /* when the lent rings were last looked at for idleness */
+    unsigned          ring_revoking;  /* rings asked back whose RING_RETURN has not come */
     uint64_t          stat_xrc_striped; /* rendezvous reads striped over XRC domains */
     uint64_t          stat_xrc_dropped; /* XRC messages whose endpoint id does not belong to the
                                          * initiator that sent them (xrc.c), dropped */

@@ -804,6 +804,15 @@ void tmx_proto_rx_msg(tmx_iface_t *iface, tmx_ep_t *ep, const uint8_t *buf, size
     case TMX_PROTO_RING_ACK:
         tmx_ring_rx_ack(ep, buf, len);
         break;
+    case TMX_PROTO_RING_REVOKE:
+        tmx_ring_tx_revoke(ep);
+        break;
+    case TMX_PROTO_RING_RETURN:
+        tmx_ring_rx_return(ep);
+        break;
+    case TMX_PROTO_RING_DONE:
+        tmx_ring_tx_done(ep);
+        break;
     default:
         goto malformed;
     }

@@ -34,6 +34,9 @@ enum {
     TMX_PROTO_DISC_ACK   = 9,
     TMX_PROTO_RING_GRANT = 10, /* the receiver lends an eager-RDMA ring (ring.h) */
     TMX_PROTO_RING_ACK   = 11, /* the sender takes it (or refuses) */
+    TMX_PROTO_RING_REVOKE = 12, /* the receiver asks an idle sender's ring back (ring.h) */
+    TMX_PROTO_RING_RETURN = 13, /* the sender's ring messages all precede this one */
+    TMX_PROTO_RING_DONE   = 14, /* the receiver let the ring go: the sender's word is free */
 };
 
 typedef struct tmx_proto_hdr {

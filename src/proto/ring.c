@@ -12,12 +12,16 @@
 #include "proto/proto.h"
 #include "proto/ring.h"
 #include "util/log.h"
+#include "util/time.h"
 
 /* Eager messages a sender carries through the queue before its receiver lends it a ring
  * (TMX_RING=auto): a connection used once or twice costs no memory. */
 #define TMX_RING_AFTER 16
 /* Ring messages taken per ring per poll, so that one busy sender does not hold the others. */
 #define TMX_RING_DRAIN 32
+/* How often the lent rings are looked at for an idle one, when a sender waits for a ring and
+ * none is free; a ring is idle when its receiver took nothing from it between two looks. */
+#define TMX_RING_IDLE_NS (10ull * 1000 * 1000)
 
 /* Refusals in RING_ACK's status. */
 enum {
@@ -115,6 +119,9 @@ static void tmx_ring_rx_free(tmx_ep_t *ep)
         return;
     }
     tmx_ring_ep_failed(ep);
+    if (rx->revoking) {
+        w->ring_revoking--;
+    }
     if (rx->mr != NULL) {
         ep->iface->ops->mem_free(rx->mr);
     }
@@ -325,6 +332,7 @@ static void tmx_ring_grant(tmx_ep_t *ep)
     rx->slots      = cfg->ring_slots;
     rx->slots_log2 = tmx_ring_log2(rx->slots);
     rx->slot_size  = cfg->ring_slot_size;
+    rx->idle_head  = UINT64_MAX; /* not idle at the first look: it has just begun */
     tmx_list_init(&rx->link);
     if (rx->mode == TMX_RING_MODE_ALIGNED128 && (rx->stage = malloc(rx->slot_size)) == NULL) {
         free(rx);
@@ -351,15 +359,76 @@ static void tmx_ring_grant(tmx_ep_t *ep)
               (unsigned long long)ep->remote_uuid);
 }
 
+/* Every ring is lent and a sender waits for one: asks back the ring of a sender that went
+ * quiet (ring.h, "Taking a ring back"). */
+static void tmx_ring_reclaim(tmx_worker_t *w)
+{
+    uint64_t    now    = tmx_time_ns();
+    tmx_ep_t   *victim = NULL;
+    tmx_list_t *l;
+
+    if (w->ring_revoking > 0 || now - w->ring_idle_ns < TMX_RING_IDLE_NS) {
+        return;
+    }
+    w->ring_idle_ns = now;
+    tmx_list_for_each(l, &w->eps) {
+        tmx_ep_t      *ep = tmx_container_of(l, tmx_ep_t, list);
+        tmx_ring_rx_t *rx = ep->ring_rx;
+
+        if (!ep->passive || rx == NULL || !rx->active || rx->revoking) {
+            continue;
+        }
+        if (victim == NULL && rx->head == rx->idle_head && ep->state == TMX_EP_CONNECTED &&
+            !ep->closing) {
+            victim = ep;
+        }
+        rx->idle_head = rx->head;
+    }
+    if (victim == NULL) {
+        return;
+    }
+    victim->ring_rx->revoking = 1;
+    w->ring_revoking++;
+    w->ring_stats.revoked++;
+    tmx_debug("eager-RDMA ring of %016llx asked back: idle, and another sender waits",
+              (unsigned long long)victim->remote_uuid);
+    tmx_proto_send_ctrl(victim, TMX_PROTO_RING_REVOKE, 0, 0);
+}
+
 void tmx_ring_rx_counted(tmx_ep_t *ep)
 {
     tmx_worker_t *w = ep->worker;
 
-    if (++ep->ring_msgs >= (w->ctx->cfg.ring == 1 ? 1u : TMX_RING_AFTER) &&
-        ep->ring_choice != TMX_RING_MODE_NONE && ep->state == TMX_EP_CONNECTED && !ep->xrc &&
-        !ep->closing && w->rings_rx < w->ctx->cfg.ring_peers) {
-        tmx_ring_grant(ep);
+    if (++ep->ring_msgs < (w->ctx->cfg.ring == 1 ? 1u : TMX_RING_AFTER) ||
+        ep->ring_choice == TMX_RING_MODE_NONE || ep->state != TMX_EP_CONNECTED || ep->xrc ||
+        ep->closing) {
+        return;
     }
+    if (w->rings_rx < w->ctx->cfg.ring_peers) {
+        tmx_ring_grant(ep);
+    } else {
+        tmx_ring_reclaim(w);
+    }
+}
+
+void tmx_ring_rx_return(tmx_ep_t *ep)
+{
+    tmx_ring_rx_t *rx = ep->ring_rx;
+
+    if (!ep->passive || rx == NULL || !rx->revoking) {
+        tmx_warn("unexpected RING_RETURN from %016llx dropped",
+                 (unsigned long long)ep->remote_uuid);
+        return;
+    }
+    /* its ring messages are all taken: numbered before it (tmx_ring_rx_seq took them first),
+     * or, with IMM, completed before it */
+    ep->worker->ring_stats.returned++;
+    tmx_ring_rx_free(ep);
+    ep->poll_data  = 0;
+    ep->ring_tried = 0; /* it may earn one again */
+    ep->ring_msgs  = 0;
+    tmx_proto_send_ctrl(ep, TMX_PROTO_RING_DONE, 0, 0);
+    tmx_debug("eager-RDMA ring of %016llx taken back", (unsigned long long)ep->remote_uuid);
 }
 
 void tmx_ring_rx_ack(tmx_ep_t *ep, const uint8_t *buf, size_t len)
@@ -538,6 +607,35 @@ refused:
     tmx_proto_send_ctrl(ep, TMX_PROTO_RING_ACK, 0, (int32_t)refuse);
 }
 
+void tmx_ring_tx_revoke(tmx_ep_t *ep)
+{
+    tmx_ring_tx_t *tx = ep->ring_tx;
+
+    if (ep->passive || tx == NULL || tx->returning) {
+        tmx_warn("unexpected RING_REVOKE from %016llx dropped",
+                 (unsigned long long)ep->remote_uuid);
+        return;
+    }
+    /* no ring message after this point: RING_RETURN is numbered after the last one */
+    tx->ready     = 0;
+    tx->returning = 1;
+    tmx_proto_send_ctrl(ep, TMX_PROTO_RING_RETURN, 0, 0);
+}
+
+void tmx_ring_tx_done(tmx_ep_t *ep)
+{
+    tmx_ring_tx_t *tx = ep->ring_tx;
+
+    if (ep->passive || tx == NULL || !tx->returning) {
+        tmx_warn("unexpected RING_DONE from %016llx dropped", (unsigned long long)ep->remote_uuid);
+        return;
+    }
+    ep->poll_data = 0;
+    tmx_ring_tx_free(ep);
+    tmx_info("endpoint to %016llx: eager-RDMA ring given back (idle)",
+             (unsigned long long)ep->remote_uuid);
+}
+
 tmx_status_t tmx_ring_ctrl_post(tmx_ep_t *ep, uint8_t op, int32_t status)
 {
     tmx_proto_ring_hdr_t h;
@@ -567,7 +665,8 @@ tmx_status_t tmx_ring_ctrl_post(tmx_ep_t *ep, uint8_t op, int32_t status)
         }
     }
     st = tmx_proto_post_hdr(ep, &h, sizeof(h));
-    if (st == TMX_OK && op == TMX_PROTO_RING_ACK && h.base.status == TMX_RING_REFUSE_NONE) {
+    if (st == TMX_OK && op == TMX_PROTO_RING_ACK && h.base.status == TMX_RING_REFUSE_NONE &&
+        !ep->ring_tx->returning) {
         ep->ring_tx->ready = 1;
     }
     return st;

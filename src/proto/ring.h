@@ -42,6 +42,21 @@
  * through the queue, which wakes the receiver. One of the two sees the other (both look after
  * their own write is placed), so a ring message is never left behind a sleeper. The receiver
  * clears the word once messages reach it again.
+ *
+ * Taking a ring back. Rings are few (TMX_RING_PEERS); one lent to a sender that went quiet is
+ * asked back when another sender has earned one and none is free: at most one ring at a time,
+ * looked for at most once per TMX_RING_IDLE_NS, and only one whose receiver took no message
+ * from it since the previous look (idle for a whole period).
+ *
+ *   receiver: RING_REVOKE                                                     (queue)
+ *   sender:   stops writing the ring; RING_RETURN, numbered like the rest    (queue)
+ *   receiver: takes the ring messages numbered before it (or, with IMM, they
+ *             completed before it), frees the ring; RING_DONE                 (queue)
+ *   sender:   frees its control word (the receiver writes it until RING_DONE)
+ *
+ * Until RING_RETURN the ring works as before (credits, sleep words), so a receiver may sleep
+ * while the sender has not answered: a ring message written meanwhile wakes it as any other.
+ * The sender may earn a ring again later, as at first.
  */
 #ifndef TMX_PROTO_RING_H
 #define TMX_PROTO_RING_H
@@ -63,6 +78,8 @@ typedef struct tmx_ring_rx {
     int        seq_seen;   /* a numbered queue message came: expected is valid */
     int        active;     /* the sender took it (RING_ACK) */
     int        polled;     /* in worker->ring_polled */
+    int        revoking;   /* RING_REVOKE sent: taken back at the sender's RING_RETURN */
+    uint64_t   idle_head;  /* head when the worker last looked for idle rings */
     int        sleep;      /* TMX_RING_SLEEP_*: what the sender's word says of our sleep */
     uint64_t   ctrl_addr;  /* the sender's control word */
     uint32_t   ctrl_rkey;
@@ -88,6 +105,7 @@ typedef struct tmx_ring_tx {
     uint64_t  consumed;    /* taken by the receiver, as its word last said */
     int       asleep;      /* and whether it sleeps */
     int       ready;       /* our RING_ACK is posted: ring messages may follow it */
+    int       returning;   /* asked back: RING_RETURN sent, our word kept until RING_DONE */
     int       seq_on;      /* polling modes: every message carries a sequence number */
     uint32_t  seq;         /* the next one */
     tmx_mr_t *ctrl_mr;     /* our control word, written by the receiver */
@@ -112,6 +130,11 @@ void tmx_ring_rx_imm(tmx_ep_t *ep, const tmx_wc_t *wc);
 /* Receiver: the sender's RING_ACK. Sender: the receiver's RING_GRANT. */
 void tmx_ring_rx_ack(tmx_ep_t *ep, const uint8_t *buf, size_t len);
 void tmx_ring_tx_grant(tmx_ep_t *ep, const uint8_t *buf, size_t len);
+/* Taking a ring back from an idle sender ("Taking a ring back" above): the sender's side of
+ * RING_REVOKE and RING_DONE, the receiver's of RING_RETURN. */
+void tmx_ring_tx_revoke(tmx_ep_t *ep);
+void tmx_ring_tx_done(tmx_ep_t *ep);
+void tmx_ring_rx_return(tmx_ep_t *ep);
 /* Posts a RING_GRANT or RING_ACK (status: ACK's refusal, 0 taken) for the control path of
  * eager.c; TMX_ERR_NO_RESOURCE when the wire is full. */
 tmx_status_t tmx_ring_ctrl_post(tmx_ep_t *ep, uint8_t op, int32_t status);

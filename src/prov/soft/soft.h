@@ -75,8 +75,12 @@
 #define TMX_SOFT_DM_ALIGN   128 /* of a mem_alloc area: the data-in-order block */
 /* Payload of one SEND record when a message takes several: the receiver copies a record out
  * while the sender writes the next, so a message above it moves in a pipeline instead of in
- * two serial copies (tmx_soft_send_direct). */
+ * two serial copies (tmx_soft_send_direct). A message in pieces is not received in place (the
+ * receiver gathers them into its receive buffer first: one copy more), so a message up to
+ * TMX_SOFT_FRAG_SLACK above it, e.g. 8 KiB of payload behind the core's header, stays whole,
+ * and the pieces of a longer one are of even size. */
 #define TMX_SOFT_FRAG       8192
+#define TMX_SOFT_FRAG_SLACK 1024
 
 /* ---------------------------------------------------------------- shared memory (the wire) */
 

@@ -2962,7 +2962,7 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
 }
 
 /*
- * A direct SEND above TMX_SOFT_FRAG: one reservation for all its records, each published as
+ * A direct SEND above TMX_SOFT_FRAG + TMX_SOFT_FRAG_SLACK: one reservation for all its records, each published as
  * soon as it is written, so that the receiver copies one out while we write the next. Taken
  * at once like the single record it replaces (it goes out whole or not at all), and only when
  * the records fit where that one record would: the bound on a record (a quarter ring) holds
@@ -2971,9 +2971,12 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
 static int tmx_soft_send_frags(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, size_t total,
                                uint8_t flags)
 {
-    size_t          k     = (total + TMX_SOFT_FRAG - 1) / TMX_SOFT_FRAG;
-    size_t          last  = total - (k - 1) * TMX_SOFT_FRAG;
-    size_t          whole = (k - 1) * tmx_soft_lines(TMX_SOFT_HDR + TMX_SOFT_FRAG) +
+    /* total > TMX_SOFT_FRAG + TMX_SOFT_FRAG_SLACK: k >= 2 pieces of at most about
+     * TMX_SOFT_FRAG, even (whole lines but the last), so none is a header's worth */
+    size_t          k     = (total - TMX_SOFT_FRAG_SLACK + TMX_SOFT_FRAG - 1) / TMX_SOFT_FRAG;
+    size_t          piece = ((total + k - 1) / k + 63) & ~(size_t)63;
+    size_t          last  = total - (k - 1) * piece;
+    size_t          whole = (k - 1) * tmx_soft_lines(TMX_SOFT_HDR + piece) +
                             tmx_soft_lines(TMX_SOFT_HDR + last);
     tmx_soft_rec_t *rec;
     uint8_t        *p;
@@ -2988,7 +2991,7 @@ static int tmx_soft_send_frags(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, size_
     }
     p = (uint8_t *)rec;
     for (size_t i = 0; i < k; i++) {
-        size_t n     = i + 1 < k ? TMX_SOFT_FRAG : last;
+        size_t n     = i + 1 < k ? piece : last;
         size_t bytes = tmx_soft_lines(TMX_SOFT_HDR + n);
 
         rec        = (tmx_soft_rec_t *)p;
@@ -3033,7 +3036,7 @@ static int tmx_soft_send_direct(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, size
     } else if (wr->opcode != TMX_WR_SEND) {
         return 0;
     }
-    if (total > TMX_SOFT_FRAG) {
+    if (total > TMX_SOFT_FRAG + TMX_SOFT_FRAG_SLACK) {
         int r = tmx_soft_send_frags(qp, wr, total, flags);
 
         if (r == 0) {

@@ -77,9 +77,13 @@ typedef struct tmx_iface {
     unsigned           rx_repost_count;
     uint32_t           last_qpn;  /* tmx_ep_by_qpn's last answer (valid when last_ep) */
     struct tmx_ep     *last_ep;
+    uint32_t           xlast_qpn; /* tmx_xrc_rx_ep's last answer: target qp and endpoint id */
+    uint32_t           xlast_id;  /* (valid when xlast_ep) */
+    struct tmx_ep     *xlast_ep;
     uint8_t            dev_addr[TMX_DEV_ADDR_MAX];
     size_t             dev_addr_len;
-    /* XRC (src/core/xrc.c): on where the device offers it, TMX_XRC allows it and TM is off.
+    /* XRC (src/core/xrc.c): on where the device offers it and TMX_XRC allows it. With TM on
+     * too (tm_on), the tagged stream stays on RC QPs and the TM SRQ; XRC carries the rest.
      * The receive buffers are rx_basic for srq, then rx_per_dom for each xsrq[d]. */
     int                xrc_on;
     unsigned           xrc_ndom;
@@ -166,6 +170,8 @@ typedef struct tmx_worker {
     uint64_t          ring_idle_ns;   /* when the lent rings were last looked at for idleness */
     unsigned          ring_revoking;  /* rings asked back whose RING_RETURN has not come */
     uint64_t          stat_xrc_striped; /* rendezvous reads striped over XRC domains */
+    uint64_t          stat_xrc_dropped; /* XRC messages whose endpoint id does not belong to the
+                                         * initiator that sent them (xrc.c), dropped */
 } tmx_worker_t;
 
 /* A remote worker found failed: reported once to the error handler. */
@@ -225,8 +231,13 @@ typedef struct tmx_ep {
     unsigned       ring_msgs;      /* passive: eager messages through the queue so far */
     unsigned       sq_busy;        /* signaled work requests of ours on qp not completed yet */
     /* XRC (src/core/xrc.c): qp is the initiator of domain xdom, shared with the other
-     * endpoints to the peer's node; the peer's messages land in our XRC SRQs */
+     * endpoints to the peer's node; the peer's messages land in our XRC SRQs. With xrc_tm
+     * (TM offload on too) qp and tm_qp stay the RC pair of TM and carry the tagged stream;
+     * the initiators carry the rest (xrc.c "TM and XRC"). */
     int            xrc;
+    int            xrc_tm;
+    int            xtgt_acked;     /* active side: the peer knows our initiators' targets */
+    double         xtgt_sent;      /* when XTGT was last sent (resent until acknowledged) */
     int            xrep;           /* active side: the peer's reply (its SRQs, node) came */
     unsigned       xdom;           /* the domain of this pair's messages */
     uint64_t       xnode;          /* the peer's node */
@@ -365,6 +376,7 @@ void tmx_ep_peer_disconnected(tmx_ep_t *ep);
 #define TMX_WIREUP_XCONN_REQ 4 /* please make a target QP for my initiator (its blob) */
 #define TMX_WIREUP_XCONN_REP 5 /* here it is (its blob) */
 #define TMX_WIREUP_XTGT      6 /* my initiators to your node use these target QPs */
+#define TMX_WIREUP_XTGT_ACK  7 /* noted: send */
 /* Largest XRC part of a wire-up message (xrc.c's header and a QP blob). */
 #define TMX_WIREUP_XRC_MAX   (64 + TMX_QP_ADDR_MAX)
 
@@ -415,6 +427,12 @@ void tmx_xrc_on_msg(tmx_iface_t *iface, uint8_t type, uint64_t src_uuid, uint64_
 void tmx_xrc_query(tmx_worker_t *w, tmx_xrc_attr_t *attr);
 /* Posts wr (sg_list, opcode set) to the peer of ep through domain dom. */
 tmx_status_t tmx_xrc_post(tmx_ep_t *ep, unsigned dom, tmx_send_wr_t *wr);
+/* Whether ep's control message goes through XRC: every message with XRC alone; with TM and
+ * XRC only a passive endpoint's (the replies: ACK, FIN, CREDIT, DISC, DISC_ACK). */
+static inline int tmx_xrc_ctrl(const tmx_ep_t *ep)
+{
+    return ep->xrc && (!ep->xrc_tm || ep->passive);
+}
 
 /* ---- request.c */
 tmx_request_t *tmx_request_alloc(tmx_worker_t *w, tmx_req_type_t type,

@@ -45,10 +45,11 @@ typedef struct tmx_wireup_msg {
     uint32_t src_ud_qpn;
     uint32_t eager_max;    /* the sender's eager limit: both sides use the smaller */
     uint16_t tm_addr_len;  /* TMX_WIREUP_F_TM: bytes of the TM QP's blob */
-    uint16_t reserved2;
+    uint16_t xrc_len;      /* TMX_WIREUP_F_TM and _F_XRC: bytes of the XRC part, after the
+                            * TM QP's blob (with _F_XRC alone it stands for the QP blob) */
     uint16_t dev_addr_len;
     uint16_t qp_addr_len;
-    /* dev_addr_len + qp_addr_len (+ tm_addr_len) bytes follow */
+    /* dev_addr_len + qp_addr_len (+ tm_addr_len (+ xrc_len)) bytes follow */
 } tmx_wireup_msg_t;
 
 /* worker.c: a compact address expanded into out (at least 1024 bytes) */
@@ -120,14 +121,17 @@ static tmx_status_t tmx_ep_qp_new(tmx_ep_t *ep, uint32_t max_send_wr, tmx_qp_t *
 
 /* Our QP; with tag-matching offload also the TM QP the peer's sends arrive on, whose send
  * queue is the device's (created with none of ours, as mlx5 requires). With XRC none: the
- * interface's initiators carry our messages (xrc.c). */
+ * interface's initiators carry our messages (xrc.c); with XRC and TM both, the pair of TM for
+ * the tagged stream, and the initiators for the rest (xrc.c "TM and XRC"). */
 static tmx_status_t tmx_ep_qp_create(tmx_ep_t *ep)
 {
     tmx_status_t status;
 
     if (ep->iface->xrc_on) {
         tmx_xrc_ep_init(ep);
-        return TMX_OK;
+        if (!ep->iface->tm_on) {
+            return TMX_OK;
+        }
     }
     status = tmx_ep_qp_new(ep, 256, &ep->qp);
 
@@ -269,13 +273,14 @@ static tmx_status_t tmx_ep_ud_post(tmx_iface_t *iface, tmx_ah_t *ah, uint32_t qp
 static tmx_status_t tmx_ep_send_wireup(tmx_ep_t *ep, uint8_t type, uint64_t dst_ep_id)
 {
     tmx_iface_t      *iface = ep->iface;
-    uint8_t           buf[sizeof(tmx_wireup_msg_t) + TMX_DEV_ADDR_MAX + 2 * TMX_QP_ADDR_MAX];
+    uint8_t           buf[sizeof(tmx_wireup_msg_t) + TMX_DEV_ADDR_MAX + 2 * TMX_QP_ADDR_MAX +
+                          TMX_WIREUP_XRC_MAX];
     tmx_wireup_msg_t  msg;
-    size_t            qp_len = TMX_QP_ADDR_MAX, tm_len = 0;
+    size_t            qp_len = TMX_QP_ADDR_MAX, tm_len = 0, xrc_len = 0;
     tmx_status_t      status;
 
     memset(&msg, 0, sizeof(msg));
-    if (ep->xrc) {
+    if (ep->xrc && !ep->xrc_tm) {
         qp_len = tmx_xrc_wireup_pack(ep, buf + sizeof(msg) + iface->dev_addr_len,
                                      TMX_QP_ADDR_MAX);
         msg.flags |= TMX_WIREUP_F_XRC;
@@ -297,6 +302,15 @@ static tmx_status_t tmx_ep_send_wireup(tmx_ep_t *ep, uint8_t type, uint64_t dst_
         }
         msg.flags |= TMX_WIREUP_F_TM;
     }
+    if (ep->xrc_tm) {
+        xrc_len = tmx_xrc_wireup_pack(ep, buf + sizeof(msg) + iface->dev_addr_len + qp_len +
+                                              tm_len,
+                                      TMX_WIREUP_XRC_MAX);
+        if (xrc_len == 0) {
+            return TMX_ERR_INTERNAL;
+        }
+        msg.flags |= TMX_WIREUP_F_XRC;
+    }
     msg.magic        = TMX_WIREUP_MAGIC;
     msg.type         = type;
     msg.src_uuid     = ep->worker->uuid;
@@ -307,11 +321,12 @@ static tmx_status_t tmx_ep_send_wireup(tmx_ep_t *ep, uint8_t type, uint64_t dst_
     msg.dev_addr_len = (uint16_t)iface->dev_addr_len;
     msg.qp_addr_len  = (uint16_t)qp_len;
     msg.tm_addr_len  = (uint16_t)tm_len;
+    msg.xrc_len      = (uint16_t)xrc_len;
     memcpy(buf, &msg, sizeof(msg));
     memcpy(buf + sizeof(msg), iface->dev_addr, iface->dev_addr_len);
 
     status = tmx_ep_ud_post(iface, ep->ah, ep->remote_ud_qpn, buf,
-                            sizeof(msg) + iface->dev_addr_len + qp_len + tm_len);
+                            sizeof(msg) + iface->dev_addr_len + qp_len + tm_len + xrc_len);
     if (status == TMX_OK) {
         ep->wireup_time = tmx_time_sec();
     }
@@ -577,6 +592,19 @@ static void tmx_ep_wireup_nak(tmx_iface_t *iface, const tmx_wireup_msg_t *req,
     iface->ops->ah_destroy(ah);
 }
 
+/* The XRC part of a REQ or REP (its length in *len_p): after the TM QP's blob when the
+ * sender uses TM too, else where the QP blob would be. */
+static const uint8_t *tmx_ep_xrc_part(const tmx_wireup_msg_t *msg, const uint8_t *qp_addr,
+                                      size_t *len_p)
+{
+    if (msg->flags & TMX_WIREUP_F_TM) {
+        *len_p = msg->xrc_len;
+        return qp_addr + msg->qp_addr_len + msg->tm_addr_len;
+    }
+    *len_p = msg->qp_addr_len;
+    return qp_addr;
+}
+
 static void tmx_ep_wireup_req(tmx_iface_t *iface, const tmx_wireup_msg_t *msg,
                               const uint8_t *dev_addr, const uint8_t *qp_addr)
 {
@@ -625,8 +653,14 @@ static void tmx_ep_wireup_req(tmx_iface_t *iface, const tmx_wireup_msg_t *msg,
     tmx_ep_register(ep);
     tmx_hash_put(&w->passive_by_key, key, ep);
     if (ep->xrc) {
-        /* connected once our initiators to its node are (xrc.c) */
-        status = tmx_xrc_on_req(ep, qp_addr, msg->qp_addr_len);
+        /* connected once our initiators to its node are (xrc.c); with TM the RC pair first */
+        size_t         xlen;
+        const uint8_t *xpart = tmx_ep_xrc_part(msg, qp_addr, &xlen);
+
+        status = ep->xrc_tm ? tmx_ep_qp_connect(ep, msg, qp_addr) : TMX_OK;
+        if (status == TMX_OK) {
+            status = tmx_xrc_on_req(ep, xpart, xlen);
+        }
     } else {
         status = tmx_ep_qp_connect(ep, msg, qp_addr);
         ep->state = TMX_EP_CONNECTED;
@@ -662,6 +696,9 @@ static void tmx_ep_wireup_rep(tmx_iface_t *iface, const tmx_wireup_msg_t *msg,
         return;
     }
     if (ep->xrc) {
+        size_t         xlen;
+        const uint8_t *xpart = tmx_ep_xrc_part(msg, qp_addr, &xlen);
+
         if (ep->xrep) {
             return; /* a duplicate reply */
         }
@@ -669,7 +706,11 @@ static void tmx_ep_wireup_rep(tmx_iface_t *iface, const tmx_wireup_msg_t *msg,
         if (msg->eager_max < ep->eager_max) {
             ep->eager_max = msg->eager_max;
         }
-        status = tmx_xrc_on_rep(ep, qp_addr, msg->qp_addr_len); /* connected when it can */
+        /* with TM the RC pair of the tagged stream first */
+        status = ep->xrc_tm ? tmx_ep_qp_connect(ep, msg, qp_addr) : TMX_OK;
+        if (status == TMX_OK) {
+            status = tmx_xrc_on_rep(ep, xpart, xlen); /* connected when it can */
+        }
         if (status != TMX_OK) {
             tmx_warn("connect to peer %016llx failed: %s", (unsigned long long)ep->remote_uuid,
                      tmx_status_string(status));
@@ -711,14 +752,18 @@ tmx_status_t tmx_ep_wireup_rx(tmx_iface_t *iface, const void *buf, size_t len)
     }
     if ((msg.flags & TMX_WIREUP_F_TM) &&
         (msg.tm_addr_len == 0 || msg.tm_addr_len > TMX_QP_ADDR_MAX ||
-         len < sizeof(msg) + msg.dev_addr_len + msg.qp_addr_len + msg.tm_addr_len)) {
+         msg.qp_addr_len > TMX_QP_ADDR_MAX || msg.xrc_len > TMX_WIREUP_XRC_MAX ||
+         ((msg.flags & TMX_WIREUP_F_XRC) && msg.xrc_len == 0 &&
+          (msg.type == TMX_WIREUP_REQ || msg.type == TMX_WIREUP_REP)) ||
+         len < sizeof(msg) + msg.dev_addr_len + msg.qp_addr_len + msg.tm_addr_len +
+                   msg.xrc_len)) {
         tmx_warn("malformed wire-up message (%zu bytes) dropped", len);
         return TMX_ERR_INVALID_PARAM;
     }
     dev_addr = (const uint8_t *)buf + sizeof(msg);
     qp_addr  = dev_addr + msg.dev_addr_len;
     if (msg.type == TMX_WIREUP_XCONN_REQ || msg.type == TMX_WIREUP_XCONN_REP ||
-        msg.type == TMX_WIREUP_XTGT) {
+        msg.type == TMX_WIREUP_XTGT || msg.type == TMX_WIREUP_XTGT_ACK) {
         tmx_xrc_on_msg(iface, msg.type, msg.src_uuid, msg.dst_ep_id, msg.src_ud_qpn, dev_addr,
                        msg.dev_addr_len, qp_addr, msg.qp_addr_len);
         return TMX_OK;

@@ -929,7 +929,7 @@ static void tmx_iface_dispatch(tmx_iface_t *iface, const tmx_wc_t *wc)
             break;
         }
         if (wc->status == TMX_WC_SUCCESS) {
-            if (iface->tm_on) {
+            if (iface->tm_on && val < iface->rx_basic) { /* XRC SRQs': never tagged */
                 tmx_proto_tm_rx(iface, wc);
             } else {
                 tmx_proto_rx(iface, wc);

@@ -1,8 +1,12 @@
 /*
  * XRC domains (doc/DESIGN.md "XRC"; the device's side in prov.h "XRC").
  *
- * Where the device offers XRC, TMX_XRC allows it and tag-matching offload is off (TM needs RC
- * queue pairs), an interface opens TMX_XRC_DOMAINS domains of its node and one XRC SRQ in
+ * TM and XRC: with tag-matching offload on too, each endpoint keeps the RC pair of TM (ep.c)
+ * for the tagged stream and its close, which the device matches; a passive endpoint's
+ * messages (ACK, FIN, CREDIT, DISC, DISC_ACK) and the rendezvous reads software does go
+ * through the initiators (tmx_xrc_ctrl; DESIGN.md "TM and XRC" has the table).
+ *
+ * Where the device offers XRC and TMX_XRC allows it, an interface opens TMX_XRC_DOMAINS domains of its node and one XRC SRQ in
  * each: its whole receive side. An endpoint then owns no queue pair: it sends through the
  * initiators of its interface to the peer's node, one per domain, which every endpoint to a
  * process of that node shares, and names the peer's SRQ in each work request; the peer learns
@@ -67,6 +71,10 @@ tmx_status_t tmx_ep_wireup_send_xrc(tmx_iface_t *iface, tmx_ah_t *ah, uint32_t u
                                     uint8_t type, uint64_t src_ep_id, uint64_t dst_ep_id,
                                     const void *payload, size_t len);
 
+static int tmx_xrc_tgts_note(tmx_iface_t *iface, uint64_t uuid, const uint32_t *tgt,
+                             unsigned n, uint32_t *gone);
+static void tmx_xrc_send_stale(tmx_ep_t *ep, const uint32_t *gone);
+
 static uint64_t tmx_xrc_str_hash(const char *s)
 {
     uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
@@ -94,11 +102,10 @@ tmx_status_t tmx_xrc_iface_init(tmx_iface_t *iface)
     if (cfg->xrc == 0) {
         return TMX_OK;
     }
-    if (!(dev->attr.caps & TMX_DEV_CAP_XRC) || iface->tm_on) {
+    if (!(dev->attr.caps & TMX_DEV_CAP_XRC)) {
         if (cfg->xrc == 1) {
-            tmx_warn("TMX_XRC=yes: device %s %s: one RC queue pair per peer", dev->name,
-                     iface->tm_on ? "uses tag-matching offload, which needs RC"
-                                  : "has no XRC");
+            tmx_warn("TMX_XRC=yes: device %s has no XRC: one RC queue pair per peer",
+                     dev->name);
         }
         return TMX_OK;
     }
@@ -116,12 +123,13 @@ tmx_status_t tmx_xrc_iface_init(tmx_iface_t *iface)
     iface->node_key = tmx_hash_u64(tmx_xrc_str_hash(cfg->node_id) ^
                                    tmx_hash_u64(tmx_xrc_str_hash(host))) | 1;
     /* the receive buffers: a few for the basic SRQ (no RC QP is made), the rest shared out
-     * over the domains */
+     * over the domains. With TM the tagged stream arrives on the TM SRQ: it keeps its
+     * buffers, and the domains get what the replies need. */
     iface->rx_per_dom = iface->rx_count / ndom;
-    if (iface->rx_per_dom < 64) {
+    if (iface->rx_per_dom < 64 || iface->tm_on) {
         iface->rx_per_dom = 64;
     }
-    iface->rx_basic = 16;
+    iface->rx_basic = iface->tm_on ? iface->rx_count : 16;
     for (unsigned d = 0; d < ndom; d++) {
         tmx_xrcd_init_attr_t xa = {.key = d};
         tmx_srq_init_attr_t  sa;
@@ -150,9 +158,11 @@ tmx_status_t tmx_xrc_iface_init(tmx_iface_t *iface)
     iface->xrc_ndom = ndom;
     iface->rx_count = iface->rx_basic + ndom * iface->rx_per_dom;
     iface->xrc_on   = 1;
-    tmx_info("device %s: XRC on, %u domain%s of node %016llx, SRQ numbers %u%s", dev->name,
+    tmx_info("device %s: XRC on, %u domain%s of node %016llx, SRQ numbers %u%s%s", dev->name,
              ndom, ndom == 1 ? "" : "s", (unsigned long long)iface->node_key, iface->xsrqn[0],
-             ndom > 1 ? " ..." : "");
+             ndom > 1 ? " ..." : "",
+             iface->tm_on ? "; tagged messages on RC (tag-matching offload), the rest on XRC"
+                          : "");
     return TMX_OK;
 
 err:
@@ -300,18 +310,22 @@ void tmx_xrc_ep_init(tmx_ep_t *ep)
 {
     tmx_iface_t *iface = ep->iface;
 
-    ep->xrc  = 1;
-    ep->xdom = (unsigned)(tmx_hash_u64(iface->worker->uuid + ep->remote_uuid) %
+    ep->xrc    = 1;
+    ep->xrc_tm = iface->tm_on; /* qp and tm_qp: the RC pair of TM (ep.c) */
+    ep->xdom   = (unsigned)(tmx_hash_u64(iface->worker->uuid + ep->remote_uuid) %
                           iface->xrc_ndom);
 }
 
 void tmx_xrc_ep_release(tmx_ep_t *ep)
 {
-    /* the initiators and target QPs are the interface's, shared: nothing of ep's own */
-    if (ep->iface->last_ep == ep) {
-        ep->iface->last_ep = NULL; /* tmx_xrc_rx_ep's cache */
+    /* the initiators and target QPs are the interface's, shared: nothing of ep's own (with
+     * TM its RC pair is, and ep.c destroys it) */
+    if (ep->iface->xlast_ep == ep) {
+        ep->iface->xlast_ep = NULL; /* tmx_xrc_rx_ep's cache */
     }
-    ep->qp = NULL;
+    if (!ep->xrc_tm) {
+        ep->qp = NULL;
+    }
     for (unsigned d = 0; d < TMX_XRC_MAX_DOMAINS; d++) {
         ep->xini[d] = NULL;
     }
@@ -329,6 +343,7 @@ static void tmx_xrc_send_tgts(tmx_ep_t *ep)
     for (unsigned d = 0; d < iface->xrc_ndom; d++) {
         m.tgt[d] = ep->xini[d]->tgt_qpn;
     }
+    ep->xtgt_sent = tmx_time_sec();
     tmx_ep_wireup_send_xrc(iface, ep->ah, ep->remote_ud_qpn, TMX_WIREUP_XTGT, ep->id,
                            ep->remote_id, &m, sizeof(m));
 }
@@ -342,6 +357,17 @@ static void tmx_xrc_try_ready(tmx_ep_t *ep)
     int          ready = 1;
 
     if (ep->state != TMX_EP_CONNECTING || (!ep->passive && !ep->xrep)) {
+        return;
+    }
+    if (ep->xrc_tm && !ep->passive) {
+        /* TM and XRC: the sending side sends nothing through XRC (its tagged stream and its
+         * close go on RC, connected at the REP); the answers come through the peer's
+         * initiators, whose targets the REP named. No initiator of ours is needed for it. */
+        ep->state = TMX_EP_CONNECTED;
+        tmx_debug("endpoint %llu to %016llx connected: tagged messages through RC, answers "
+                  "through XRC (domain %u)", (unsigned long long)ep->id,
+                  (unsigned long long)ep->remote_uuid, ep->xdom);
+        tmx_proto_ep_schedule(ep);
         return;
     }
     for (unsigned d = 0; d < iface->xrc_ndom; d++) {
@@ -368,16 +394,27 @@ static void tmx_xrc_try_ready(tmx_ep_t *ep)
             ready = 0;
         }
     }
+    if (ready && !ep->passive && !ep->xtgt_acked) {
+        /* the peer takes our messages only through targets it knows to be ours
+         * (tmx_xrc_rx_ep): it hears which first, over UD, which nothing orders with XRC */
+        if (ep->xtgt_sent == 0 || tmx_time_sec() - ep->xtgt_sent > TMX_XRC_RESEND) {
+            tmx_xrc_send_tgts(ep);
+        }
+        ready = 0;
+    }
     if (!ready) {
         tmx_proto_ep_schedule(ep); /* wireup progress resends, and times out */
         return;
     }
-    ep->qp    = ep->xini[ep->xdom]->qp;
+    if (!ep->xrc_tm) {
+        ep->qp = ep->xini[ep->xdom]->qp;
+    }
     ep->state = TMX_EP_CONNECTED;
-    tmx_debug("endpoint %llu to %016llx connected through XRC (domain %u)",
-              (unsigned long long)ep->id, (unsigned long long)ep->remote_uuid, ep->xdom);
-    tmx_xrc_send_tgts(ep);
+    tmx_debug("endpoint %llu to %016llx connected through XRC (domain %u)%s",
+              (unsigned long long)ep->id, (unsigned long long)ep->remote_uuid, ep->xdom,
+              ep->xrc_tm ? ", tagged messages through RC" : "");
     if (ep->passive) {
+        /* the reply names our initiators' targets (tmx_xrc_wireup_pack) */
         /* only now: the peer sends once it has our reply, and everything it sends (a
          * rendezvous to read, a synchronous send to acknowledge) may need our initiators */
         tmx_ep_wireup_reply(ep);
@@ -427,6 +464,11 @@ size_t tmx_xrc_wireup_pack(tmx_ep_t *ep, void *buf, size_t len)
     m.ndom = (uint8_t)iface->xrc_ndom;
     for (unsigned d = 0; d < iface->xrc_ndom; d++) {
         m.srqn[d] = iface->xsrqn[d];
+        /* a passive side's reply: the targets of its initiators to the requester's node, which
+         * the requester must know before anything of ours comes through them */
+        if (ep->passive && ep->state == TMX_EP_CONNECTED && ep->xini[d] != NULL) {
+            m.tgt[d] = ep->xini[d]->tgt_qpn;
+        }
     }
     memcpy(buf, &m, sizeof(m));
     return sizeof(m);
@@ -475,6 +517,22 @@ tmx_status_t tmx_xrc_on_rep(tmx_ep_t *ep, const void *x, size_t len)
     tmx_status_t status = tmx_xrc_peer(ep, x, len);
 
     if (status == TMX_OK) {
+        tmx_xrc_wire_t m;
+
+        uint32_t       gone[TMX_XRC_MAX_DOMAINS] = {0};
+
+        /* the targets of the peer's initiators to our node: its replies come through them.
+         * One that is gone (every process of our node that held it exited) is no use: the
+         * peer hears so, makes a new initiator, and replies again (to a resent REQ). */
+        memcpy(&m, x, sizeof(m));
+        if (!tmx_xrc_tgts_note(ep->iface, ep->remote_uuid, m.tgt, m.ndom, gone)) {
+            for (unsigned d = 0; d < ep->iface->xrc_ndom; d++) {
+                if (gone[d] != 0) {
+                    tmx_xrc_send_stale(ep, gone);
+                    return TMX_OK;
+                }
+            }
+        }
         ep->xrep = 1;
         tmx_xrc_try_ready(ep);
     }
@@ -626,32 +684,133 @@ static void tmx_xrc_on_xconn_rep(tmx_iface_t *iface, const tmx_xrc_wire_t *m,
     tmx_xrc_kick(iface);
 }
 
-/* XTGT: the target QPs the peer's initiators to our node use: opened, unless we hold them. */
+/* The target QPs a peer (uuid) says its initiators to our node use, n of them (one per
+ * domain): opened unless we hold them. 1 when every one is now known to serve that peer; a
+ * number we hold for another worker is not taken (its messages would pass for that one's). */
+static int tmx_xrc_tgts_note(tmx_iface_t *iface, uint64_t uuid, const uint32_t *tgt, unsigned n,
+                             uint32_t *gone)
+{
+    int ok = 1;
+
+    for (unsigned d = 0; d < iface->xrc_ndom && d < n; d++) {
+        tmx_qp_open_attr_t oa = {.xrcd = iface->xrcd[d], .qp_num = tgt[d],
+                                 .send_cq = iface->cq};
+        tmx_xtgt_t        *t  = tgt[d] != 0 ? tmx_hash_get(&iface->xtgt_by_qpn, tgt[d]) : NULL;
+        tmx_qp_t          *qp = NULL;
+        tmx_status_t       status;
+
+        if (tgt[d] == 0) {
+            ok = 0;
+            continue;
+        }
+        if (t != NULL) {
+            if (t->uuid != uuid) {
+                tmx_warn("XRC target qp %u, named by %016llx, serves %016llx here: not taken",
+                         tgt[d], (unsigned long long)uuid, (unsigned long long)t->uuid);
+                ok = 0;
+            }
+            continue;
+        }
+        status = iface->ops->qp_open(iface->pd, &oa, &qp);
+        if (status != TMX_OK) {
+            tmx_debug("XRC target qp %u of %016llx (domain %u): open failed: %s", tgt[d],
+                      (unsigned long long)uuid, d, tmx_status_string(status));
+            gone[d] = tgt[d]; /* its holders all left: the initiator must be made anew */
+            ok      = 0;
+            continue;
+        }
+        if (tmx_xtgt_add(iface, qp, uuid, d, 0, 0) == NULL) {
+            ok = 0;
+        }
+    }
+    return ok;
+}
+
+/* XTGT: the target QPs the peer's initiators to our node use; acknowledged once every one is
+ * known to be the peer's (it sends only then). */
 static void tmx_xrc_on_xtgt(tmx_iface_t *iface, uint64_t src_uuid, uint64_t dst_ep_id,
                             const tmx_xrc_wire_t *m)
 {
-    tmx_ep_t *ep = tmx_hash_get(&iface->worker->ep_by_id, dst_ep_id);
+    tmx_ep_t *ep                        = tmx_hash_get(&iface->worker->ep_by_id, dst_ep_id);
+    uint32_t  gone[TMX_XRC_MAX_DOMAINS] = {0};
+
+    if (ep == NULL || !ep->xrc || ep->iface != iface || ep->remote_uuid != src_uuid) {
+        return;
+    }
+    if (!tmx_xrc_tgts_note(iface, src_uuid, m->tgt, m->ndom, gone)) {
+        for (unsigned d = 0; d < iface->xrc_ndom; d++) {
+            if (gone[d] != 0) {
+                tmx_xrc_send_stale(ep, gone); /* the peer makes a new initiator */
+                return;
+            }
+        }
+        return; /* no answer: the peer asks again, and times out */
+    }
+    tmx_xrc_send_stale(ep, gone); /* all zero: the acknowledgement */
+}
+
+/* XTGT_ACK to ep's peer: with gone[] all 0, "your targets are known here"; else the numbers
+ * of its initiators' targets that no longer exist. */
+static void tmx_xrc_send_stale(tmx_ep_t *ep, const uint32_t *gone)
+{
+    tmx_iface_t   *iface = ep->iface;
+    tmx_xrc_wire_t a;
+
+    memset(&a, 0, sizeof(a));
+    a.node = iface->node_key;
+    a.ndom = (uint8_t)iface->xrc_ndom;
+    for (unsigned d = 0; d < iface->xrc_ndom; d++) {
+        a.tgt[d] = gone[d];
+    }
+    tmx_ep_wireup_send_xrc(iface, ep->ah, ep->remote_ud_qpn, TMX_WIREUP_XTGT_ACK, ep->id,
+                           ep->remote_id, &a, sizeof(a));
+}
+
+/* XTGT_ACK: the peer knows our targets (the endpoint may connect), or says that some are gone:
+ * those initiators are replaced (a new one, connected through ep's peer) and the endpoint, a
+ * passive one too, waits for the new ones. */
+static void tmx_xrc_on_xtgt_ack(tmx_iface_t *iface, uint64_t src_uuid, uint64_t dst_ep_id,
+                                const tmx_xrc_wire_t *m)
+{
+    tmx_ep_t *ep    = tmx_hash_get(&iface->worker->ep_by_id, dst_ep_id);
+    int       stale = 0;
 
     if (ep == NULL || !ep->xrc || ep->iface != iface || ep->remote_uuid != src_uuid) {
         return;
     }
     for (unsigned d = 0; d < iface->xrc_ndom && d < m->ndom; d++) {
-        tmx_qp_open_attr_t oa = {.xrcd = iface->xrcd[d], .qp_num = m->tgt[d],
-                                 .send_cq = iface->cq};
-        tmx_qp_t          *qp = NULL;
-        tmx_status_t       status;
+        tmx_xini_t *x = ep->xini[d];
 
-        if (m->tgt[d] == 0 || tmx_hash_get(&iface->xtgt_by_qpn, m->tgt[d]) != NULL) {
-            continue;
+        if (m->tgt[d] == 0 || x == NULL || x->state != TMX_XINI_CONNECTED ||
+            x->tgt_qpn != m->tgt[d]) {
+            continue; /* not (or no longer) ours */
         }
-        status = iface->ops->qp_open(iface->pd, &oa, &qp);
-        if (status != TMX_OK) {
-            tmx_debug("XRC target qp %u of %016llx (domain %u): open failed: %s", m->tgt[d],
-                      (unsigned long long)src_uuid, d, tmx_status_string(status));
-            continue;
-        }
-        tmx_xtgt_add(iface, qp, src_uuid, d, 0, 0);
+        tmx_info("XRC initiator qp %u to node %016llx (domain %u): its target qp %u is gone "
+                 "(the node's processes that held it exited): a new one is made",
+                 x->qp->qp_num, (unsigned long long)x->node, x->dom, x->tgt_qpn);
+        x->state = TMX_XINI_FAILED;
+        tmx_hash_del(&iface->xini_by_key, tmx_xini_key(x->node, x->dom));
+        stale = 1;
     }
+    if (stale) {
+        ep->xtgt_acked = 0;
+        ep->xtgt_sent  = 0;
+        if (ep->state == TMX_EP_CONNECTED && ep->passive) {
+            ep->state = TMX_EP_CONNECTING; /* replies again once the new ones are up */
+        }
+        tmx_xrc_try_ready(ep);
+        return;
+    }
+    if (ep->passive || ep->xtgt_acked) {
+        return;
+    }
+    for (unsigned d = 0; d < iface->xrc_ndom && d < m->ndom; d++) {
+        if (m->tgt[d] != 0) {
+            return; /* a stale notice about initiators replaced already */
+        }
+    }
+    ep->xtgt_acked = 1;
+    tmx_xrc_try_ready(ep);
 }
 
 void tmx_xrc_on_msg(tmx_iface_t *iface, uint8_t type, uint64_t src_uuid, uint64_t dst_ep_id,
@@ -681,6 +840,9 @@ void tmx_xrc_on_msg(tmx_iface_t *iface, uint8_t type, uint64_t src_uuid, uint64_
     case TMX_WIREUP_XTGT:
         tmx_xrc_on_xtgt(iface, src_uuid, dst_ep_id, &m);
         break;
+    case TMX_WIREUP_XTGT_ACK:
+        tmx_xrc_on_xtgt_ack(iface, src_uuid, dst_ep_id, &m);
+        break;
     default:
         break;
     }
@@ -701,24 +863,53 @@ tmx_status_t tmx_xrc_post(tmx_ep_t *ep, unsigned dom, tmx_send_wr_t *wr)
     return ep->iface->ops->post_send(ep->xini[dom]->qp, wr, &bad);
 }
 
+/*
+ * The endpoint an XRC message is for: the one its immediate data names, if that is an XRC
+ * endpoint of iface and the message came through a target QP (the completion's qp_num, which
+ * the device reports: the target takes packets from its own initiator only) that serves the
+ * endpoint's peer. Anything else is dropped and counted (stat_xrc_dropped): a process of the
+ * job naming another's endpoint would otherwise be taken for that one.
+ */
 tmx_ep_t *tmx_xrc_rx_ep(tmx_iface_t *iface, const tmx_wc_t *wc)
 {
-    tmx_ep_t *ep;
+    tmx_worker_t     *w = iface->worker;
+    tmx_ep_t         *ep;
+    const tmx_xtgt_t *t;
 
     if (!(wc->wc_flags & TMX_WC_WITH_IMM)) {
         return NULL;
     }
-    /* traffic comes in runs from one peer, as for tmx_ep_by_qpn (the same cache: an
-     * interface has XRC endpoints or RC ones, never both) */
-    if (iface->last_ep != NULL && iface->last_qpn == wc->imm_data) {
-        return iface->last_ep;
+    /* traffic comes in runs from one peer, as for tmx_ep_by_qpn */
+    if (iface->xlast_ep != NULL && iface->xlast_id == wc->imm_data &&
+        iface->xlast_qpn == wc->qp_num) {
+        return iface->xlast_ep;
     }
-    ep = tmx_hash_get(&iface->worker->ep_by_id, wc->imm_data);
+    ep = tmx_hash_get(&w->ep_by_id, wc->imm_data);
     if (ep == NULL || !ep->xrc || ep->iface != iface) {
         return NULL;
     }
-    iface->last_qpn = wc->imm_data;
-    iface->last_ep  = ep;
+    t = tmx_hash_get(&iface->xtgt_by_qpn, wc->qp_num);
+    if (t == NULL || t->uuid != ep->remote_uuid) {
+        w->stat_xrc_dropped++;
+        if ((w->stat_xrc_dropped & (w->stat_xrc_dropped - 1)) != 0) {
+            tmx_debug("XRC message through target qp %u for endpoint %u dropped", wc->qp_num,
+                      wc->imm_data); /* said at 1, 2, 4, 8, ... */
+        } else if (t != NULL) {
+            tmx_warn("XRC message through target qp %u, which serves %016llx, names the "
+                     "endpoint of %016llx: dropped (%llu so far)", wc->qp_num,
+                     (unsigned long long)t->uuid, (unsigned long long)ep->remote_uuid,
+                     (unsigned long long)w->stat_xrc_dropped);
+        } else {
+            tmx_warn("XRC message through target qp %u, which serves no peer known here, "
+                     "names the endpoint of %016llx: dropped (%llu so far)", wc->qp_num,
+                     (unsigned long long)ep->remote_uuid,
+                     (unsigned long long)w->stat_xrc_dropped);
+        }
+        return NULL;
+    }
+    iface->xlast_qpn = wc->qp_num;
+    iface->xlast_id  = wc->imm_data;
+    iface->xlast_ep  = ep;
     return ep;
 }
 
@@ -766,9 +957,20 @@ int tmx_xrc_completion_failed(tmx_iface_t *iface, const tmx_wc_t *wc)
     }
     t = tmx_hash_get(&iface->xtgt_by_qpn, wc->qp_num);
     if (t != NULL) {
-        /* our receive side for a peer's initiator: that peer died */
+        /* our receive side for a peer's initiator: that peer died. The handle goes now, not at
+         * the worker's end: a target lives while a handle does, and its number would stay
+         * taken for a dead initiator (later completions of it find nothing: dropped) */
         tmx_debug("XRC target qp %u: %s", t->qpn, tmx_wc_status_string(wc->status));
         tmx_xrc_fail_eps(iface, t->uuid, NULL, 0);
+        if (wc->wr_id == TMX_WR_ID_ASYNC_ERROR) {
+            if (iface->xlast_ep != NULL && iface->xlast_qpn == t->qpn) {
+                iface->xlast_ep = NULL;
+            }
+            tmx_hash_del(&iface->xtgt_by_qpn, t->qpn);
+            tmx_list_del(&t->list);
+            iface->ops->qp_destroy(t->qp);
+            free(t);
+        }
         return 1;
     }
     tmx_list_for_each(l, &iface->xinis) {

@@ -40,8 +40,8 @@ void tmx_proto_ep_schedule(tmx_ep_t *ep)
  * Posts up to two headers and len bytes of buf as one SEND: inline when it fits, through a
  * bounce buffer otherwise. TMX_ERR_NO_RESOURCE: nothing was posted.
  */
-static tmx_status_t tmx_proto_post_wire(tmx_ep_t *ep, const void *h1, size_t l1, const void *h2,
-                                        size_t l2, const void *buf, size_t len)
+static tmx_status_t tmx_proto_post_wire(tmx_ep_t *ep, int via_xrc, const void *h1, size_t l1,
+                                        const void *h2, size_t l2, const void *buf, size_t len)
 {
     tmx_iface_t  *iface = ep->iface;
     tmx_sge_t     sge[3];
@@ -93,7 +93,7 @@ static tmx_status_t tmx_proto_post_wire(tmx_ep_t *ep, const void *h1, size_t l1,
         wr.opcode   = TMX_WR_SEND_WITH_IMM;
         wr.imm_data = ep->ring_tx->seq;
     }
-    if (ep->xrc) {
+    if (via_xrc) {
         status = tmx_xrc_post(ep, ep->xdom, &wr); /* the pair's domain: one stream, in order */
     } else {
         status = iface->ops->post_send(ep->qp, &wr, &bad);
@@ -124,16 +124,19 @@ static tmx_status_t tmx_proto_post(tmx_ep_t *ep, void *hdr, size_t hdr_len, cons
     tmx_status_t     status;
 
     h->credits = (uint16_t)give;
-    if (ep->iface->tm_on) {
+    if (ep->iface->tm_on && tmx_xrc_ctrl(ep)) {
+        /* TM and XRC: a reply, through the XRC SRQ (a basic one: no TMH), never tagged data */
+        status = tmx_proto_post_wire(ep, 1, hdr, hdr_len, NULL, 0, buf, len);
+    } else if (ep->iface->tm_on) {
         tmx_tmh_t tmh = {.opcode = TMX_TMH_NO_TAG};
-        status = tmx_proto_post_wire(ep, &tmh, sizeof(tmh), hdr, hdr_len, buf, len);
+        status = tmx_proto_post_wire(ep, 0, &tmh, sizeof(tmh), hdr, hdr_len, buf, len);
     } else {
         status = TMX_ERR_NO_RESOURCE;
         if (ep->ring_tx != NULL && (h->op == TMX_PROTO_EAGER || h->op == TMX_PROTO_EAGER_SYNC)) {
             status = tmx_ring_send(ep, hdr, hdr_len, buf, len);
         }
         if (status != TMX_OK) {
-            status = tmx_proto_post_wire(ep, hdr, hdr_len, NULL, 0, buf, len);
+            status = tmx_proto_post_wire(ep, ep->xrc, hdr, hdr_len, NULL, 0, buf, len);
         }
     }
     if (status == TMX_OK) {
@@ -163,7 +166,8 @@ tmx_status_t tmx_proto_post_tagged(tmx_ep_t *ep, uint8_t opcode, uint32_t app_ct
     tmh.opcode  = opcode;
     tmh.app_ctx = htobe32(app_ctx);
     tmh.tag     = htobe64(tag);
-    status = tmx_proto_post_wire(ep, &tmh, sizeof(tmh), ext, ext_len, buf, len);
+    /* the TM SRQ matches it: on the RC QP, also with XRC on (xrc.c "TM and XRC") */
+    status = tmx_proto_post_wire(ep, 0, &tmh, sizeof(tmh), ext, ext_len, buf, len);
     if (status == TMX_OK) {
         ep->credits_owed -= give;
     }

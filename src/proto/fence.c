@@ -53,6 +53,10 @@ unsigned tmx_fence_flags(int ooo, tmx_fence_op_t first, tmx_wr_opcode_t second, 
  *   Send after Send is '#': never a fence. Nothing of ours precedes them that is not a SEND
  *   except rendezvous READs, on which they do not depend (a READ's target is a receive buffer
  *   no SEND names).
+ *   With TM and XRC both on (src/core/xrc.c, DESIGN.md "TM and XRC") the sending side's
+ *   tagged SENDs and its DISC stay on its RC QP, and the receiving side's CTRL and FIN SENDs
+ *   (its DISC behind its ACKs and FINs) on its initiator of the pair's domain: each step's
+ *   earlier SENDs are still on the same QP.
  * - RNDV_READ: the sender's buffer is registered before its RTS went, and the READ is posted
  *   when the RTS arrived: it relies on no earlier operation of this QP.
  * - RNDV_FIN: tells the sender its buffer has been read. It must be placed after the READ's

@@ -181,8 +181,9 @@ static const tmx_config_field_t tmx_config_table[] = {
      .flags = TMX_CONFIG_F_MAX, .max = 4096},
     {TMX_CONFIG_FIELD("XRC", TMX_CONFIG_ENUM, "auto", xrc,
                       "XRC domains: auto and yes connect through the node's XRC domains where "
-                      "the device offers them and tag-matching offload is off (yes warns where "
-                      "it cannot); no connects one RC queue pair per peer process."),
+                      "the device offers them (yes warns where it cannot; with tag-matching "
+                      "offload the tagged messages stay on RC, the rest goes on XRC); no "
+                      "connects one RC queue pair per peer process."),
      .words = tmx_config_ternary},
     {TMX_CONFIG_FIELD("XRC_DOMAINS", TMX_CONFIG_UINT, "2", xrc_domains,
                       "XRC domains per node: a peer's messages use one (chosen by the peer), "

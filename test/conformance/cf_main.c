@@ -375,6 +375,8 @@ static void cf_usage(FILE *stream)
             "  -v          print every random schedule (to stderr)\n"
             "  -O          check that tag-matching offload was used: every rank's worker has it\n"
             "              and its device matched receives (counted as the case 'offload')\n"
+            "  -X          check that XRC was used: every rank's worker has initiators and\n"
+            "              target QPs, and RC queue pairs too where offload is on (case 'xrc')\n"
             "  -h          this help\n");
 }
 
@@ -510,6 +512,64 @@ static int cf_check_offload(cf_t *cf)
     return ok ? CF_PASS : CF_FAIL;
 }
 
+/* -X: every rank's worker connected through XRC (its initiators and targets, as the worker
+ * query counts them from the device), and, with tag-matching offload on too, kept its RC
+ * queue pairs for the tagged stream: a worker that fell back to RC alone, or that dropped
+ * offload to use XRC, fails. Rank 0 prints the sums. */
+static int cf_check_xrc(cf_t *cf)
+{
+    enum { N = 8 };
+    static const char *const names[N] = {"enabled", "tm", "rc_qps", "ini_qps", "tgt_qps",
+                                         "tgt_opened", "rndv_striped", "ok"};
+    tmx_worker_attr_t attr = {.field_mask = TMX_WORKER_ATTR_XRC | TMX_WORKER_ATTR_TM};
+    uint64_t          mine[N], *all, sum[N];
+    int               ok = 1;
+
+    if (tmx_worker_query(cf->worker, &attr) != TMX_OK) {
+        memset(&attr.xrc, 0, sizeof(attr.xrc));
+        memset(&attr.tm, 0, sizeof(attr.tm));
+    }
+    mine[0] = (uint64_t)attr.xrc.enabled;
+    mine[1] = (uint64_t)attr.tm.enabled;
+    mine[2] = attr.xrc.rc_qps;
+    mine[3] = attr.xrc.ini_qps;
+    mine[4] = attr.xrc.tgt_qps;
+    mine[5] = attr.xrc.tgt_opened;
+    mine[6] = attr.xrc.rndv_striped;
+    mine[7] = attr.xrc.enabled && attr.xrc.ini_qps > 0 &&
+              attr.xrc.tgt_qps + attr.xrc.tgt_opened > 0 &&
+              (!attr.tm.enabled || attr.xrc.rc_qps > 0);
+    all = calloc((size_t)cf->size, sizeof(mine));
+    if (all == NULL || tmx_job_allgather(cf->job, mine, sizeof(mine), all) != 0) {
+        free(all);
+        fprintf(stderr, "tmx_conformance: XRC counters allgather failed\n");
+        return CF_FAIL;
+    }
+    memset(sum, 0, sizeof(sum));
+    for (int r = 0; r < cf->size; r++) {
+        ok &= all[(size_t)r * N + 7] == 1;
+        for (int k = 0; k < N; k++) {
+            sum[k] += all[(size_t)r * N + k];
+        }
+    }
+    free(all);
+    if (cf->rank == 0) {
+        printf("# xrc, all ranks:");
+        for (int k = 0; k < N; k++) {
+            printf(" %s %" PRIu64, names[k], sum[k]);
+        }
+        printf("\n");
+        if (ok) {
+            printf("PASS xrc\n");
+        } else {
+            printf("FAIL xrc: %" PRIu64 " of %d ranks connected through XRC (with RC queue "
+                   "pairs where offload is on)\n", sum[7], cf->size);
+        }
+        fflush(stdout);
+    }
+    return ok ? CF_PASS : CF_FAIL;
+}
+
 int main(int argc, char **argv)
 {
     cf_t        cf;
@@ -520,13 +580,14 @@ int main(int argc, char **argv)
     int         npass = 0, nfail = 0, nskip = 0;
     int         opt;
     int         expect_offload = 0;
+    int         expect_xrc     = 0;
     uint64_t    seeds[2];
     uint64_t   *all_seeds = NULL;
 
     memset(&cf, 0, sizeof(cf));
     cf.schedules = 10000;
     cf.timeout_s = 60.0;
-    while ((opt = getopt(argc, argv, "t:ls:n:T:vOh")) != -1) {
+    while ((opt = getopt(argc, argv, "t:ls:n:T:vOXh")) != -1) {
         switch (opt) {
         case 't':
             if (nonly == (int)(sizeof(only) / sizeof(only[0]))) {
@@ -538,6 +599,7 @@ int main(int argc, char **argv)
         case 'l': list = 1; break;
         case 'v': cf.verbose = 1; break;
         case 'O': expect_offload = 1; break;
+        case 'X': expect_xrc = 1; break;
         case 's':
             cf.seed   = strtoull(optarg, NULL, 0);
             have_seed = 1;
@@ -605,6 +667,11 @@ int main(int argc, char **argv)
     }
     if (expect_offload) {
         int result = cf_check_offload(&cf);
+        npass += (result == CF_PASS);
+        nfail += (result == CF_FAIL);
+    }
+    if (expect_xrc) {
+        int result = cf_check_xrc(&cf);
         npass += (result == CF_PASS);
         nfail += (result == CF_FAIL);
     }

@@ -15,7 +15,8 @@
 #   - TM on: every rank's device has offload on (tmx_conformance -O also checks that the device
 #     matched receives), and no ring is lent;
 #   - XRC on: every rank says XRC is on with that many domains, and no endpoint fell back to RC;
-#     XRC together with TM: both on (TM on RC, the rest on XRC);
+#     XRC together with TM: both on (TM on RC, the rest on XRC); tmx_conformance -X checks
+#     that every worker holds initiators and targets (and RC queue pairs with offload);
 #   - OOO on (RC endpoints): placement on and the ring, if any, on immediate data (never polled);
 #   - otherwise the ring's mode follows the answer: whole -> whole, aligned128 -> aligned128,
 #     none -> imm.
@@ -64,6 +65,7 @@ one() { # tm xrc ooo dio
     fi
     oflag=
     [ "$tm" = yes ] && oflag=-O
+    [ "$xrc" != 0 ] && oflag="$oflag -X" # every worker holds XRC initiators and targets
     env "$@" TMX_SOFT_TM="$tm" TMX_TM_OFFLOAD=auto TMX_SOFT_OOO="$ooo" TMX_OOO="$ooo" \
         TMX_SOFT_DATA_IN_ORDER="$dio" TMX_RING=yes TMX_RING_SLOTS=4 TMX_RING_SLOT_SIZE=256 \
         TMX_LOG_LEVEL=info TMX_LOG_FILE="$logs/rank.%p" \
@@ -85,6 +87,8 @@ one() { # tm xrc ooo dio
     if [ "$xrc" != 0 ]; then
         expect "XRC on, $xrc domain" 2 "XRC on with $xrc domain(s)"
         refuse "one RC queue pair per peer" "an endpoint fell back to RC"
+        [ "$tm" = yes ] && expect "tagged messages on RC \\(tag-matching offload\\), the rest on XRC" \
+            2 "XRC beside offload"
         refuse "eager-RDMA ring (whole|aligned128|imm) \\(" "a ring lent to an XRC endpoint"
     elif [ "$ooo" = yes ]; then
         expect "out-of-order placement on" 2 "out-of-order placement on"

@@ -81,6 +81,14 @@ expect_grep "$T/out" '^#   eager-RDMA ring  imm: ' "no answer: write with immedi
 run 30 env TMX_RING=no "$INFO" -w
 expect_grep "$T/out" '^#   eager-RDMA ring  none ' "TMX_RING=no: no ring"
 
+# Offload and XRC together: one worker has both (tagged messages on RC, the rest on XRC); a
+# worker that dropped either would show software matching or "xrc off".
+run 30 env TMX_SOFT_TM=yes TMX_SOFT_XRC=yes TMX_XRC=yes "$INFO" -w
+expect_rc 0 "TMX_SOFT_TM=yes TMX_SOFT_XRC=yes tmx_info -w"
+expect_grep "$T/out" '^#   tag matching     offloaded to soft:shm' "TM and XRC: offload on"
+expect_grep "$T/out" '^#   xrc              on soft:shm: 2 domains' "TM and XRC: XRC on"
+expect_grep "$T/out" 'srqs 3)' "TM and XRC: the TM SRQ and an XRC SRQ per domain"
+
 run 30 "$INFO" -x
 expect_rc 2 "tmx_info -x"
 run 30 "$INFO" extra

@@ -65,6 +65,7 @@ typedef struct shared {
     uint32_t    got[NPROC];
     char        node_a[64], node_b[64];
     char        table_a[64], table_b[64]; /* the names of the nodes' tables */
+    int         r2_on_a;              /* impostor test: process 2 is on node a, beside S */
 } shared_t;
 
 typedef struct proc {
@@ -154,7 +155,7 @@ static int proc_open(proc_t *p, shared_t *sh, int me)
     p->me  = me;
     p->sh  = sh;
     p->ops = tmx_soft_prov.ops;
-    cfg_init(&p->cfg, me == S ? sh->node_a : sh->node_b);
+    cfg_init(&p->cfg, me == S || (me == R2 && sh->r2_on_a) ? sh->node_a : sh->node_b);
     CHECK(p->ops->dev_open(&tmx_soft_prov, &p->cfg, devs, 1, &num) == TMX_OK && num == 1);
     p->dev = devs[0];
     CHECK(p->dev->attr.caps & TMX_DEV_CAP_XRC);
@@ -746,5 +747,158 @@ Test(soft_xrc, one_initiator_two_receivers, .timeout = 60)
     cr_expect(sh->table_a[0] != '\0');
     tmx_soft_xrc_sweep();
     cr_expect(access(sh->table_a, F_OK) != 0, "%s is still there after the sweep", sh->table_a);
+    munmap(sh, sizeof(*sh));
+}
+
+/* ---------------------------------------------------------------- a target's own initiator */
+
+/*
+ * A target QP takes messages from the initiator it is connected to only, as on hardware (the
+ * connection's QP number and PSN). Process X of node a connects an initiator of its own to the
+ * target QP that R (node b) made for S's initiator, and sends through it: R's device refuses
+ * the stream (its route fails later), and nothing reaches R, whose completions would otherwise
+ * name S's target and pass X's message for S's. S's own message arrives.
+ */
+enum { IMP_S = S, IMP_R = R1, IMP_X = R2 };
+
+static int imp_ini(proc_t *p, shared_t *sh, int publish)
+{
+    tmx_qp_init_attr_t qa;
+    tmx_qp_attr_t      mod;
+
+    memset(&qa, 0, sizeof(qa));
+    qa.type        = TMX_QPT_XRC_INI;
+    qa.send_cq     = p->cq;
+    qa.recv_cq     = p->cq;
+    qa.max_send_wr = 64;
+    qa.max_inline  = 256;
+    CHECK(p->ops->qp_create(p->pd, &qa, &p->qp) == TMX_OK);
+    memset(&mod, 0, sizeof(mod));
+    mod.state = TMX_QPS_INIT;
+    CHECK(p->ops->qp_modify(p->qp, &mod, TMX_QP_ATTR_STATE) == TMX_OK);
+    if (publish) {
+        sh->ini_len = sizeof(sh->ini);
+        CHECK(p->ops->qp_get_addr(p->qp, sh->ini, &sh->ini_len) == TMX_OK);
+    }
+    return 0;
+}
+
+static int imp_role(proc_t *p, shared_t *sh, int me)
+{
+    tmx_wc_t wc;
+    uint8_t  msg[16] = {0};
+    double   end;
+
+    TRY(proc_open(p, sh, me));
+    if (me == IMP_R) {
+        tmx_qp_init_attr_t qa;
+        tmx_qp_attr_t      mod;
+
+        TRY(make_srq(p));
+        CHECK(barrier(p, 1) == 0); /* S's initiator blob is there */
+        memset(&qa, 0, sizeof(qa));
+        qa.type    = TMX_QPT_XRC_TGT;
+        qa.send_cq = p->cq;
+        qa.xrcd    = p->xrcd;
+        CHECK(p->ops->qp_create(p->pd, &qa, &p->qp) == TMX_OK);
+        memset(&mod, 0, sizeof(mod));
+        mod.state = TMX_QPS_INIT;
+        CHECK(p->ops->qp_modify(p->qp, &mod, TMX_QP_ATTR_STATE) == TMX_OK);
+        mod.state           = TMX_QPS_RTR;
+        mod.remote_addr     = sh->ini;
+        mod.remote_addr_len = sh->ini_len;
+        CHECK(p->ops->qp_modify(p->qp, &mod, TMX_QP_ATTR_STATE | TMX_QP_ATTR_REMOTE) ==
+              TMX_OK);
+        sh->tgt_len = sizeof(sh->tgt);
+        CHECK(p->ops->qp_get_addr(p->qp, sh->tgt, &sh->tgt_len) == TMX_OK);
+        sh->tgt_qpn = p->qp->qp_num;
+        CHECK(barrier(p, 2) == 0);
+        CHECK(next_wc(p, &wc) == 0); /* S's */
+        CHECK(wc.status == TMX_WC_SUCCESS && wc.qp_num == sh->tgt_qpn && wc.imm_data == 1);
+        CHECK(barrier(p, 3) == 0);
+        CHECK(barrier(p, 4) == 0); /* X has sent, and seen its send fail */
+        end = tmx_time_sec() + 0.5;
+        while (tmx_time_sec() < end) {
+            poll_once(p);
+        }
+        for (int i = 0; i < p->nstash; i++) {
+            CHECK(!(p->stash[i].status == TMX_WC_SUCCESS && p->stash[i].imm_data == 2));
+        }
+        CHECK(barrier(p, 5) == 0);
+        return 0;
+    }
+    TRY(imp_ini(p, sh, me == IMP_S));
+    CHECK(barrier(p, 1) == 0);
+    CHECK(barrier(p, 2) == 0); /* R's target for S's initiator exists */
+    TRY(ini_connect(p, sh));   /* X too: to the target that is not its initiator's */
+    if (me == IMP_S) {
+        CHECK(xsend(p, TMX_WR_SEND_WITH_IMM, sh->srqn[IMP_R], msg, 8,
+                    TMX_SEND_INLINE | TMX_SEND_SIGNALED, 1, 1, 0, 0) == TMX_OK);
+        CHECK(next_wc(p, &wc) == 0);
+        CHECK(wc.wr_id == 1 && wc.status == TMX_WC_SUCCESS);
+        CHECK(barrier(p, 3) == 0);
+        CHECK(barrier(p, 4) == 0);
+        CHECK(barrier(p, 5) == 0);
+        return 0;
+    }
+    CHECK(barrier(p, 3) == 0);
+    CHECK(xsend(p, TMX_WR_SEND_WITH_IMM, sh->srqn[IMP_R], msg, 8,
+                TMX_SEND_INLINE | TMX_SEND_SIGNALED, 2, 2, 0, 0) == TMX_OK);
+    /* the record is written, so the send completes (the soft device, like a NAK arriving
+     * later on hardware, fails the route afterwards): what counts is that R takes nothing */
+    end = tmx_time_sec() + 5;
+    do {
+        CHECK(next_wc(p, &wc) == 0);
+    } while (wc.wr_id != 2 && tmx_time_sec() < end);
+    CHECK(wc.wr_id == 2);
+    end = tmx_time_sec() + 0.3;
+    while (tmx_time_sec() < end) {
+        poll_once(p);
+    }
+    CHECK(barrier(p, 4) == 0);
+    CHECK(barrier(p, 5) == 0);
+    return 0;
+}
+
+Test(soft_xrc, target_takes_its_own_initiator_only, .timeout = 60)
+{
+    shared_t *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                        -1, 0);
+    pid_t     pid[NPROC];
+    int       status;
+
+    cr_assert(sh != MAP_FAILED);
+    memset(sh, 0, sizeof(*sh));
+    sh->r2_on_a = 1;
+    snprintf(sh->node_a, sizeof(sh->node_a), "xrc-ia-%d", (int)getpid());
+    snprintf(sh->node_b, sizeof(sh->node_b), "xrc-ib-%d", (int)getpid());
+    fflush(NULL);
+    for (int r = 0; r < NPROC; r++) {
+        pid[r] = fork();
+        cr_assert(pid[r] >= 0);
+        if (pid[r] == 0) {
+            proc_t *p = calloc(1, sizeof(*p));
+            int     rc;
+
+            alarm(40);
+            rc = p == NULL ? __LINE__ : imp_role(p, sh, r);
+            if (rc != 0) {
+                fprintf(stderr, "process %d failed at line %d\n", r, rc);
+                _exit(1);
+            }
+            proc_close(p);
+            _exit(0);
+        }
+    }
+    for (int r = 0; r < NPROC; r++) {
+        cr_assert_eq(waitpid(pid[r], &status, 0), pid[r]);
+        cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "process %d failed (status 0x%x, see stderr for the line)", r, status);
+        if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+            for (int k = 0; k < NPROC; k++) {
+                kill(pid[k], SIGKILL);
+            }
+        }
+    }
     munmap(sh, sizeof(*sh));
 }

@@ -1588,6 +1588,15 @@ tmx_soft_qp_t *tmx_soft_xrc_stream(tmx_soft_dev_t *dev, uint32_t idx, uint32_t g
         atomic_store_explicit(&line->err_gen, gen, memory_order_relaxed);
         return NULL;
     }
+    /* a target takes packets from the initiator it is connected to only (hardware: the
+     * connection's QP number and PSN): the claimant must be that initiator's process, or one
+     * process could send through another's target and be taken for it */
+    if (atomic_load_explicit(&e->ini_owner, memory_order_acquire) != claim) {
+        tmx_warn("XRC stream %u: process %d claims target qp %u, whose initiator is another "
+                 "process's: refused", idx, (int)(uint32_t)claim, tgt);
+        atomic_store_explicit(&line->err_gen, gen, memory_order_relaxed);
+        return NULL;
+    }
     st = calloc(1, sizeof(*st));
     if (st == NULL) {
         return NULL; /* the record waits in the ring for a later poll */

@@ -551,6 +551,10 @@ TMX_API tmx_status_t tmx_worker_destroy(tmx_worker_h w)
                  (unsigned long long)w->ring_stats.full, (unsigned long long)w->ring_stats.asleep,
                  (unsigned long long)w->ring_stats.wakes);
     }
+    if (w->compact_tx + w->compact_rx > 0) {
+        tmx_info("compact eager messages (no header): %llu sent, %llu received",
+                 (unsigned long long)w->compact_tx, (unsigned long long)w->compact_rx);
+    }
     w->destroying = 1;
     tmx_ep_close_all(w);
     tmx_worker_drop_unexpected(w);

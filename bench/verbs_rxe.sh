@@ -67,15 +67,24 @@ port=18515
 cnt=/sys/class/infiniband/$dev/ports/1/hw_counters/sent_pkts
 pkts() { cat "$cnt" 2>/dev/null || echo 0; }
 
-# perftest SERVER-CLIENT pair: prints the client's result row
+# perftest SERVER-CLIENT pair: prints the client's result row (nothing when it failed). The
+# client starts once the server listens (under load it can take seconds: a client that comes
+# too early fails, and its server would wait for ever); both are killed after 300 s.
 perf() {
-    local prog=$1
+    local prog=$1 i
     shift
     port=$((port + 1))
-    "$prog" -d "$dev" -x "$gid" -F -p "$port" "$@" >"$T/srv" 2>&1 &
+    timeout -s KILL 300 "$prog" -d "$dev" -x "$gid" -F -p "$port" "$@" >"$T/srv" 2>&1 &
     local spid=$!
-    sleep 0.5
-    "$prog" -d "$dev" -x "$gid" -F -p "$port" "$@" 127.0.0.1 >"$T/cli" 2>&1
+    for i in $(seq 1 200); do
+        if command -v ss >/dev/null 2>&1; then
+            ss -ltn 2>/dev/null | grep -q ":$port " && break
+        elif [ "$i" -ge 10 ]; then
+            break # no ss: a second
+        fi
+        sleep 0.1
+    done
+    timeout -s KILL 300 "$prog" -d "$dev" -x "$gid" -F -p "$port" "$@" 127.0.0.1 >"$T/cli" 2>&1
     wait "$spid"
     awk '$1 ~ /^[0-9]+$/ && NF >= 4 {print; exit}' "$T/cli"
 }
@@ -85,7 +94,10 @@ tmx() {
         awk -F, '$1 ~ /^[0-9]+$/ {print; exit}'
 }
 
-median() { sort -g | awk '{a[NR] = $1} END {if (NR) print a[int((NR + 1) / 2)]; else print "nan"}'; }
+# col N [SEP]: field N of the row on stdin, or nan when the run printed no row (it failed)
+col() { awk -F"${2:- }" -v n="$1" '{v = $n} END {print (v == "" ? "nan" : v)}'; }
+
+median() { grep -v '^nan$' | sort -g | awk '{a[NR] = $1} END {if (NR) print a[int((NR + 1) / 2)]; else print "nan"}'; }
 
 # lat_n SIZE / bw_n SIZE: round trips / messages of one run (fewer above 8 KiB)
 lat_n() { if [ "$1" -gt 8192 ]; then echo $((lat_iters / 10)); else echo "$lat_iters"; fi; }
@@ -100,15 +112,15 @@ for r in $(seq 1 "$rounds"); do
         p0=$(pkts)
         row=$(perf ib_send_lat -s "$s" -n "$n")
         p1=$(pkts)
-        echo "$row" | awk '{print $5}' >>"$T/lat.raw_typ.$s"
-        echo "$row" | awk '{print $6}' >>"$T/lat.raw_avg.$s"
+        echo "$row" | col 5 >>"$T/lat.raw_typ.$s"
+        echo "$row" | col 6 >>"$T/lat.raw_avg.$s"
         # tmx_pingpong divides -n by 10 above 8 KiB (and the warmup too): give it 10x; its
         # warmup is the same number of round trips again, counted in its packets below
         tn=$n tw=$((n / 10 > 0 ? n / 10 : 1))
         [ "$s" -gt 8192 ] && tn=$((n * 10)) tw=$((tw * 10))
         row=$(tmx -t lat -M -m "$s:$s" -n "$tn" -w "$tw")
-        echo "$row" | awk -F, '{print $2}' >>"$T/lat.tmx.$s"
-        echo "$row" | awk -F, '{print $3}' >>"$T/lat.tmx_med.$s"
+        echo "$row" | col 2 , >>"$T/lat.tmx.$s"
+        echo "$row" | col 3 , >>"$T/lat.tmx_med.$s"
         p2=$(pkts)
         # packets per message: perftest 2n messages; tmx 2 (n + n/10 warmup + 1 check)
         awk -v a="$p0" -v b="$p1" -v n="$n" 'BEGIN {printf "%.2f\n", (b - a) / (2 * n)}' \
@@ -116,11 +128,12 @@ for r in $(seq 1 "$rounds"); do
         awk -v a="$p1" -v b="$p2" -v n="$n" -v w="$((n / 10 > 0 ? n / 10 : 1))" \
             'BEGIN {printf "%.2f\n", (b - a) / (2 * (n + w + 1))}' >>"$T/pk.tmx.$s"
         row=$(perf ib_send_bw -s "$s" -n "$m")
-        echo "$row" | awk '{printf "%.2f\n", $4 * 1.048576}' >>"$T/bw.raw.$s"
+        echo "$row" | col 4 | awk '{print ($1 == "nan" ? "nan" : sprintf("%.2f", $1 * 1.048576))}' \
+            >>"$T/bw.raw.$s"
         # tmx_pingpong's bandwidth: windows of 64, a fifth of -n above 8 KiB
         bn=$(( (m + 63) / 64 ))
         [ "$s" -gt 8192 ] && bn=$((bn * 5))
-        tmx -t bw -m "$s:$s" -n "$bn" | awk -F, '{print $2}' >>"$T/bw.tmx.$s"
+        tmx -t bw -m "$s:$s" -n "$bn" | col 2 , >>"$T/bw.tmx.$s"
         echo "# round $r size $s: lat median tmx $(tail -n 1 "$T/lat.tmx_med.$s") raw" \
              "$(tail -n 1 "$T/lat.raw_typ.$s"), mean tmx $(tail -n 1 "$T/lat.tmx.$s") raw" \
              "$(tail -n 1 "$T/lat.raw_avg.$s") us; bw tmx $(tail -n 1 "$T/bw.tmx.$s") raw" \

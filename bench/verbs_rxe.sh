@@ -77,6 +77,7 @@ perf() {
     timeout -s KILL 300 "$prog" -d "$dev" -x "$gid" -F -p "$port" "$@" >"$T/srv" 2>&1 &
     local spid=$!
     for i in $(seq 1 200); do
+        kill -0 "$spid" 2>/dev/null || break # the server failed: the client fails too
         if command -v ss >/dev/null 2>&1; then
             ss -ltn 2>/dev/null | grep -q ":$port " && break
         elif [ "$i" -ge 10 ]; then
@@ -103,7 +104,8 @@ median() { grep -v '^nan$' | sort -g | awk '{a[NR] = $1} END {if (NR) print a[in
 lat_n() { if [ "$1" -gt 8192 ]; then echo $((lat_iters / 10)); else echo "$lat_iters"; fi; }
 bw_n() { if [ "$1" -gt 8192 ]; then echo $((bw_msgs / 5)); else echo "$bw_msgs"; fi; }
 for s in $sizes; do
-    for f in lat.raw_typ lat.raw_avg lat.tmx lat.tmx_med bw.raw bw.tmx pk.raw pk.tmx; do : >"$T/$f.$s"; done
+    for f in lat.raw_typ lat.raw_avg lat.tmx lat.tmx_med bw.raw bw.tmx pk.raw pk.tmx rr.med rr.avg \
+             rr.bw; do : >"$T/$f.$s"; done
 done
 for r in $(seq 1 "$rounds"); do
     for s in $sizes; do
@@ -143,6 +145,13 @@ for r in $(seq 1 "$rounds"); do
                  awk '{printf "lat median %.2f mean %.2f, bw raw/tmx %.2f",
                        ($2 > 0 ? $1 / $2 : 0), ($4 > 0 ? $3 / $4 : 0), ($5 > 0 ? $6 / $5 : 0)}');" \
              "packets/msg tmx $(tail -n 1 "$T/pk.tmx.$s") raw $(tail -n 1 "$T/pk.raw.$s")" >&2
+        # this round's ratios, for the median of the per-round ratios
+        paste -d' ' "$T/lat.tmx_med.$s" "$T/lat.raw_typ.$s" "$T/lat.tmx.$s" "$T/lat.raw_avg.$s" \
+            "$T/bw.tmx.$s" "$T/bw.raw.$s" | tail -n 1 |
+            awk '{r = ($2 > 0 && $1 != "nan") ? $1 / $2 : "nan"; print r > "'"$T/rr.med.$s"'.tmp"
+                  r = ($4 > 0 && $3 != "nan") ? $3 / $4 : "nan"; print r > "'"$T/rr.avg.$s"'.tmp"
+                  r = ($5 > 0 && $6 != "nan") ? $6 / $5 : "nan"; print r > "'"$T/rr.bw.$s"'.tmp"}'
+        for f in med avg bw; do cat "$T/rr.$f.$s.tmp" >>"$T/rr.$f.$s"; done
     done
 done
 
@@ -167,6 +176,12 @@ for s in $sizes; do
         printf "%-6s %9.2f %9.2f %6.2f   %9.2f %9.2f %6.2f   %8.2f %8.2f %6.2f   %6.2f %6.2f\n",
                s, tm, rt, (rt > 0 ? tm / rt : 0), tl, ra, (ra > 0 ? tl / ra : 0), tb, rb,
                (tb > 0 ? rb / tb : 0), pt, pr}'
+done
+echo "# median of the per-round ratios (each round's tmx against the perftest run next to it)"
+printf "%-6s %8s %8s %8s\n" size r_med r_avg r_bw
+for s in $sizes; do
+    printf "%-6s %8.2f %8.2f %8.2f\n" "$s" "$(median <"$T/rr.med.$s")" "$(median <"$T/rr.avg.$s")" \
+        "$(median <"$T/rr.bw.$s")"
 done
 echo "# every round:"
 for s in $sizes; do

@@ -7,6 +7,8 @@
 #   credits come back in the compact messages' immediate data).
 # - The conformance suite (tags, sources, synchronous sends, immediate data, cancels mixed with
 #   compact messages) passes on 2 ranks without rings.
+# - With a ring in IMM mode (TMX_RING_MODE=imm), whose messages arrive in the same completion
+#   stream, the messages that do not go into the ring are compact as well.
 # - With a polling ring (TMX_RING=yes: the soft device promises whole-message order), whose
 #   messages number the SENDs in their immediate data, none is sent.
 . "$(dirname "$0")/lib.sh"
@@ -46,6 +48,20 @@ if [ -x "$CONF" ]; then
     fi
 else
     echo "no $CONF: the conformance part is skipped"
+fi
+
+# A ring in IMM mode (RDMA writes with immediate data, no numbering) takes the small messages;
+# those that find it full go by the queue, compact when their tag repeats: both in one stream.
+run 120 env TMX_RING=yes TMX_RING_MODE=imm TMX_LOG_LEVEL=info "$TMXRUN" -n 2 --timeout 100 "$PP" \
+    -t lat,bw -m 0:16k -n 20 -w 2
+expect_rc 0 "TMX_RING_MODE=imm: tmx_pingpong, its data checked"
+expect_grep "$T/err" 'eager-RDMA ring imm' "TMX_RING_MODE=imm: the ring is in IMM mode"
+n=$(compact_sent "$T/err")
+if [ "$n" -gt 0 ]; then
+    ok "TMX_RING_MODE=imm: compact messages beside the ring's (at least $n)"
+else
+    fail "TMX_RING_MODE=imm: a rank sent no compact message ($n)"
+    show
 fi
 
 run 120 env TMX_RING=yes TMX_LOG_LEVEL=info "$TMXRUN" -n 2 --timeout 100 "$PP" -t lat,bw \

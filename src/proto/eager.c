@@ -725,6 +725,9 @@ static void tmx_proto_rx_compact(tmx_iface_t *iface, tmx_ep_t *ep, const tmx_wc_
     }
     buf = wc->data != NULL ? (const uint8_t *)wc->data
                            : iface->rx_bufs + TMX_WRID_VAL(wc->wr_id) * iface->rx_size;
+    if (ep->passive && !ep->ring_tried) {
+        tmx_ring_rx_counted(ep); /* an eager message all the same: a ring may be lent (IMM) */
+    }
     iface->worker->rx_msgs++;
     iface->worker->compact_rx++;
     tmx_proto_credits_add(ep, wc->imm_data & TMX_PROTO_COMPACT_CREDITS);

@@ -64,6 +64,14 @@ else
     show
 fi
 
+# Compact messages count towards lending a ring (16 eager messages by the queue, TMX_RING=auto)
+# as the others do: 4 KiB messages, all compact after the first, still get their sender a ring.
+run 120 env TMX_RING=auto TMX_RING_MODE=imm TMX_LOG_LEVEL=info "$TMXRUN" -n 2 --timeout 100 \
+    "$PP" -t lat -m 4k:4k -n 50 -w 5
+expect_rc 0 "TMX_RING=auto TMX_RING_MODE=imm: 4 KiB ping-pong"
+expect_grep "$T/err" 'endpoint to .*eager-RDMA ring imm (' \
+    "TMX_RING=auto: a sender of compact messages is lent a ring"
+
 run 120 env TMX_RING=yes TMX_LOG_LEVEL=info "$TMXRUN" -n 2 --timeout 100 "$PP" -t lat,bw \
     -m 0:16k -n 20 -w 2
 expect_rc 0 "TMX_RING=yes: tmx_pingpong"

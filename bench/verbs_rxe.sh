@@ -4,21 +4,30 @@
 # scripts/rxe-vm.sh, in one run: latency and bandwidth at 8 B, 4 KiB and 64 KiB, and their
 # ratios. A benchmark, not a test: rxe under emulation (TCG) is slow and jittery in absolute
 # terms; the ratio to raw verbs, measured in the same guest in interleaved rounds, is what
-# counts. Each cell is the median of ROUNDS rounds (default 3).
+# counts. Each cell is the median of ROUNDS rounds (default 3); every round's ratios are
+# printed too, and the host's load average before and after (the guest cannot see it).
 #
 # Run from the host (it starts the guest itself; RXE_VM_SCRIPT names scripts/rxe-vm.sh if it
 # is not in this tree), or inside the guest (RXE_VM=1). Environment: ROUNDS, SIZES (default
-# "8 4096 65536"), LAT_ITERS (2000; a tenth above 8 KiB, as tmx_pingpong does), BW_ITERS
-# (perftest messages per size, 400), RXE_VM_GID_INDEX (set by the guest).
+# "8 4096 65536"), LAT_ITERS (round trips per size, 1000; a tenth above 8 KiB for both
+# programs), BW_MSGS (messages per bandwidth run, 1280 = 20 windows of 64; a fifth above
+# 8 KiB for both), TMX_WAIT (spin), RXE_VM_GID_INDEX (set by the guest).
 #
-# Latency: tmx_pingpong reports the mean half round trip; ib_send_lat reports both its
-# "typical" (median) and its mean, and both ratios are shown: under emulation the mean of
-# either carries long stalls (rxe's kernel work waits for a vCPU that two polling processes
-# hold). Bandwidth: tmx_pingpong's window of 64 sends against ib_send_bw's average
-# (perftest's MB is 2^20 bytes, converted to 10^6 here). tmx polls without sleeping
-# (TMX_WAIT=spin, as perftest does; the default would sleep after 1 ms, and under emulation a
-# round trip can take longer, then a wakeup costs milliseconds). No chrt in the guest: a
-# real-time poller there would starve rxe's softirq work.
+# Same work for both: tmx_pingpong runs exactly the round trips and messages perftest does
+# (its own division of -n above 8 KiB is undone here), both poll without sleeping, both on
+# rxe0 through GID index 1. Latency: the median half round trip (tmx_pingpong -M against
+# ib_send_lat's "typical") and the mean of each: under emulation the means carry long stalls
+# (rxe's kernel work waits for a vCPU that two polling processes hold, and the host is
+# shared), the medians are the common case. Bandwidth: tmx_pingpong's windows of 64 sends
+# (each window ends with a 0-byte ack, a round trip perftest does not make) against
+# ib_send_bw's average (perftest's MB is 2^20 bytes, converted to 10^6 here). tmx polls
+# without sleeping (TMX_WAIT=spin, as perftest does; the default would sleep after 1 ms, and
+# under emulation a round trip can take longer, then a wakeup costs milliseconds). No chrt in
+# the guest: a real-time poller there would starve rxe's softirq work.
+#
+# Packets: rxe's counter of packets sent (hw_counters/sent_pkts: data and acknowledgements,
+# both processes) per message of each latency run, which the host's load does not change:
+# the load-independent part of the comparison.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 B=$(cd "${1:-${TMX_BUILDDIR:-$(pwd)}}" && pwd)
@@ -29,15 +38,19 @@ if [ "${RXE_VM:-0}" != 1 ]; then
         echo "verbs_rxe.sh: no $vm (set RXE_VM_SCRIPT to the lane's scripts/rxe-vm.sh)" >&2
         exit 77
     fi
-    exec bash "$vm" --timeout "${RXE_VM_TIMEOUT:-1500}" -- env ROUNDS="${ROUNDS:-3}" \
-        SIZES="${SIZES:-8 4096 65536}" LAT_ITERS="${LAT_ITERS:-2000}" \
-        BW_ITERS="${BW_ITERS:-400}" bash "$here/verbs_rxe.sh" "$B"
+    echo "# host load average before: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)"
+    bash "$vm" --timeout "${RXE_VM_TIMEOUT:-1500}" -- env ROUNDS="${ROUNDS:-3}" \
+        SIZES="${SIZES:-8 4096 65536}" LAT_ITERS="${LAT_ITERS:-1000}" \
+        BW_MSGS="${BW_MSGS:-1280}" TMX_WAIT="${TMX_WAIT:-spin}" bash "$here/verbs_rxe.sh" "$B"
+    rc=$?
+    echo "# host load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+    exit $rc
 fi
 
 rounds=${ROUNDS:-3}
 sizes=${SIZES:-8 4096 65536}
-lat_iters=${LAT_ITERS:-2000}
-bw_iters=${BW_ITERS:-400}
+lat_iters=${LAT_ITERS:-1000}
+bw_msgs=${BW_MSGS:-1280}
 dev=${RXE_VM_DEV:-rxe0}
 gid=${RXE_VM_GID_INDEX:-1}
 tmxrun="$B/tools/tmxrun"
@@ -51,16 +64,28 @@ done
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 port=18515
+cnt=/sys/class/infiniband/$dev/ports/1/hw_counters/sent_pkts
+pkts() { cat "$cnt" 2>/dev/null || echo 0; }
 
-# perftest SERVER-CLIENT pair: prints the client's result row
+# perftest SERVER-CLIENT pair: prints the client's result row (nothing when it failed). The
+# client starts once the server listens (under load it can take seconds: a client that comes
+# too early fails, and its server would wait for ever); both are killed after 300 s.
 perf() {
-    local prog=$1
+    local prog=$1 i
     shift
     port=$((port + 1))
-    "$prog" -d "$dev" -x "$gid" -F -p "$port" "$@" >"$T/srv" 2>&1 &
+    timeout -s KILL 300 "$prog" -d "$dev" -x "$gid" -F -p "$port" "$@" >"$T/srv" 2>&1 &
     local spid=$!
-    sleep 0.5
-    "$prog" -d "$dev" -x "$gid" -F -p "$port" "$@" 127.0.0.1 >"$T/cli" 2>&1
+    for i in $(seq 1 200); do
+        kill -0 "$spid" 2>/dev/null || break # the server failed: the client fails too
+        if command -v ss >/dev/null 2>&1; then
+            ss -ltn 2>/dev/null | grep -q ":$port " && break
+        elif [ "$i" -ge 10 ]; then
+            break # no ss: a second
+        fi
+        sleep 0.1
+    done
+    timeout -s KILL 300 "$prog" -d "$dev" -x "$gid" -F -p "$port" "$@" 127.0.0.1 >"$T/cli" 2>&1
     wait "$spid"
     awk '$1 ~ /^[0-9]+$/ && NF >= 4 {print; exit}' "$T/cli"
 }
@@ -70,48 +95,99 @@ tmx() {
         awk -F, '$1 ~ /^[0-9]+$/ {print; exit}'
 }
 
-median() { sort -g | awk '{a[NR] = $1} END {if (NR) print a[int((NR + 1) / 2)]; else print "nan"}'; }
+# col N [SEP]: field N of the row on stdin, or nan when the run printed no row (it failed)
+col() { awk -F"${2:- }" -v n="$1" '{v = $n} END {print (v == "" ? "nan" : v)}'; }
 
+median() { grep -v '^nan$' | sort -g | awk '{a[NR] = $1} END {if (NR) print a[int((NR + 1) / 2)]; else print "nan"}'; }
+
+# lat_n SIZE / bw_n SIZE: round trips / messages of one run (fewer above 8 KiB)
+lat_n() { if [ "$1" -gt 8192 ]; then echo $((lat_iters / 10)); else echo "$lat_iters"; fi; }
+bw_n() { if [ "$1" -gt 8192 ]; then echo $((bw_msgs / 5)); else echo "$bw_msgs"; fi; }
 for s in $sizes; do
-    n=$lat_iters
-    [ "$s" -gt 8192 ] && n=$((lat_iters / 10))
-    : >"$T/lat.$s.raw_typ" ; : >"$T/lat.$s.raw_avg" ; : >"$T/lat.$s.tmx"
-    : >"$T/bw.$s.raw" ; : >"$T/bw.$s.tmx"
+    for f in lat.raw_typ lat.raw_avg lat.tmx lat.tmx_med bw.raw bw.tmx pk.raw pk.tmx rr.med rr.avg \
+             rr.bw; do : >"$T/$f.$s"; done
 done
 for r in $(seq 1 "$rounds"); do
     for s in $sizes; do
-        n=$lat_iters
-        [ "$s" -gt 8192 ] && n=$((lat_iters / 10))
+        n=$(lat_n "$s")
+        m=$(bw_n "$s")
+        p0=$(pkts)
         row=$(perf ib_send_lat -s "$s" -n "$n")
-        echo "$row" | awk '{print $5}' >>"$T/lat.$s.raw_typ"
-        echo "$row" | awk '{print $6}' >>"$T/lat.$s.raw_avg"
-        tmx -t lat -m "$s:$s" -n "$n" | awk -F, '{print $2}' >>"$T/lat.$s.tmx"
-        row=$(perf ib_send_bw -s "$s" -n "$bw_iters")
-        echo "$row" | awk '{printf "%.2f\n", $4 * 1.048576}' >>"$T/bw.$s.raw"
-        # tmx_pingpong's bandwidth: -n windows of 64 (a fifth above 8 KiB)
-        tmx -t bw -m "$s:$s" -n 100 | awk -F, '{print $2}' >>"$T/bw.$s.tmx"
-        echo "# round $r size $s done" >&2
+        p1=$(pkts)
+        echo "$row" | col 5 >>"$T/lat.raw_typ.$s"
+        echo "$row" | col 6 >>"$T/lat.raw_avg.$s"
+        # tmx_pingpong divides -n by 10 above 8 KiB (and the warmup too): give it 10x; its
+        # warmup is the same number of round trips again, counted in its packets below
+        tn=$n tw=$((n / 10 > 0 ? n / 10 : 1))
+        [ "$s" -gt 8192 ] && tn=$((n * 10)) tw=$((tw * 10))
+        row=$(tmx -t lat -M -m "$s:$s" -n "$tn" -w "$tw")
+        echo "$row" | col 2 , >>"$T/lat.tmx.$s"
+        echo "$row" | col 3 , >>"$T/lat.tmx_med.$s"
+        p2=$(pkts)
+        # packets per message: perftest 2n messages; tmx 2 (n + n/10 warmup + 1 check)
+        awk -v a="$p0" -v b="$p1" -v n="$n" 'BEGIN {printf "%.2f\n", (b - a) / (2 * n)}' \
+            >>"$T/pk.raw.$s"
+        awk -v a="$p1" -v b="$p2" -v n="$n" -v w="$((n / 10 > 0 ? n / 10 : 1))" \
+            'BEGIN {printf "%.2f\n", (b - a) / (2 * (n + w + 1))}' >>"$T/pk.tmx.$s"
+        row=$(perf ib_send_bw -s "$s" -n "$m")
+        echo "$row" | col 4 | awk '{print ($1 == "nan" ? "nan" : sprintf("%.2f", $1 * 1.048576))}' \
+            >>"$T/bw.raw.$s"
+        # tmx_pingpong's bandwidth: windows of 64, a fifth of -n above 8 KiB
+        bn=$(( (m + 63) / 64 ))
+        [ "$s" -gt 8192 ] && bn=$((bn * 5))
+        tmx -t bw -m "$s:$s" -n "$bn" | col 2 , >>"$T/bw.tmx.$s"
+        echo "# round $r size $s: lat median tmx $(tail -n 1 "$T/lat.tmx_med.$s") raw" \
+             "$(tail -n 1 "$T/lat.raw_typ.$s"), mean tmx $(tail -n 1 "$T/lat.tmx.$s") raw" \
+             "$(tail -n 1 "$T/lat.raw_avg.$s") us; bw tmx $(tail -n 1 "$T/bw.tmx.$s") raw" \
+             "$(tail -n 1 "$T/bw.raw.$s") MB/s; ratios $(paste -d' ' "$T/lat.tmx_med.$s" \
+                 "$T/lat.raw_typ.$s" "$T/lat.tmx.$s" "$T/lat.raw_avg.$s" "$T/bw.tmx.$s" \
+                 "$T/bw.raw.$s" | tail -n 1 |
+                 awk '{printf "lat median %.2f mean %.2f, bw raw/tmx %.2f",
+                       ($2 > 0 ? $1 / $2 : 0), ($4 > 0 ? $3 / $4 : 0), ($5 > 0 ? $6 / $5 : 0)}');" \
+             "packets/msg tmx $(tail -n 1 "$T/pk.tmx.$s") raw $(tail -n 1 "$T/pk.raw.$s")" >&2
+        # this round's ratios, for the median of the per-round ratios
+        paste -d' ' "$T/lat.tmx_med.$s" "$T/lat.raw_typ.$s" "$T/lat.tmx.$s" "$T/lat.raw_avg.$s" \
+            "$T/bw.tmx.$s" "$T/bw.raw.$s" | tail -n 1 |
+            awk '{r = ($2 > 0 && $1 != "nan") ? $1 / $2 : "nan"; print r > "'"$T/rr.med.$s"'.tmp"
+                  r = ($4 > 0 && $3 != "nan") ? $3 / $4 : "nan"; print r > "'"$T/rr.avg.$s"'.tmp"
+                  r = ($5 > 0 && $6 != "nan") ? $6 / $5 : "nan"; print r > "'"$T/rr.bw.$s"'.tmp"}'
+        for f in med avg bw; do cat "$T/rr.$f.$s.tmp" >>"$T/rr.$f.$s"; done
     done
 done
 
 echo "# tmx over verbs vs raw verbs (perftest) on $dev, GID index $gid, median of $rounds rounds"
-echo "# latency us: tmx mean | ib_send_lat typical, mean | ratio tmx/typical, tmx/mean"
+echo "# latency us, half round trip: median (tmx_pingpong -M | ib_send_lat typical) and mean"
+echo "#   (tmx_pingpong | ib_send_lat t_avg); ratios tmx/raw (1.0 = as fast)"
 echo "# bandwidth MB/s (10^6): tmx | ib_send_bw average | ratio raw/tmx (1.0 = as fast)"
-printf "%-8s %10s %10s %10s %8s %8s   %10s %10s %8s\n" size tmx_lat raw_typ raw_avg \
-    r_typ r_avg tmx_bw raw_bw r_bw
+echo "# packets: rxe packets sent per message of the latency runs, tmx | perftest"
+printf "%-6s %9s %9s %6s   %9s %9s %6s   %8s %8s %6s   %6s %6s\n" size tmx_med raw_typ r_med \
+    tmx_avg raw_avg r_avg tmx_bw raw_bw r_bw pk_tmx pk_raw
 for s in $sizes; do
-    tl=$(median <"$T/lat.$s.tmx")
-    rt=$(median <"$T/lat.$s.raw_typ")
-    ra=$(median <"$T/lat.$s.raw_avg")
-    tb=$(median <"$T/bw.$s.tmx")
-    rb=$(median <"$T/bw.$s.raw")
-    awk -v s="$s" -v tl="$tl" -v rt="$rt" -v ra="$ra" -v tb="$tb" -v rb="$rb" 'BEGIN {
-        printf "%-8s %10.2f %10.2f %10.2f %8.2f %8.2f   %10.2f %10.2f %8.2f\n", s, tl, rt, ra,
-               (rt > 0 ? tl / rt : 0), (ra > 0 ? tl / ra : 0), tb, rb, (tb > 0 ? rb / tb : 0)}'
+    tm=$(median <"$T/lat.tmx_med.$s")
+    rt=$(median <"$T/lat.raw_typ.$s")
+    tl=$(median <"$T/lat.tmx.$s")
+    ra=$(median <"$T/lat.raw_avg.$s")
+    tb=$(median <"$T/bw.tmx.$s")
+    rb=$(median <"$T/bw.raw.$s")
+    pt=$(median <"$T/pk.tmx.$s")
+    pr=$(median <"$T/pk.raw.$s")
+    awk -v s="$s" -v tm="$tm" -v tl="$tl" -v rt="$rt" -v ra="$ra" -v tb="$tb" -v rb="$rb" \
+        -v pt="$pt" -v pr="$pr" 'BEGIN {
+        printf "%-6s %9.2f %9.2f %6.2f   %9.2f %9.2f %6.2f   %8.2f %8.2f %6.2f   %6.2f %6.2f\n",
+               s, tm, rt, (rt > 0 ? tm / rt : 0), tl, ra, (ra > 0 ? tl / ra : 0), tb, rb,
+               (tb > 0 ? rb / tb : 0), pt, pr}'
+done
+echo "# median of the per-round ratios (each round's tmx against the perftest run next to it)"
+printf "%-6s %8s %8s %8s\n" size r_med r_avg r_bw
+for s in $sizes; do
+    printf "%-6s %8.2f %8.2f %8.2f\n" "$s" "$(median <"$T/rr.med.$s")" "$(median <"$T/rr.avg.$s")" \
+        "$(median <"$T/rr.bw.$s")"
 done
 echo "# every round:"
 for s in $sizes; do
-    echo "#   $s: tmx lat $(paste -sd' ' "$T/lat.$s.tmx"); raw typ $(paste -sd' ' "$T/lat.$s.raw_typ")," \
-         "avg $(paste -sd' ' "$T/lat.$s.raw_avg"); tmx bw $(paste -sd' ' "$T/bw.$s.tmx");" \
-         "raw bw $(paste -sd' ' "$T/bw.$s.raw")"
+    echo "#   $s: tmx median $(paste -sd' ' "$T/lat.tmx_med.$s"), raw typical" \
+         "$(paste -sd' ' "$T/lat.raw_typ.$s"); tmx mean $(paste -sd' ' "$T/lat.tmx.$s"), raw" \
+         "mean $(paste -sd' ' "$T/lat.raw_avg.$s"); tmx bw $(paste -sd' ' "$T/bw.tmx.$s"), raw" \
+         "bw $(paste -sd' ' "$T/bw.raw.$s"); packets/msg tmx $(paste -sd' ' "$T/pk.tmx.$s")," \
+         "raw $(paste -sd' ' "$T/pk.raw.$s")"
 done

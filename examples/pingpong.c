@@ -58,6 +58,7 @@ typedef struct pp_opts {
     long        warmup; /* -1: OSU defaults per test and size */
     unsigned    window;
     pp_format_t format;
+    int         median; /* -M: the median half round trip too (perftest's "typical") */
 } pp_opts_t;
 
 typedef struct pp_ctx {
@@ -72,6 +73,7 @@ typedef struct pp_ctx {
     int              size;
     unsigned char   *sbuf;
     unsigned char   *rbuf;
+    double           lat_median; /* -M: of the last latency test, us */
 } pp_ctx_t;
 
 static double pp_now_us(void)
@@ -94,6 +96,7 @@ static void pp_usage(FILE *stream)
             "              sizes above 8K use WARMUP/10 and WARMUP/5)\n"
             "  -W WINDOW   messages in flight in bw/rate (default 64)\n"
             "  -f FORMAT   table or csv (default table)\n"
+            "  -M          latency: the median half round trip too (as perftest's typical)\n"
             "  -h          this help\n"
             "latency: half round trip of blocking send/recv (us); bandwidth: MB/s with\n"
             "1 MB = 10^6 bytes; rate: millions of messages per second.\n");
@@ -194,10 +197,11 @@ static int pp_parse_opts(int argc, char **argv, pp_opts_t *opts, char *err, size
     opts->warmup   = -1;
     opts->window   = 64;
     opts->format   = PP_FMT_TABLE;
+    opts->median   = 0;
     err[0]         = '\0';
 
     opterr = 0;
-    while ((ret == 0) && ((c = getopt(argc, argv, ":t:m:n:w:W:f:h")) != -1)) {
+    while ((ret == 0) && ((c = getopt(argc, argv, ":t:m:n:w:W:f:Mh")) != -1)) {
         switch (c) {
         case 't':
             if (pp_parse_tests(optarg, &opts->tests) != 0) {
@@ -263,6 +267,9 @@ static int pp_parse_opts(int argc, char **argv, pp_opts_t *opts, char *err, size
                 snprintf(err, errlen, "bad format '%s'", optarg);
                 ret = PP_EXIT_USAGE;
             }
+            break;
+        case 'M':
+            opts->median = 1;
             break;
         case 'h':
             ret = -1;
@@ -464,21 +471,40 @@ static int pp_barrier(pp_ctx_t *pp)
     return (status == TMX_OK) ? 0 : pp_fail(pp, "barrier", status);
 }
 
-/* Returns the latency in microseconds (on rank 0), or a negative value on error. */
+static int pp_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Returns the latency in microseconds (on rank 0), or a negative value on error. With -M,
+ * pp->lat_median is the median of the iterations' half round trips (rank 0's clock). */
 static double pp_lat(pp_ctx_t *pp, size_t size)
 {
-    long   iters  = pp_count(pp->opts->iters, 10000, 10, size);
-    long   warmup = pp_count(pp->opts->warmup, 100, 10, size);
-    double start  = 0.0;
-    double lat    = -1.0;
-    long   i;
-    int    ret;
+    long    iters  = pp_count(pp->opts->iters, 10000, 10, size);
+    long    warmup = pp_count(pp->opts->warmup, 100, 10, size);
+    double  start  = 0.0;
+    double  lat    = -1.0;
+    double  t_prev = 0.0;
+    double *each   = NULL;
+    long    i;
+    int     ret;
 
+    if (pp->opts->median && (each = malloc((size_t)iters * sizeof(*each))) == NULL) {
+        return pp_fail(pp, "memory for -M", TMX_ERR_NO_MEMORY);
+    }
+    pp->lat_median = 0.0;
     ret = pp_lat_check(pp, size);
     ret = (ret == 0) ? pp_barrier(pp) : ret;
     for (i = 0; (i < warmup + iters) && (ret == 0); i++) {
         if (i == warmup) {
-            start = pp_now_us();
+            start  = pp_now_us();
+            t_prev = start;
+        } else if ((each != NULL) && (i > warmup)) {
+            double t = pp_now_us();
+            each[i - warmup - 1] = (t - t_prev) / 2.0;
+            t_prev               = t;
         }
         if (pp->rank == 0) {
             ret = pp_send(pp, pp->sbuf, size, PP_TAG_LAT);
@@ -489,8 +515,15 @@ static double pp_lat(pp_ctx_t *pp, size_t size)
         }
     }
     if (ret == 0) {
-        lat = (pp_now_us() - start) / (2.0 * (double)iters);
+        double end = pp_now_us();
+        lat = (end - start) / (2.0 * (double)iters);
+        if (each != NULL) {
+            each[iters - 1] = (end - t_prev) / 2.0;
+            qsort(each, (size_t)iters, sizeof(*each), pp_cmp_double);
+            pp->lat_median = each[iters / 2];
+        }
     }
+    free(each);
     return lat;
 }
 
@@ -619,6 +652,9 @@ static void pp_print_header(const pp_ctx_t *pp)
         if (o->tests & PP_TEST_RATE) {
             printf(",rate_Mmsgps");
         }
+        if ((o->tests & PP_TEST_LAT) && o->median) {
+            printf(",latency_median_us");
+        }
     } else {
         printf("%-12s", "# Size");
         if (o->tests & PP_TEST_LAT) {
@@ -629,6 +665,9 @@ static void pp_print_header(const pp_ctx_t *pp)
         }
         if (o->tests & PP_TEST_RATE) {
             printf("%16s", "Rate(Mmsg/s)");
+        }
+        if ((o->tests & PP_TEST_LAT) && o->median) {
+            printf("%16s", "Median(us)");
         }
     }
     printf("\n");
@@ -650,6 +689,9 @@ static void pp_print_row(const pp_ctx_t *pp, size_t size, double lat, double win
     }
     if (o->tests & PP_TEST_RATE) {
         printf(csv ? ",%.4f" : "%16.4f", msgs / win_sec / 1e6);
+    }
+    if ((o->tests & PP_TEST_LAT) && o->median) {
+        printf(csv ? ",%.3f" : "%16.2f", pp->lat_median);
     }
     printf("\n");
     fflush(stdout);

@@ -164,6 +164,8 @@ typedef struct tmx_worker {
                                        * the processor away (yield or sleep) */
     uint64_t          ring_sleep_rx;  /* rx_msgs when the first of them was told */
     uint64_t          rx_msgs;        /* messages received, any path */
+    uint64_t          compact_tx;     /* compact EAGER messages (proto.h) sent */
+    uint64_t          compact_rx;     /* ... and received */
     struct {
         uint64_t sent, received, full, asleep, wakes;
     } ring_stats;
@@ -230,6 +232,13 @@ typedef struct tmx_ep {
     uint8_t        ring_tried;     /* passive: lent once (or could not be): not again */
     unsigned       ring_msgs;      /* passive: eager messages through the queue so far */
     unsigned       sq_busy;        /* signaled work requests of ours on qp not completed yet */
+    /* compact eager (proto.h): an EAGER with the tag of the last one goes with no header */
+    uint8_t        compact_tx;     /* the peer takes them (TMX_WIREUP_F_COMPACT in its wire-up) */
+    uint8_t        compact_rx;     /* we said we take them */
+    uint8_t        ctag_tx_ok;     /* ctag_tx is the tag of the last full EAGER header sent */
+    uint8_t        ctag_rx_ok;     /* ctag_rx is the tag of the last full EAGER header received */
+    uint64_t       ctag_tx;
+    uint64_t       ctag_rx;
     /* XRC (src/core/xrc.c): qp is the initiator of domain xdom, shared with the other
      * endpoints to the peer's node; the peer's messages land in our XRC SRQs. With xrc_tm
      * (TM offload on too) qp and tm_qp stay the RC pair of TM and carry the tagged stream;

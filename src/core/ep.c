@@ -32,6 +32,8 @@
 #define TMX_WIREUP_F_TM    1u /* the sender's device matches tags: a second QP blob follows */
 #define TMX_WIREUP_F_XRC   2u /* the sender connects through XRC: its node and SRQ numbers
                                * (xrc.c) stand where the QP blob would */
+#define TMX_WIREUP_F_COMPACT 4u /* the sender takes compact EAGER messages (proto.h): it
+                                 * lends this connection no polling eager-RDMA ring */
 #define TMX_WIREUP_RESEND  0.5 /* seconds */
 
 typedef struct tmx_wireup_msg {
@@ -310,6 +312,15 @@ static tmx_status_t tmx_ep_send_wireup(tmx_ep_t *ep, uint8_t type, uint64_t dst_
             return TMX_ERR_INTERNAL;
         }
         msg.flags |= TMX_WIREUP_F_XRC;
+    }
+    /* compact EAGER messages carry their credits in the immediate data, which a polling ring
+     * uses to number the SENDs: only where we lend none (the passive side knows its ring's
+     * mode by now, tmx_ep_qp_connect; the active side lends no ring) */
+    if (!iface->tm_on && !ep->xrc &&
+        (!ep->passive || ep->ring_choice == TMX_RING_MODE_NONE ||
+         ep->ring_choice == TMX_RING_MODE_IMM)) {
+        msg.flags |= TMX_WIREUP_F_COMPACT;
+        ep->compact_rx = 1;
     }
     msg.magic        = TMX_WIREUP_MAGIC;
     msg.type         = type;
@@ -633,6 +644,7 @@ static void tmx_ep_wireup_req(tmx_iface_t *iface, const tmx_wireup_msg_t *msg,
     ep->remote_uuid   = msg->src_uuid;
     ep->remote_id     = msg->src_ep_id;
     ep->remote_ud_qpn = msg->src_ud_qpn;
+    ep->compact_tx    = (msg->flags & TMX_WIREUP_F_COMPACT) && !iface->tm_on;
     if (msg->eager_max < ep->eager_max) {
         ep->eager_max = msg->eager_max;
     }
@@ -725,7 +737,8 @@ static void tmx_ep_wireup_rep(tmx_iface_t *iface, const tmx_wireup_msg_t *msg,
         tmx_ep_fail(ep, TMX_ERR_UNREACHABLE);
         return;
     }
-    ep->remote_id = msg->src_ep_id;
+    ep->remote_id  = msg->src_ep_id;
+    ep->compact_tx = (msg->flags & TMX_WIREUP_F_COMPACT) && !iface->tm_on && !ep->xrc;
     if (msg->eager_max < ep->eager_max) {
         ep->eager_max = msg->eager_max;
     }

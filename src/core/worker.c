@@ -99,10 +99,41 @@ static tmx_status_t tmx_iface_post_rx(tmx_iface_t *iface, unsigned idx)
  * device holds arrivals back while it has no receive, so nothing is lost meanwhile. */
 static void tmx_iface_repost_rx(tmx_iface_t *iface)
 {
+    enum { BATCH = 32 };
+    tmx_sge_t      sge[BATCH];
+    tmx_recv_wr_t  wr[BATCH], *bad;
+
+    /* in chains of one SRQ's buffers: one post for many (a provider's post has a cost of its
+     * own per call: rxe's takes a lock and checks the queue each time) */
     while (iface->rx_repost_count > 0) {
-        unsigned idx = iface->rx_repost[--iface->rx_repost_count];
-        if (tmx_iface_post_rx(iface, idx) != TMX_OK) {
-            tmx_error("could not repost receive buffer %u", idx);
+        unsigned   first = iface->rx_repost[iface->rx_repost_count - 1];
+        tmx_srq_t *srq   = first < iface->rx_basic ? iface->srq : tmx_xrc_rx_srq(iface, first);
+        int        n     = 0;
+
+        while (n < BATCH && iface->rx_repost_count > 0) {
+            unsigned idx = iface->rx_repost[iface->rx_repost_count - 1];
+
+            if ((idx < iface->rx_basic ? iface->srq : tmx_xrc_rx_srq(iface, idx)) != srq) {
+                break;
+            }
+            iface->rx_repost_count--;
+            sge[n] = (tmx_sge_t){.addr   = (uintptr_t)(iface->rx_bufs + (size_t)idx * iface->rx_size),
+                                 .length = (uint32_t)iface->rx_size,
+                                 .lkey   = iface->rx_mr->lkey};
+            wr[n]  = (tmx_recv_wr_t){.wr_id   = TMX_WRID(TMX_WRID_RX, idx),
+                                     .sg_list = &sge[n],
+                                     .num_sge = 1};
+            if (n > 0) {
+                wr[n - 1].next = &wr[n];
+            }
+            n++;
+        }
+        bad = NULL;
+        if (iface->ops->srq_post_recv(srq, wr, &bad) != TMX_OK) {
+            for (tmx_recv_wr_t *b = bad != NULL ? bad : wr; b != NULL; b = b->next) {
+                tmx_error("could not repost receive buffer %u",
+                          (unsigned)TMX_WRID_VAL(b->wr_id));
+            }
         }
     }
 }
@@ -550,6 +581,10 @@ TMX_API tmx_status_t tmx_worker_destroy(tmx_worker_h w)
                  (unsigned long long)w->ring_stats.received,
                  (unsigned long long)w->ring_stats.full, (unsigned long long)w->ring_stats.asleep,
                  (unsigned long long)w->ring_stats.wakes);
+    }
+    if (w->compact_tx + w->compact_rx > 0) {
+        tmx_info("compact eager messages (no header): %llu sent, %llu received",
+                 (unsigned long long)w->compact_tx, (unsigned long long)w->compact_rx);
     }
     w->destroying = 1;
     tmx_ep_close_all(w);

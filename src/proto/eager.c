@@ -38,10 +38,12 @@ void tmx_proto_ep_schedule(tmx_ep_t *ep)
 
 /*
  * Posts up to two headers and len bytes of buf as one SEND: inline when it fits, through a
- * bounce buffer otherwise. TMX_ERR_NO_RESOURCE: nothing was posted.
+ * bounce buffer otherwise; with compact != 0 (no headers: l1 = l2 = 0) a SEND_WITH_IMM of
+ * that immediate data (a compact EAGER). TMX_ERR_NO_RESOURCE: nothing was posted.
  */
 static tmx_status_t tmx_proto_post_wire(tmx_ep_t *ep, int via_xrc, const void *h1, size_t l1,
-                                        const void *h2, size_t l2, const void *buf, size_t len)
+                                        const void *h2, size_t l2, const void *buf, size_t len,
+                                        uint32_t compact)
 {
     tmx_iface_t  *iface = ep->iface;
     tmx_sge_t     sge[3];
@@ -53,8 +55,10 @@ static tmx_status_t tmx_proto_post_wire(tmx_ep_t *ep, int via_xrc, const void *h
 
     wr = (tmx_send_wr_t){.opcode = TMX_WR_SEND, .sg_list = sge};
     if (total <= iface->max_inline) {
-        sge[0] = (tmx_sge_t){.addr = (uintptr_t)h1, .length = (uint32_t)l1};
-        wr.num_sge = 1;
+        wr.num_sge = 0;
+        if (l1 > 0) {
+            sge[wr.num_sge++] = (tmx_sge_t){.addr = (uintptr_t)h1, .length = (uint32_t)l1};
+        }
         if (l2 > 0) {
             sge[wr.num_sge++] = (tmx_sge_t){.addr = (uintptr_t)h2, .length = (uint32_t)l2};
         }
@@ -70,7 +74,9 @@ static tmx_status_t tmx_proto_post_wire(tmx_ep_t *ep, int via_xrc, const void *h
         }
         idx = iface->tx_free[--iface->tx_free_top];
         tx  = iface->tx_bufs + (size_t)idx * iface->tx_size;
-        memcpy(tx, h1, l1);
+        if (l1 > 0) {
+            memcpy(tx, h1, l1);
+        }
         if (l2 > 0) {
             memcpy(tx + l1, h2, l2);
         }
@@ -88,7 +94,11 @@ static tmx_status_t tmx_proto_post_wire(tmx_ep_t *ep, int via_xrc, const void *h
     wr.send_flags |= tmx_fence_flags_for_step(ep->ooo, TMX_FENCE_STEP_EAGER,
                                               ep->worker->ctx->cfg.fence_drop);
     numbered = ep->ring_tx != NULL && ep->ring_tx->seq_on; /* never with XRC (ring.c) */
-    if (numbered) {
+    if (compact != 0) {
+        /* the peer lends no polling ring (TMX_WIREUP_F_COMPACT): never numbered as well */
+        wr.opcode   = TMX_WR_SEND_WITH_IMM;
+        wr.imm_data = compact;
+    } else if (numbered) {
         /* numbered like the ring's messages, so that neither path overtakes (ring.h) */
         wr.opcode   = TMX_WR_SEND_WITH_IMM;
         wr.imm_data = ep->ring_tx->seq;
@@ -101,7 +111,7 @@ static tmx_status_t tmx_proto_post_wire(tmx_ep_t *ep, int via_xrc, const void *h
     if (status != TMX_OK && (wr.send_flags & TMX_SEND_SIGNALED)) {
         iface->tx_free[iface->tx_free_top++] = idx;
     } else if (status == TMX_OK) {
-        if (numbered) {
+        if (numbered && compact == 0) {
             ep->ring_tx->seq++;
         }
         if (wr.send_flags & TMX_SEND_SIGNALED) {
@@ -126,17 +136,39 @@ static tmx_status_t tmx_proto_post(tmx_ep_t *ep, void *hdr, size_t hdr_len, cons
     h->credits = (uint16_t)give;
     if (ep->iface->tm_on && tmx_xrc_ctrl(ep)) {
         /* TM and XRC: a reply, through the XRC SRQ (a basic one: no TMH), never tagged data */
-        status = tmx_proto_post_wire(ep, 1, hdr, hdr_len, NULL, 0, buf, len);
+        status = tmx_proto_post_wire(ep, 1, hdr, hdr_len, NULL, 0, buf, len, 0);
     } else if (ep->iface->tm_on) {
         tmx_tmh_t tmh = {.opcode = TMX_TMH_NO_TAG};
-        status = tmx_proto_post_wire(ep, 0, &tmh, sizeof(tmh), hdr, hdr_len, buf, len);
+        status = tmx_proto_post_wire(ep, 0, &tmh, sizeof(tmh), hdr, hdr_len, buf, len, 0);
     } else {
+        int eager = h->op == TMX_PROTO_EAGER || h->op == TMX_PROTO_EAGER_SYNC;
+
         status = TMX_ERR_NO_RESOURCE;
-        if (ep->ring_tx != NULL && (h->op == TMX_PROTO_EAGER || h->op == TMX_PROTO_EAGER_SYNC)) {
+        if (ep->ring_tx != NULL && eager) {
             status = tmx_ring_send(ep, hdr, hdr_len, buf, len);
         }
+        if (status != TMX_OK && h->op == TMX_PROTO_EAGER && h->reserved == 0 &&
+            hdr_len == sizeof(*h) && ep->compact_tx && !ep->xrc && ep->ctag_tx_ok &&
+            ep->ctag_tx == h->tag && (ep->ring_tx == NULL || !ep->ring_tx->seq_on)) {
+            /* the tag of the last one, no immediate data: the payload alone (proto.h) */
+            unsigned cgive = ep->credits_owed > TMX_PROTO_COMPACT_CREDITS
+                                 ? TMX_PROTO_COMPACT_CREDITS
+                                 : ep->credits_owed;
+
+            status = tmx_proto_post_wire(ep, 0, NULL, 0, NULL, 0, buf, len,
+                                         TMX_PROTO_COMPACT | (uint32_t)cgive);
+            if (status == TMX_OK) {
+                ep->credits_owed -= cgive;
+                ep->worker->compact_tx++;
+            }
+            return status;
+        }
         if (status != TMX_OK) {
-            status = tmx_proto_post_wire(ep, ep->xrc, hdr, hdr_len, NULL, 0, buf, len);
+            status = tmx_proto_post_wire(ep, ep->xrc, hdr, hdr_len, NULL, 0, buf, len, 0);
+        }
+        if (status == TMX_OK && eager) {
+            ep->ctag_tx    = h->tag;
+            ep->ctag_tx_ok = 1;
         }
     }
     if (status == TMX_OK) {
@@ -167,7 +199,7 @@ tmx_status_t tmx_proto_post_tagged(tmx_ep_t *ep, uint8_t opcode, uint32_t app_ct
     tmh.app_ctx = htobe32(app_ctx);
     tmh.tag     = htobe64(tag);
     /* the TM SRQ matches it: on the RC QP, also with XRC on (xrc.c "TM and XRC") */
-    status = tmx_proto_post_wire(ep, 0, &tmh, sizeof(tmh), ext, ext_len, buf, len);
+    status = tmx_proto_post_wire(ep, 0, &tmh, sizeof(tmh), ext, ext_len, buf, len, 0);
     if (status == TMX_OK) {
         ep->credits_owed -= give;
     }
@@ -682,6 +714,31 @@ void tmx_proto_credits_add(tmx_ep_t *ep, unsigned credits)
     }
 }
 
+/* A compact EAGER (proto.h): the payload alone, its tag the last full header's. */
+static void tmx_proto_rx_compact(tmx_iface_t *iface, tmx_ep_t *ep, const tmx_wc_t *wc)
+{
+    const uint8_t *buf;
+
+    if (!(wc->imm_data & TMX_PROTO_COMPACT) || !ep->ctag_rx_ok ||
+        wc->byte_len > iface->rx_size || wc->byte_len > ep->eager_max) {
+        tmx_error("malformed compact message (%u bytes, immediate data %#x%s) from %016llx: "
+                  "the connection fails", wc->byte_len, wc->imm_data,
+                  ep->ctag_rx_ok ? "" : ", no tag before it",
+                  (unsigned long long)ep->remote_uuid);
+        tmx_ep_lost(ep, TMX_ERR_PEER_FAILED);
+        return;
+    }
+    buf = wc->data != NULL ? (const uint8_t *)wc->data
+                           : iface->rx_bufs + TMX_WRID_VAL(wc->wr_id) * iface->rx_size;
+    if (ep->passive && !ep->ring_tried) {
+        tmx_ring_rx_counted(ep); /* an eager message all the same: a ring may be lent (IMM) */
+    }
+    iface->worker->rx_msgs++;
+    iface->worker->compact_rx++;
+    tmx_proto_credits_add(ep, wc->imm_data & TMX_PROTO_COMPACT_CREDITS);
+    tmx_proto_rx_eager(ep, ep->ctag_rx, buf, wc->byte_len, 0, 0, 0);
+}
+
 void tmx_proto_rx(tmx_iface_t *iface, const tmx_wc_t *wc)
 {
     /* through an XRC SRQ, every peer's: the endpoint is named by the immediate data */
@@ -692,6 +749,13 @@ void tmx_proto_rx(tmx_iface_t *iface, const tmx_wc_t *wc)
 
     if (ep == NULL) {
         tmx_debug("message on unknown qp %u dropped", wc->qp_num);
+        return;
+    }
+    if (ep->compact_rx && wc->opcode == TMX_WC_RECV && (wc->wc_flags & TMX_WC_WITH_IMM) &&
+        !ep->xrc) {
+        /* we lend no polling ring (TMX_WIREUP_F_COMPACT): the immediate data of a SEND is a
+         * compact EAGER's, never a ring's sequence number */
+        tmx_proto_rx_compact(iface, ep, wc);
         return;
     }
     if (ep->ring_rx != NULL) {
@@ -751,6 +815,8 @@ void tmx_proto_rx_msg(tmx_iface_t *iface, tmx_ep_t *ep, const uint8_t *buf, size
     tmx_proto_credits_add(ep, h.credits);
     switch (h.op) {
     case TMX_PROTO_EAGER:
+        ep->ctag_rx    = h.tag; /* a compact EAGER after it has this tag */
+        ep->ctag_rx_ok = 1;
         tmx_proto_rx_eager(ep, h.tag, buf + sizeof(h), len - sizeof(h), 0, 0, imm);
         break;
     case TMX_PROTO_EAGER_SYNC: {
@@ -759,6 +825,8 @@ void tmx_proto_rx_msg(tmx_iface_t *iface, tmx_ep_t *ep, const uint8_t *buf, size
             goto malformed;
         }
         memcpy(&sh, buf, sizeof(sh));
+        ep->ctag_rx    = h.tag;
+        ep->ctag_rx_ok = 1;
         tmx_proto_rx_eager(ep, h.tag, buf + sizeof(sh), len - sizeof(sh), 1, sh.sreq_id, imm);
         break;
     }

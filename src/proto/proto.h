@@ -5,6 +5,13 @@
  *   RTS        rendezvous: the sender registers its buffer and sends (addr, rkey, len); the
  *              receiver RDMA-READs straight into the user buffer (one copy) and answers FIN
  *   CREDIT     gives eager credits back (also piggybacked on every header)
+ *   compact EAGER  no header at all: a SEND_WITH_IMM of the payload alone, whose immediate data
+ *              is TMX_PROTO_COMPACT | the credits it returns; its tag is the tag of the last
+ *              EAGER or EAGER_SYNC with a header on the connection (the QP delivers in order).
+ *              Only to a peer that said at wire-up it takes them (TMX_WIREUP_F_COMPACT: no
+ *              tag-matching offload, no XRC, and no polling eager-RDMA ring, whose messages
+ *              number the SENDs in their immediate data). A 4 KiB message on a 1 KiB MTU is
+ *              then 4 packets, not 5 (a header would start a fifth).
  *   DISC/DISC_ACK  orderly close of a connection
  *
  * Flow control: an endpoint may have eager_credits EAGER/RTS messages that the receiver has
@@ -49,6 +56,9 @@ typedef struct tmx_proto_hdr {
 } tmx_proto_hdr_t;
 
 #define TMX_PROTO_HDR_IMM 0x01u /* the message carries immediate data (RTS: in reserved) */
+
+#define TMX_PROTO_COMPACT         0x80000000u /* immediate data of a compact EAGER */
+#define TMX_PROTO_COMPACT_CREDITS 0x7fffffffu /* ... and the credits it returns */
 
 typedef struct tmx_proto_sync_hdr {
     tmx_proto_hdr_t base;

@@ -310,6 +310,11 @@ static int tmx_verbs_pick_gid(tmx_verbs_dev_t *dev)
             dev->gid       = gid;
             dev->gid_type  = type;
         }
+        if (best_rank == 4) {
+            /* nothing ranks higher, and the first of a rank wins: the rest of the table (rxe
+             * has 1024 entries, each an ioctl, most empty) cannot change the choice */
+            break;
+        }
     }
     if (best < 0) {
         tmx_warn("%s port %u (Ethernet): no GID in its table (no IP address on its netdev?); "

@@ -174,9 +174,31 @@ typedef struct tmx_fi_ep {
 
 /* tmx_fi.c */
 int          tmx_fi_errno(tmx_status_t status);
-/* data: the remote CQ data, reported when flags has FI_REMOTE_CQ_DATA */
-void         tmx_fi_cq_push(tmx_fi_cq_t *cq, void *context, uint64_t flags, size_t len,
-                            uint64_t tag, uint64_t data);
+/* tmx_fi_cq_push when the ring is full: grows it, then pushes */
+void         tmx_fi_cq_push_grow(tmx_fi_cq_t *cq, void *context, uint64_t flags, size_t len,
+                                 uint64_t tag, uint64_t data);
+/* A completion entry. data: the remote CQ data, reported when flags has FI_REMOTE_CQ_DATA.
+ * Inline: it is on the path of every message. */
+static inline void tmx_fi_cq_push(tmx_fi_cq_t *cq, void *context, uint64_t flags, size_t len,
+                                  uint64_t tag, uint64_t data)
+{
+    struct fi_cq_tagged_entry *e;
+
+    if (cq->count == cq->cap) {
+        tmx_fi_cq_push_grow(cq, context, flags, len, tag, data);
+        return;
+    }
+    if (cq->count == 0) {
+        cq->head = 0; /* an empty queue starts over: its first entries stay in the cache */
+    }
+    e             = &cq->ring[(cq->head + cq->count++) & (cq->cap - 1)]; /* cap: 2^n */
+    e->op_context = context;
+    e->flags      = flags;
+    e->len        = len;
+    e->buf        = NULL;
+    e->data       = (flags & FI_REMOTE_CQ_DATA) ? data : 0;
+    e->tag        = tag;
+}
 int          tmx_fi_cq_push_err(tmx_fi_cq_t *cq, void *context, uint64_t flags, size_t len,
                                 uint64_t tag, size_t olen, int err, int prov_errno);
 int          tmx_fi_cq_attach(tmx_fi_cq_t *cq, tmx_fi_ep_t *ep);

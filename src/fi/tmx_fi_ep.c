@@ -31,20 +31,16 @@ static tmx_fi_op_t *tmx_fi_op_get(tmx_fi_ep_t *ep)
         ep->chunks[ep->nchunks++] = ops;
         ep->nops += CHUNK;
         for (int i = 0; i < CHUNK; i++) {
+            ops[i].ep    = ep; /* calloc'd: req, bounce NULL, iov_count, posted 0 */
             ops[i].next  = ep->free_ops;
             ep->free_ops = &ops[i];
         }
         op = ep->free_ops;
     }
+    /* a free operation has ep set, req and bounce NULL, iov_count and posted 0 (op_put) */
     ep->free_ops = op->next;
-    op->next      = NULL;
-    op->ep        = ep;
-    op->req       = NULL;
-    op->bounce    = NULL;
-    op->iov_count = 0;
-    op->posted    = 0;
-    op->status    = TMX_INPROGRESS;
-    memset(&op->info, 0, sizeof(op->info));
+    op->next     = NULL;
+    op->status   = TMX_INPROGRESS;
     return op;
 }
 
@@ -52,10 +48,14 @@ static void tmx_fi_op_put(tmx_fi_op_t *op)
 {
     tmx_fi_ep_t *ep = op->ep;
 
-    free(op->bounce);
-    op->bounce   = NULL;
-    op->next     = ep->free_ops;
-    ep->free_ops = op;
+    if (op->bounce != NULL) {
+        free(op->bounce);
+        op->bounce = NULL;
+    }
+    op->req       = NULL;
+    op->iov_count = 0;
+    op->next      = ep->free_ops;
+    ep->free_ops  = op;
 }
 
 static void tmx_fi_posted_add(tmx_fi_ep_t *ep, tmx_fi_op_t *op)
@@ -126,7 +126,7 @@ static uint64_t tmx_fi_user_tag(const tmx_fi_ep_t *ep, uint64_t tag)
 }
 
 /* Turns a finished operation into its CQ entry (or error entry) and counter increment. */
-static void tmx_fi_op_complete(tmx_fi_op_t *op)
+static void tmx_fi_op_complete_any(tmx_fi_op_t *op)
 {
     tmx_fi_ep_t   *ep    = op->ep;
     int            recv  = op->kind == TMX_FI_OP_RECV;
@@ -182,6 +182,36 @@ static void tmx_fi_op_complete(tmx_fi_op_t *op)
                 cq->err_tail->e.data = data;
             }
         }
+    }
+}
+
+/* tmx_fi_op_complete_any, with the common cases first: a send, or a receive into one buffer,
+ * that succeeded. */
+static inline void tmx_fi_op_complete(tmx_fi_op_t *op)
+{
+    tmx_fi_ep_t *ep = op->ep;
+
+    if (op->status != TMX_OK) {
+        tmx_fi_op_complete_any(op);
+    } else if (op->kind == TMX_FI_OP_SEND) {
+        if (ep->tx_cntr != NULL) {
+            ep->tx_cntr->val++;
+        }
+        if (ep->tx_cq != NULL && (op->flags & FI_COMPLETION)) {
+            tmx_fi_cq_push(ep->tx_cq, op->context, (op->flags & (FI_TAGGED | FI_MSG)) | FI_SEND,
+                           0, 0, 0);
+        }
+    } else if (op->bounce == NULL && !(op->flags & FI_DISCARD) && !op->info.has_imm) {
+        if (ep->rx_cntr != NULL) {
+            ep->rx_cntr->val++;
+        }
+        if (ep->rx_cq != NULL && (op->flags & FI_COMPLETION)) {
+            tmx_fi_cq_push(ep->rx_cq, op->context, (op->flags & (FI_TAGGED | FI_MSG)) | FI_RECV,
+                           op->info.length < op->len ? op->info.length : op->len,
+                           tmx_fi_user_tag(ep, op->info.tag), 0);
+        }
+    } else {
+        tmx_fi_op_complete_any(op);
     }
 }
 
@@ -477,6 +507,7 @@ static ssize_t tmx_fi_recv_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
     op->kind    = TMX_FI_OP_RECV;
     op->flags   = flags | kind;
     op->context = context;
+    memset(&op->info, 0, sizeof(op->info));
     if (flags & FI_DISCARD) {
         buf = op->inl;
         len = 0;

@@ -186,6 +186,13 @@ static tmx_status_t tmx_ring_rx_sleep(tmx_ep_t *ep, tmx_ring_rx_t *rx, int aslee
     return tmx_ring_rx_write(ep, rx, TMX_RING_SLEEP_OFF, tmx_ring_credit_pack(0, asleep), asleep);
 }
 
+/* rx->head moved: where the next message's marker will show (rx->poll_at, poll_marker). */
+static inline void tmx_ring_rx_aim(tmx_ring_rx_t *rx)
+{
+    rx->poll_at     = rx->base + (rx->head & (rx->slots - 1)) * rx->slot_size + rx->slot_size - 1;
+    rx->poll_marker = tmx_ring_marker(rx->head, rx->slots_log2);
+}
+
 /* A message taken out of a slot: to the protocol (eager messages only come this way). */
 static int tmx_ring_rx_deliver(tmx_ep_t *ep, tmx_ring_rx_t *rx, const uint8_t *msg, size_t len)
 {
@@ -200,6 +207,7 @@ static int tmx_ring_rx_deliver(tmx_ep_t *ep, tmx_ring_rx_t *rx, const uint8_t *m
         return -1;
     }
     rx->head++;
+    tmx_ring_rx_aim(rx);
     w->ring_stats.received++;
     tmx_proto_rx_msg(ep->iface, ep, msg, len);
     if (ep->ring_rx == rx && rx->head - rx->reported >= rx->slots / 2) {
@@ -251,8 +259,7 @@ unsigned tmx_ring_poll(tmx_worker_t *w)
     tmx_list_for_each_safe(l, t, &w->ring_polled) {
         tmx_ring_rx_t *rx = tmx_container_of(l, tmx_ring_rx_t, link);
 
-        if (tmx_ring_slot_ready(rx->base + (rx->head & (rx->slots - 1)) * rx->slot_size,
-                                rx->slot_size, rx->slots_log2, rx->head)) {
+        if (__atomic_load_n(rx->poll_at, __ATOMIC_ACQUIRE) == rx->poll_marker) {
             n += tmx_ring_rx_drain(rx->ep, rx, TMX_RING_DRAIN);
         }
     }
@@ -340,6 +347,7 @@ static void tmx_ring_grant(tmx_ep_t *ep)
         return;
     }
     rx->base    = rx->mr->addr;
+    tmx_ring_rx_aim(rx);
     ep->ring_rx = rx;
     w->rings_rx++;
     if (tmx_proto_send_ctrl(ep, TMX_PROTO_RING_GRANT, 0, (int32_t)rx->mode) != TMX_OK) {

@@ -58,6 +58,11 @@ typedef struct tmx_ring_rx {
     unsigned   slots, slots_log2;
     size_t     slot_size;
     uint64_t   head;       /* messages taken */
+    /* the byte an idle poll looks at and the marker it waits for (tmx_ring_slot_ready of
+     * head), kept up to date with head (tmx_ring_rx_aim): the poll of an idle ring is a load
+     * and a compare */
+    const uint8_t *poll_at;
+    uint8_t    poll_marker;
     uint64_t   reported;   /* head last written into the sender's control word */
     uint32_t   expected;   /* polling modes: sequence number of the sender's next message */
     int        seq_seen;   /* a numbered queue message came: expected is valid */

@@ -418,5 +418,16 @@ tmx_request_t *tmx_request_alloc(tmx_worker_t *w, tmx_req_type_t type,
 void tmx_request_complete(tmx_request_t *req, tmx_status_t status);
 void tmx_request_release(tmx_request_t *req);
 tmx_status_t tmx_request_params_check(const tmx_request_params_t *params, int is_send);
+/* tmx_request_params_check, with the common answers inline: no params, or a callback (given)
+ * and user data only. */
+static inline tmx_status_t tmx_request_params_ok(const tmx_request_params_t *params, int is_send)
+{
+    if (params == NULL ||
+        (params->field_mask == (TMX_REQ_PARAM_CALLBACK | TMX_REQ_PARAM_USER_DATA) &&
+         params->cb.send != NULL)) { /* cb: a union of two pointers */
+        return TMX_OK;
+    }
+    return tmx_request_params_check(params, is_send);
+}
 
 #endif /* TMX_CORE_H */

@@ -236,7 +236,9 @@ void tmx_fi_ep_progress(tmx_fi_ep_t *ep)
 {
     if (ep->worker != NULL) {
         tmx_worker_progress(ep->worker);
-        tmx_fi_ep_drain(ep);
+        if (ep->done_head != NULL) {
+            tmx_fi_ep_drain(ep);
+        }
     }
 }
 
@@ -369,6 +371,69 @@ static ssize_t tmx_fi_send_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
         return 0;
     }
     tmx_fi_op_put(op);
+    if (s == TMX_ERR_NO_RESOURCE) {
+        tmx_fi_ep_progress(ep);
+    }
+    return -tmx_fi_errno(s);
+}
+
+/*
+ * tmx_fi_send_unlocked's common case, one buffer without inject or CQ data (fi_tsend): the
+ * operation at the head of the free list carries the callback's user data, and stays there when
+ * the send completes in place (an eager send: the CQ entry is made at once); only a send in
+ * progress takes it. A tmx callback never runs inside tmx_tag_send_nb for its own send, and
+ * others' callbacks only queue their operations for tmx_fi_ep_drain, so the head stays put.
+ */
+static ssize_t tmx_fi_send_one(tmx_fi_ep_t *ep, const void *buf, size_t len, fi_addr_t dest,
+                               uint64_t tag, void *context, uint64_t flags)
+{
+    tmx_request_params_t params;
+    tmx_request_h        req = NULL;
+    tmx_fi_op_t         *op;
+    tmx_ep_h             peer;
+    tmx_status_t         s;
+
+    if (!ep->enabled || (buf == NULL && len > 0) || len > TMX_FI_MAX_MSG) {
+        return -FI_EINVAL;
+    }
+    peer = tmx_fi_ep_peer(ep, dest);
+    if (peer == NULL) {
+        return -FI_EINVAL;
+    }
+    if (ep->free_ops == NULL) {
+        op = tmx_fi_op_get(ep); /* a new chunk */
+        if (op == NULL) {
+            tmx_fi_ep_progress(ep);
+            return -FI_EAGAIN;
+        }
+        tmx_fi_op_put(op);
+    }
+    op                = ep->free_ops;
+    op->kind          = TMX_FI_OP_SEND;
+    op->flags         = flags;
+    op->context       = context;
+    op->status        = TMX_INPROGRESS;
+    params.field_mask = TMX_REQ_PARAM_CALLBACK | TMX_REQ_PARAM_USER_DATA;
+    params.flags      = 0;
+    params.cb.send    = tmx_fi_send_cb;
+    params.user_data  = op;
+    s                 = tmx_tag_send_nb(peer, buf, len, tag, &params, &req);
+    if (s == TMX_OK) {
+        if (ep->tx_cntr != NULL) {
+            ep->tx_cntr->val++;
+        }
+        if (ep->tx_cq != NULL && (flags & FI_COMPLETION)) {
+            tmx_fi_cq_push(ep->tx_cq, context, (flags & (FI_TAGGED | FI_MSG)) | FI_SEND, 0, 0,
+                           0);
+        }
+        return 0;
+    }
+    if (s == TMX_INPROGRESS) {
+        ep->free_ops = op->next;
+        op->next     = NULL;
+        op->req      = req;
+        return 0;
+    }
     if (s == TMX_ERR_NO_RESOURCE) {
         tmx_fi_ep_progress(ep);
     }
@@ -549,7 +614,9 @@ static ssize_t tmx_fi_recv_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
         return -tmx_fi_errno(s);
     }
     op->req = req;
-    tmx_fi_ep_drain(ep); /* it may have matched an unexpected message at once */
+    if (ep->done_head != NULL) {
+        tmx_fi_ep_drain(ep); /* it matched an unexpected message at once */
+    }
     return 0;
 }
 
@@ -656,11 +723,21 @@ static ssize_t tmx_fi_tsendv_flags(tmx_fi_ep_t *ep, const struct iovec *iov, siz
 static ssize_t tmx_fi_tsend(struct fid_ep *fep, const void *buf, size_t len, void *desc,
                             fi_addr_t dest, uint64_t tag, void *context)
 {
-    tmx_fi_ep_t *ep  = tmx_fi_ep_of(fep);
-    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    tmx_fi_ep_t *ep = tmx_fi_ep_of(fep);
+    ssize_t      r;
+
     (void)desc;
-    return tmx_fi_tsendv_flags(ep, &iov, 1, dest, tag, context,
-                               tmx_fi_comp(ep->tx_selective, ep->tx_op_flags, 0), 0);
+    if (!(ep->caps & FI_TAGGED)) {
+        return -FI_ENOSYS;
+    }
+    if (!tmx_fi_tag_ok(ep, tag)) {
+        return -FI_EINVAL;
+    }
+    tmx_fi_lock(ep->dom);
+    r = tmx_fi_send_one(ep, buf, len, dest, tag, context,
+                        FI_TAGGED | tmx_fi_comp(ep->tx_selective, ep->tx_op_flags, 0));
+    tmx_fi_unlock(ep->dom);
+    return r;
 }
 
 static ssize_t tmx_fi_tsendv(struct fid_ep *fep, const struct iovec *iov, void **desc,

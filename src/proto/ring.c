@@ -251,19 +251,9 @@ static unsigned tmx_ring_rx_drain(tmx_ep_t *ep, tmx_ring_rx_t *rx, unsigned max)
     return n;
 }
 
-unsigned tmx_ring_poll(tmx_worker_t *w)
+unsigned tmx_ring_poll_rx(tmx_ring_rx_t *rx)
 {
-    tmx_list_t *l, *t;
-    unsigned    n = 0;
-
-    tmx_list_for_each_safe(l, t, &w->ring_polled) {
-        tmx_ring_rx_t *rx = tmx_container_of(l, tmx_ring_rx_t, link);
-
-        if (__atomic_load_n(rx->poll_at, __ATOMIC_ACQUIRE) == rx->poll_marker) {
-            n += tmx_ring_rx_drain(rx->ep, rx, TMX_RING_DRAIN);
-        }
-    }
-    return n;
+    return tmx_ring_rx_drain(rx->ep, rx, TMX_RING_DRAIN);
 }
 
 int tmx_ring_rx_seq(tmx_ep_t *ep, const tmx_wc_t *wc)

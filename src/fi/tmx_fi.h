@@ -209,6 +209,19 @@ void         tmx_fi_cntr_detach(tmx_fi_cntr_t *cntr, tmx_fi_ep_t *ep);
 /* tmx_fi_ep.c */
 int          tmx_fi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
                              void *context);
-void         tmx_fi_ep_progress(tmx_fi_ep_t *ep);
+/* Turns the operations tmx completed into CQ entries and counter increments. */
+void         tmx_fi_ep_drain(tmx_fi_ep_t *ep);
+
+/* Manual progress: the worker's round, then what it completed. Inline: the loop of every
+ * caller waiting in fi_cq_read runs it. */
+static inline void tmx_fi_ep_progress(tmx_fi_ep_t *ep)
+{
+    if (ep->worker != NULL) {
+        tmx_worker_progress(ep->worker);
+        if (ep->done_head != NULL) {
+            tmx_fi_ep_drain(ep);
+        }
+    }
+}
 
 #endif /* TMX_FI_H */

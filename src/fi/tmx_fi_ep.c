@@ -215,7 +215,7 @@ static inline void tmx_fi_op_complete(tmx_fi_op_t *op)
     }
 }
 
-static void tmx_fi_ep_drain(tmx_fi_ep_t *ep)
+void tmx_fi_ep_drain(tmx_fi_ep_t *ep)
 {
     while (ep->done_head != NULL) {
         tmx_fi_op_t *op = ep->done_head;
@@ -232,15 +232,6 @@ static void tmx_fi_ep_drain(tmx_fi_ep_t *ep)
     }
 }
 
-void tmx_fi_ep_progress(tmx_fi_ep_t *ep)
-{
-    if (ep->worker != NULL) {
-        tmx_worker_progress(ep->worker);
-        if (ep->done_head != NULL) {
-            tmx_fi_ep_drain(ep);
-        }
-    }
-}
 
 /* ---------------------------------------------------------------- sending */
 
@@ -620,6 +611,57 @@ static ssize_t tmx_fi_recv_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
     return 0;
 }
 
+/* tmx_fi_recv_unlocked's common case (fi_trecv): one buffer, no peek, claim or discard. */
+static ssize_t tmx_fi_recv_one(tmx_fi_ep_t *ep, void *buf, size_t len, uint64_t tag,
+                               uint64_t mask, fi_addr_t src_addr, void *context, uint64_t flags)
+{
+    tmx_request_params_t params;
+    tmx_ep_h             source = NULL;
+    tmx_request_h        req    = NULL;
+    tmx_fi_op_t         *op;
+    tmx_status_t         s;
+    int                  ret;
+
+    if (!ep->enabled || (buf == NULL && len > 0)) {
+        return -FI_EINVAL;
+    }
+    ret = tmx_fi_source(ep, src_addr, &source);
+    if (ret != 0) {
+        return ret;
+    }
+    op = tmx_fi_op_get(ep);
+    if (op == NULL) {
+        tmx_fi_ep_progress(ep);
+        return -FI_EAGAIN;
+    }
+    op->kind    = TMX_FI_OP_RECV;
+    op->flags   = flags;
+    op->context = context;
+    memset(&op->info, 0, sizeof(op->info));
+    op->buf           = buf;
+    op->len           = len;
+    params.field_mask = TMX_REQ_PARAM_CALLBACK | TMX_REQ_PARAM_USER_DATA;
+    params.flags      = 0;
+    params.cb.recv    = tmx_fi_recv_cb;
+    params.user_data  = op;
+    params.source     = source;
+    if (source != NULL) {
+        params.field_mask |= TMX_REQ_PARAM_SOURCE;
+    }
+    tmx_fi_posted_add(ep, op);
+    s = tmx_tag_recv_nb(ep->worker, buf, len, tag, mask, &params, &req);
+    if (s != TMX_INPROGRESS) {
+        tmx_fi_posted_del(ep, op);
+        tmx_fi_op_put(op);
+        return -tmx_fi_errno(s);
+    }
+    op->req = req;
+    if (ep->done_head != NULL) {
+        tmx_fi_ep_drain(ep); /* it matched an unexpected message at once */
+    }
+    return 0;
+}
+
 static ssize_t tmx_fi_recv(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count, uint64_t tag,
                            uint64_t mask, fi_addr_t src_addr, void *context, uint64_t flags,
                            uint64_t kind)
@@ -669,9 +711,23 @@ static ssize_t tmx_fi_trecvv_flags(tmx_fi_ep_t *ep, const struct iovec *iov, siz
 static ssize_t tmx_fi_trecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
                             fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context)
 {
-    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    tmx_fi_ep_t *ep   = tmx_fi_ep_of(fep);
+    uint64_t     mask = ~ignore;
+    ssize_t      r;
+
     (void)desc;
-    return tmx_fi_trecvv_flags(tmx_fi_ep_of(fep), &iov, 1, src_addr, tag, ignore, context, 0);
+    if (!(ep->caps & FI_TAGGED) || !tmx_fi_tag_ok(ep, tag & mask)) {
+        return ep->caps & FI_TAGGED ? -FI_EINVAL : -FI_ENOSYS;
+    }
+    if (ep->caps & FI_MSG) {
+        mask |= TMX_FI_MSG_BIT; /* a tagged receive never matches an untagged message */
+        tag &= mask;
+    }
+    tmx_fi_lock(ep->dom);
+    r = tmx_fi_recv_one(ep, buf, len, tag, mask, src_addr, context,
+                        FI_TAGGED | tmx_fi_comp(ep->rx_selective, ep->rx_op_flags, 0));
+    tmx_fi_unlock(ep->dom);
+    return r;
 }
 
 static ssize_t tmx_fi_trecvv(struct fid_ep *fep, const struct iovec *iov, void **desc,

@@ -28,7 +28,7 @@ src=$(cd "$here/.." && pwd)
 command -v valgrind >/dev/null || { echo "cg_small.sh: valgrind not installed" >&2; exit 77; }
 out=$(mktemp -d "${TMPDIR:-/tmp}/cg_small.XXXXXX")
 flags=(-O2 -g -I"$src/include" -I"$B/include")
-libs=(-L"$B/.libs" -ltmx -Wl,-rpath,"$B/.libs")
+libs=(-L"$B/.libs" -ltmx "-Wl,-rpath,$B/.libs")
 [ -e /usr/include/valgrind/callgrind.h ] && flags+=(-DCG_HAVE_CALLGRIND)
 modes="tmx-idle tmx-msg"
 if [ -e "$B/src/fi/.libs/libtmx-fi.so" ] && [ -e /usr/include/rdma/fabric.h ]; then

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef CG_HAVE_CALLGRIND
 #include <valgrind/callgrind.h>
@@ -265,6 +266,7 @@ int main(int argc, char **argv)
     }
     mode = argv[1];
     n    = atol(argv[2]);
+    alarm(600); /* a loop that never completes (a connection that never came up) ends */
     if (getenv("CG_SIZE") != NULL) {
         size = (size_t)atol(getenv("CG_SIZE"));
         if (size > sizeof(sbuf)) {

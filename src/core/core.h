@@ -323,8 +323,20 @@ typedef struct tmx_message {
 void tmx_core_bury(void *obj);
 
 /* ---- worker.c */
-void tmx_worker_lock(tmx_worker_t *w);
-void tmx_worker_unlock(tmx_worker_t *w);
+/* The worker's mutex, in TMX_THREAD_MODE_MULTI only (inline: every call of the API takes it). */
+static inline void tmx_worker_lock(tmx_worker_t *w)
+{
+    if (w->thread_mode == TMX_THREAD_MODE_MULTI) {
+        pthread_mutex_lock(&w->lock);
+    }
+}
+
+static inline void tmx_worker_unlock(tmx_worker_t *w)
+{
+    if (w->thread_mode == TMX_THREAD_MODE_MULTI) {
+        pthread_mutex_unlock(&w->lock);
+    }
+}
 unsigned tmx_worker_progress_locked(tmx_worker_t *w);
 unsigned tmx_worker_poll_iface(tmx_iface_t *iface);
 int tmx_worker_check(tmx_worker_t *w);

@@ -108,9 +108,9 @@ static tmx_status_t tmx_source_resolve(tmx_worker_t *w, tmx_ep_h ep, uint64_t *s
 
 /* The checks shared by the two receive calls, in the order the API promises: NULL
  * arguments, then a dead worker, then the buffer, then the request params. */
-static tmx_status_t tmx_recv_args_check(tmx_worker_t *w, void *buf, size_t len,
-                                        const tmx_request_params_t *params,
-                                        tmx_request_h *request_p)
+static inline tmx_status_t tmx_recv_args_check(tmx_worker_t *w, void *buf, size_t len,
+                                               const tmx_request_params_t *params,
+                                               tmx_request_h *request_p)
 {
     tmx_status_t status;
 

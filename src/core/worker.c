@@ -61,20 +61,6 @@ static size_t tmx_iface_eager_limit(const tmx_dev_t *dev)
     return limit;
 }
 
-void tmx_worker_lock(tmx_worker_t *w)
-{
-    if (w->thread_mode == TMX_THREAD_MODE_MULTI) {
-        pthread_mutex_lock(&w->lock);
-    }
-}
-
-void tmx_worker_unlock(tmx_worker_t *w)
-{
-    if (w->thread_mode == TMX_THREAD_MODE_MULTI) {
-        pthread_mutex_unlock(&w->lock);
-    }
-}
-
 int tmx_worker_check(tmx_worker_t *w)
 {
     return w != NULL && w->magic == TMX_MAGIC_WORKER;

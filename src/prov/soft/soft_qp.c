@@ -349,9 +349,9 @@ static void tmx_soft_dm_store_whole(const tmx_sge_t *sge, int n, uint64_t raddr,
         tmx_soft_sge_gather(sge, n, body, t, tail);
         src = t;
     }
-    atomic_thread_fence(memory_order_release);
+    TMX_SOFT_RELEASE_FENCE();
     tmx_soft_store_tail(dst + body, src, tail);
-    atomic_thread_fence(memory_order_release);
+    TMX_SOFT_RELEASE_FENCE();
 }
 
 /* ---------------------------------------------------------------- QP bookkeeping */

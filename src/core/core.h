@@ -347,8 +347,20 @@ typedef struct tmx_message {
 void tmx_core_bury(void *obj);
 
 /* ---- worker.c */
-void tmx_worker_lock(tmx_worker_t *w);
-void tmx_worker_unlock(tmx_worker_t *w);
+/* The worker's mutex, in TMX_THREAD_MODE_MULTI only (inline: every call of the API takes it). */
+static inline void tmx_worker_lock(tmx_worker_t *w)
+{
+    if (w->thread_mode == TMX_THREAD_MODE_MULTI) {
+        pthread_mutex_lock(&w->lock);
+    }
+}
+
+static inline void tmx_worker_unlock(tmx_worker_t *w)
+{
+    if (w->thread_mode == TMX_THREAD_MODE_MULTI) {
+        pthread_mutex_unlock(&w->lock);
+    }
+}
 unsigned tmx_worker_progress_locked(tmx_worker_t *w);
 unsigned tmx_worker_poll_iface(tmx_iface_t *iface);
 int tmx_worker_check(tmx_worker_t *w);
@@ -449,5 +461,16 @@ tmx_request_t *tmx_request_alloc(tmx_worker_t *w, tmx_req_type_t type,
 void tmx_request_complete(tmx_request_t *req, tmx_status_t status);
 void tmx_request_release(tmx_request_t *req);
 tmx_status_t tmx_request_params_check(const tmx_request_params_t *params, int is_send);
+/* tmx_request_params_check, with the common answers inline: no params, or a callback (given)
+ * and user data only. */
+static inline tmx_status_t tmx_request_params_ok(const tmx_request_params_t *params, int is_send)
+{
+    if (params == NULL ||
+        (params->field_mask == (TMX_REQ_PARAM_CALLBACK | TMX_REQ_PARAM_USER_DATA) &&
+         params->cb.send != NULL)) { /* cb: a union of two pointers */
+        return TMX_OK;
+    }
+    return tmx_request_params_check(params, is_send);
+}
 
 #endif /* TMX_CORE_H */

@@ -138,11 +138,13 @@ static int tmx_request_check(const tmx_request_t *req)
  * know whether that peer was its sender (matching is by tag), so test and wait say so once per
  * failure seen, and the receive stays posted. One that has matched is past that question, and
  * so is a directed one: it fails when its own source does (tmx_worker_peer_failed). */
-static int tmx_request_failure_pending(tmx_request_t *req)
+static int tmx_request_failure_pending_locked(tmx_request_t *req, unsigned epoch);
+
+/* inline: the common answer (no failure since the receive was posted) costs two loads */
+static inline int tmx_request_failure_pending(tmx_request_t *req)
 {
     tmx_worker_t *w = req->worker;
     unsigned      epoch;
-    int           pending;
 
     if (req->type != TMX_REQ_RECV) {
         return 0;
@@ -151,6 +153,14 @@ static int tmx_request_failure_pending(tmx_request_t *req)
     if (epoch == atomic_load_explicit(&req->fail_epoch, memory_order_relaxed)) {
         return 0;
     }
+    return tmx_request_failure_pending_locked(req, epoch);
+}
+
+static int tmx_request_failure_pending_locked(tmx_request_t *req, unsigned epoch)
+{
+    tmx_worker_t *w = req->worker;
+    int           pending;
+
     tmx_worker_lock(w);
     pending = (req->flags & (TMX_REQ_FLAG_EXPECTED | TMX_REQ_FLAG_COMPLETED)) ==
                   TMX_REQ_FLAG_EXPECTED &&

@@ -32,7 +32,7 @@ TMX_API tmx_status_t tmx_tag_send_nb(tmx_ep_h ep, const void *buf, size_t len, t
     }
     status = tmx_buf_check(buf, len);
     if (status == TMX_OK) {
-        status = tmx_request_params_check(params, 1);
+        status = tmx_request_params_ok(params, 1);
     }
     if (status != TMX_OK) {
         return status;
@@ -108,9 +108,9 @@ static tmx_status_t tmx_source_resolve(tmx_worker_t *w, tmx_ep_h ep, uint64_t *s
 
 /* The checks shared by the two receive calls, in the order the API promises: NULL
  * arguments, then a dead worker, then the buffer, then the request params. */
-static tmx_status_t tmx_recv_args_check(tmx_worker_t *w, void *buf, size_t len,
-                                        const tmx_request_params_t *params,
-                                        tmx_request_h *request_p)
+static inline tmx_status_t tmx_recv_args_check(tmx_worker_t *w, void *buf, size_t len,
+                                               const tmx_request_params_t *params,
+                                               tmx_request_h *request_p)
 {
     tmx_status_t status;
 
@@ -122,7 +122,7 @@ static tmx_status_t tmx_recv_args_check(tmx_worker_t *w, void *buf, size_t len,
     }
     status = tmx_buf_check(buf, len);
     if (status == TMX_OK) {
-        status = tmx_request_params_check(params, 0);
+        status = tmx_request_params_ok(params, 0);
     }
     return status;
 }

@@ -61,20 +61,6 @@ static size_t tmx_iface_eager_limit(const tmx_dev_t *dev)
     return limit;
 }
 
-void tmx_worker_lock(tmx_worker_t *w)
-{
-    if (w->thread_mode == TMX_THREAD_MODE_MULTI) {
-        pthread_mutex_lock(&w->lock);
-    }
-}
-
-void tmx_worker_unlock(tmx_worker_t *w)
-{
-    if (w->thread_mode == TMX_THREAD_MODE_MULTI) {
-        pthread_mutex_unlock(&w->lock);
-    }
-}
-
 int tmx_worker_check(tmx_worker_t *w)
 {
     return w != NULL && w->magic == TMX_MAGIC_WORKER;
@@ -1122,7 +1108,8 @@ unsigned tmx_worker_poll_iface(tmx_iface_t *iface)
  * polls alone is short, so a ring message is seen sooner. Traffic through the devices makes
  * them polled every round again.
  */
-static int tmx_worker_poll_rings(tmx_worker_t *w, unsigned *count_p)
+static inline __attribute__((always_inline)) int tmx_worker_poll_rings(tmx_worker_t *w,
+                                                                   unsigned    *count_p)
 {
     unsigned n = tmx_ring_poll(w);
 
@@ -1147,7 +1134,9 @@ static int tmx_worker_poll_rings(tmx_worker_t *w, unsigned *count_p)
     return w->devs_busy || (++w->ring_rounds & 3) == 0;
 }
 
-unsigned tmx_worker_progress_locked(tmx_worker_t *w)
+/* One progress round (tmx_worker_progress_locked); inline in the API's tmx_worker_progress,
+ * whose idle rounds are the loop of every waiting caller. */
+static inline __attribute__((always_inline)) unsigned tmx_worker_round(tmx_worker_t *w)
 {
     unsigned count = 0;
 
@@ -1184,6 +1173,11 @@ unsigned tmx_worker_progress_locked(tmx_worker_t *w)
     return count;
 }
 
+unsigned tmx_worker_progress_locked(tmx_worker_t *w)
+{
+    return tmx_worker_round(w);
+}
+
 TMX_API unsigned tmx_worker_progress(tmx_worker_h w)
 {
     unsigned count;
@@ -1191,9 +1185,12 @@ TMX_API unsigned tmx_worker_progress(tmx_worker_h w)
     if (!tmx_worker_check(w)) {
         return 0;
     }
-    tmx_worker_lock(w);
-    count = tmx_worker_progress_locked(w);
-    tmx_worker_unlock(w);
+    if (w->thread_mode != TMX_THREAD_MODE_MULTI) {
+        return tmx_worker_round(w);
+    }
+    pthread_mutex_lock(&w->lock);
+    count = tmx_worker_round(w);
+    pthread_mutex_unlock(&w->lock);
     return count;
 }
 

@@ -629,37 +629,25 @@ void tmx_fi_cq_detach(tmx_fi_cq_t *cq, tmx_fi_ep_t *ep)
     }
 }
 
-void tmx_fi_cq_push(tmx_fi_cq_t *cq, void *context, uint64_t flags, size_t len, uint64_t tag,
-                    uint64_t data)
+void tmx_fi_cq_push_grow(tmx_fi_cq_t *cq, void *context, uint64_t flags, size_t len,
+                         uint64_t tag, uint64_t data)
 {
-    struct fi_cq_tagged_entry *e;
+    /* a completion of tmx cannot be refused */
+    size_t                     cap  = cq->cap * 2;
+    struct fi_cq_tagged_entry *ring = malloc(cap * sizeof(*ring));
 
-    if (cq->count == cq->cap) {
-        /* grow: a completion of tmx cannot be refused */
-        size_t                     cap  = cq->cap * 2;
-        struct fi_cq_tagged_entry *ring = malloc(cap * sizeof(*ring));
-        if (ring == NULL) {
-            tmx_fi_cq_push_err(cq, context, flags, len, tag, 0, FI_ENOMEM, TMX_ERR_NO_MEMORY);
-            return;
-        }
-        for (size_t i = 0; i < cq->count; i++) {
-            ring[i] = cq->ring[(cq->head + i) & (cq->cap - 1)];
-        }
-        free(cq->ring);
-        cq->ring = ring;
-        cq->cap  = cap;
-        cq->head = 0;
+    if (ring == NULL) {
+        tmx_fi_cq_push_err(cq, context, flags, len, tag, 0, FI_ENOMEM, TMX_ERR_NO_MEMORY);
+        return;
     }
-    if (cq->count == 0) {
-        cq->head = 0; /* an empty queue starts over: its first entries stay in the cache */
+    for (size_t i = 0; i < cq->count; i++) {
+        ring[i] = cq->ring[(cq->head + i) & (cq->cap - 1)];
     }
-    e             = &cq->ring[(cq->head + cq->count++) & (cq->cap - 1)]; /* cap: 2^n */
-    e->op_context = context;
-    e->flags      = flags;
-    e->len        = len;
-    e->buf        = NULL;
-    e->data       = (flags & FI_REMOTE_CQ_DATA) ? data : 0;
-    e->tag        = tag;
+    free(cq->ring);
+    cq->ring = ring;
+    cq->cap  = cap;
+    cq->head = 0;
+    tmx_fi_cq_push(cq, context, flags, len, tag, data);
 }
 
 int tmx_fi_cq_push_err(tmx_fi_cq_t *cq, void *context, uint64_t flags, size_t len, uint64_t tag,
@@ -702,7 +690,21 @@ static ssize_t tmx_fi_cq_read_unlocked(struct fid_cq *fcq, void *buf, size_t cou
     }
     while (n < count && cq->count > 0) {
         const struct fi_cq_tagged_entry *e = &cq->ring[cq->head];
-        memcpy((char *)buf + n * cq->entry_size, e, cq->entry_size);
+        /* each format is a prefix of the tagged entry: copies of a constant size (no call) */
+        switch (cq->format) {
+        case FI_CQ_FORMAT_CONTEXT:
+            memcpy((struct fi_cq_entry *)buf + n, e, sizeof(struct fi_cq_entry));
+            break;
+        case FI_CQ_FORMAT_MSG:
+            memcpy((struct fi_cq_msg_entry *)buf + n, e, sizeof(struct fi_cq_msg_entry));
+            break;
+        case FI_CQ_FORMAT_DATA:
+            memcpy((struct fi_cq_data_entry *)buf + n, e, sizeof(struct fi_cq_data_entry));
+            break;
+        default: /* FI_CQ_FORMAT_TAGGED */
+            memcpy((struct fi_cq_tagged_entry *)buf + n, e, sizeof(*e));
+            break;
+        }
         cq->head = (cq->head + 1) & (cq->cap - 1);
         cq->count--;
         n++;

@@ -174,9 +174,31 @@ typedef struct tmx_fi_ep {
 
 /* tmx_fi.c */
 int          tmx_fi_errno(tmx_status_t status);
-/* data: the remote CQ data, reported when flags has FI_REMOTE_CQ_DATA */
-void         tmx_fi_cq_push(tmx_fi_cq_t *cq, void *context, uint64_t flags, size_t len,
-                            uint64_t tag, uint64_t data);
+/* tmx_fi_cq_push when the ring is full: grows it, then pushes */
+void         tmx_fi_cq_push_grow(tmx_fi_cq_t *cq, void *context, uint64_t flags, size_t len,
+                                 uint64_t tag, uint64_t data);
+/* A completion entry. data: the remote CQ data, reported when flags has FI_REMOTE_CQ_DATA.
+ * Inline: it is on the path of every message. */
+static inline void tmx_fi_cq_push(tmx_fi_cq_t *cq, void *context, uint64_t flags, size_t len,
+                                  uint64_t tag, uint64_t data)
+{
+    struct fi_cq_tagged_entry *e;
+
+    if (cq->count == cq->cap) {
+        tmx_fi_cq_push_grow(cq, context, flags, len, tag, data);
+        return;
+    }
+    if (cq->count == 0) {
+        cq->head = 0; /* an empty queue starts over: its first entries stay in the cache */
+    }
+    e             = &cq->ring[(cq->head + cq->count++) & (cq->cap - 1)]; /* cap: 2^n */
+    e->op_context = context;
+    e->flags      = flags;
+    e->len        = len;
+    e->buf        = NULL;
+    e->data       = (flags & FI_REMOTE_CQ_DATA) ? data : 0;
+    e->tag        = tag;
+}
 int          tmx_fi_cq_push_err(tmx_fi_cq_t *cq, void *context, uint64_t flags, size_t len,
                                 uint64_t tag, size_t olen, int err, int prov_errno);
 int          tmx_fi_cq_attach(tmx_fi_cq_t *cq, tmx_fi_ep_t *ep);
@@ -187,6 +209,19 @@ void         tmx_fi_cntr_detach(tmx_fi_cntr_t *cntr, tmx_fi_ep_t *ep);
 /* tmx_fi_ep.c */
 int          tmx_fi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
                              void *context);
-void         tmx_fi_ep_progress(tmx_fi_ep_t *ep);
+/* Turns the operations tmx completed into CQ entries and counter increments. */
+void         tmx_fi_ep_drain(tmx_fi_ep_t *ep);
+
+/* Manual progress: the worker's round, then what it completed. Inline: the loop of every
+ * caller waiting in fi_cq_read runs it. */
+static inline void tmx_fi_ep_progress(tmx_fi_ep_t *ep)
+{
+    if (ep->worker != NULL) {
+        tmx_worker_progress(ep->worker);
+        if (ep->done_head != NULL) {
+            tmx_fi_ep_drain(ep);
+        }
+    }
+}
 
 #endif /* TMX_FI_H */

@@ -31,20 +31,16 @@ static tmx_fi_op_t *tmx_fi_op_get(tmx_fi_ep_t *ep)
         ep->chunks[ep->nchunks++] = ops;
         ep->nops += CHUNK;
         for (int i = 0; i < CHUNK; i++) {
+            ops[i].ep    = ep; /* calloc'd: req, bounce NULL, iov_count, posted 0 */
             ops[i].next  = ep->free_ops;
             ep->free_ops = &ops[i];
         }
         op = ep->free_ops;
     }
+    /* a free operation has ep set, req and bounce NULL, iov_count and posted 0 (op_put) */
     ep->free_ops = op->next;
-    op->next      = NULL;
-    op->ep        = ep;
-    op->req       = NULL;
-    op->bounce    = NULL;
-    op->iov_count = 0;
-    op->posted    = 0;
-    op->status    = TMX_INPROGRESS;
-    memset(&op->info, 0, sizeof(op->info));
+    op->next     = NULL;
+    op->status   = TMX_INPROGRESS;
     return op;
 }
 
@@ -52,10 +48,14 @@ static void tmx_fi_op_put(tmx_fi_op_t *op)
 {
     tmx_fi_ep_t *ep = op->ep;
 
-    free(op->bounce);
-    op->bounce   = NULL;
-    op->next     = ep->free_ops;
-    ep->free_ops = op;
+    if (op->bounce != NULL) {
+        free(op->bounce);
+        op->bounce = NULL;
+    }
+    op->req       = NULL;
+    op->iov_count = 0;
+    op->next      = ep->free_ops;
+    ep->free_ops  = op;
 }
 
 static void tmx_fi_posted_add(tmx_fi_ep_t *ep, tmx_fi_op_t *op)
@@ -126,7 +126,7 @@ static uint64_t tmx_fi_user_tag(const tmx_fi_ep_t *ep, uint64_t tag)
 }
 
 /* Turns a finished operation into its CQ entry (or error entry) and counter increment. */
-static void tmx_fi_op_complete(tmx_fi_op_t *op)
+static void tmx_fi_op_complete_any(tmx_fi_op_t *op)
 {
     tmx_fi_ep_t   *ep    = op->ep;
     int            recv  = op->kind == TMX_FI_OP_RECV;
@@ -185,7 +185,37 @@ static void tmx_fi_op_complete(tmx_fi_op_t *op)
     }
 }
 
-static void tmx_fi_ep_drain(tmx_fi_ep_t *ep)
+/* tmx_fi_op_complete_any, with the common cases first: a send, or a receive into one buffer,
+ * that succeeded. */
+static inline void tmx_fi_op_complete(tmx_fi_op_t *op)
+{
+    tmx_fi_ep_t *ep = op->ep;
+
+    if (op->status != TMX_OK) {
+        tmx_fi_op_complete_any(op);
+    } else if (op->kind == TMX_FI_OP_SEND) {
+        if (ep->tx_cntr != NULL) {
+            ep->tx_cntr->val++;
+        }
+        if (ep->tx_cq != NULL && (op->flags & FI_COMPLETION)) {
+            tmx_fi_cq_push(ep->tx_cq, op->context, (op->flags & (FI_TAGGED | FI_MSG)) | FI_SEND,
+                           0, 0, 0);
+        }
+    } else if (op->bounce == NULL && !(op->flags & FI_DISCARD) && !op->info.has_imm) {
+        if (ep->rx_cntr != NULL) {
+            ep->rx_cntr->val++;
+        }
+        if (ep->rx_cq != NULL && (op->flags & FI_COMPLETION)) {
+            tmx_fi_cq_push(ep->rx_cq, op->context, (op->flags & (FI_TAGGED | FI_MSG)) | FI_RECV,
+                           op->info.length < op->len ? op->info.length : op->len,
+                           tmx_fi_user_tag(ep, op->info.tag), 0);
+        }
+    } else {
+        tmx_fi_op_complete_any(op);
+    }
+}
+
+void tmx_fi_ep_drain(tmx_fi_ep_t *ep)
 {
     while (ep->done_head != NULL) {
         tmx_fi_op_t *op = ep->done_head;
@@ -202,13 +232,6 @@ static void tmx_fi_ep_drain(tmx_fi_ep_t *ep)
     }
 }
 
-void tmx_fi_ep_progress(tmx_fi_ep_t *ep)
-{
-    if (ep->worker != NULL) {
-        tmx_worker_progress(ep->worker);
-        tmx_fi_ep_drain(ep);
-    }
-}
 
 /* ---------------------------------------------------------------- sending */
 
@@ -339,6 +362,69 @@ static ssize_t tmx_fi_send_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
         return 0;
     }
     tmx_fi_op_put(op);
+    if (s == TMX_ERR_NO_RESOURCE) {
+        tmx_fi_ep_progress(ep);
+    }
+    return -tmx_fi_errno(s);
+}
+
+/*
+ * tmx_fi_send_unlocked's common case, one buffer without inject or CQ data (fi_tsend): the
+ * operation at the head of the free list carries the callback's user data, and stays there when
+ * the send completes in place (an eager send: the CQ entry is made at once); only a send in
+ * progress takes it. A tmx callback never runs inside tmx_tag_send_nb for its own send, and
+ * others' callbacks only queue their operations for tmx_fi_ep_drain, so the head stays put.
+ */
+static ssize_t tmx_fi_send_one(tmx_fi_ep_t *ep, const void *buf, size_t len, fi_addr_t dest,
+                               uint64_t tag, void *context, uint64_t flags)
+{
+    tmx_request_params_t params;
+    tmx_request_h        req = NULL;
+    tmx_fi_op_t         *op;
+    tmx_ep_h             peer;
+    tmx_status_t         s;
+
+    if (!ep->enabled || (buf == NULL && len > 0) || len > TMX_FI_MAX_MSG) {
+        return -FI_EINVAL;
+    }
+    peer = tmx_fi_ep_peer(ep, dest);
+    if (peer == NULL) {
+        return -FI_EINVAL;
+    }
+    if (ep->free_ops == NULL) {
+        op = tmx_fi_op_get(ep); /* a new chunk */
+        if (op == NULL) {
+            tmx_fi_ep_progress(ep);
+            return -FI_EAGAIN;
+        }
+        tmx_fi_op_put(op);
+    }
+    op                = ep->free_ops;
+    op->kind          = TMX_FI_OP_SEND;
+    op->flags         = flags;
+    op->context       = context;
+    op->status        = TMX_INPROGRESS;
+    params.field_mask = TMX_REQ_PARAM_CALLBACK | TMX_REQ_PARAM_USER_DATA;
+    params.flags      = 0;
+    params.cb.send    = tmx_fi_send_cb;
+    params.user_data  = op;
+    s                 = tmx_tag_send_nb(peer, buf, len, tag, &params, &req);
+    if (s == TMX_OK) {
+        if (ep->tx_cntr != NULL) {
+            ep->tx_cntr->val++;
+        }
+        if (ep->tx_cq != NULL && (flags & FI_COMPLETION)) {
+            tmx_fi_cq_push(ep->tx_cq, context, (flags & (FI_TAGGED | FI_MSG)) | FI_SEND, 0, 0,
+                           0);
+        }
+        return 0;
+    }
+    if (s == TMX_INPROGRESS) {
+        ep->free_ops = op->next;
+        op->next     = NULL;
+        op->req      = req;
+        return 0;
+    }
     if (s == TMX_ERR_NO_RESOURCE) {
         tmx_fi_ep_progress(ep);
     }
@@ -477,6 +563,7 @@ static ssize_t tmx_fi_recv_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
     op->kind    = TMX_FI_OP_RECV;
     op->flags   = flags | kind;
     op->context = context;
+    memset(&op->info, 0, sizeof(op->info));
     if (flags & FI_DISCARD) {
         buf = op->inl;
         len = 0;
@@ -518,7 +605,60 @@ static ssize_t tmx_fi_recv_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
         return -tmx_fi_errno(s);
     }
     op->req = req;
-    tmx_fi_ep_drain(ep); /* it may have matched an unexpected message at once */
+    if (ep->done_head != NULL) {
+        tmx_fi_ep_drain(ep); /* it matched an unexpected message at once */
+    }
+    return 0;
+}
+
+/* tmx_fi_recv_unlocked's common case (fi_trecv): one buffer, no peek, claim or discard. */
+static ssize_t tmx_fi_recv_one(tmx_fi_ep_t *ep, void *buf, size_t len, uint64_t tag,
+                               uint64_t mask, fi_addr_t src_addr, void *context, uint64_t flags)
+{
+    tmx_request_params_t params;
+    tmx_ep_h             source = NULL;
+    tmx_request_h        req    = NULL;
+    tmx_fi_op_t         *op;
+    tmx_status_t         s;
+    int                  ret;
+
+    if (!ep->enabled || (buf == NULL && len > 0)) {
+        return -FI_EINVAL;
+    }
+    ret = tmx_fi_source(ep, src_addr, &source);
+    if (ret != 0) {
+        return ret;
+    }
+    op = tmx_fi_op_get(ep);
+    if (op == NULL) {
+        tmx_fi_ep_progress(ep);
+        return -FI_EAGAIN;
+    }
+    op->kind    = TMX_FI_OP_RECV;
+    op->flags   = flags;
+    op->context = context;
+    memset(&op->info, 0, sizeof(op->info));
+    op->buf           = buf;
+    op->len           = len;
+    params.field_mask = TMX_REQ_PARAM_CALLBACK | TMX_REQ_PARAM_USER_DATA;
+    params.flags      = 0;
+    params.cb.recv    = tmx_fi_recv_cb;
+    params.user_data  = op;
+    params.source     = source;
+    if (source != NULL) {
+        params.field_mask |= TMX_REQ_PARAM_SOURCE;
+    }
+    tmx_fi_posted_add(ep, op);
+    s = tmx_tag_recv_nb(ep->worker, buf, len, tag, mask, &params, &req);
+    if (s != TMX_INPROGRESS) {
+        tmx_fi_posted_del(ep, op);
+        tmx_fi_op_put(op);
+        return -tmx_fi_errno(s);
+    }
+    op->req = req;
+    if (ep->done_head != NULL) {
+        tmx_fi_ep_drain(ep); /* it matched an unexpected message at once */
+    }
     return 0;
 }
 
@@ -571,9 +711,23 @@ static ssize_t tmx_fi_trecvv_flags(tmx_fi_ep_t *ep, const struct iovec *iov, siz
 static ssize_t tmx_fi_trecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
                             fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context)
 {
-    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    tmx_fi_ep_t *ep   = tmx_fi_ep_of(fep);
+    uint64_t     mask = ~ignore;
+    ssize_t      r;
+
     (void)desc;
-    return tmx_fi_trecvv_flags(tmx_fi_ep_of(fep), &iov, 1, src_addr, tag, ignore, context, 0);
+    if (!(ep->caps & FI_TAGGED) || !tmx_fi_tag_ok(ep, tag & mask)) {
+        return ep->caps & FI_TAGGED ? -FI_EINVAL : -FI_ENOSYS;
+    }
+    if (ep->caps & FI_MSG) {
+        mask |= TMX_FI_MSG_BIT; /* a tagged receive never matches an untagged message */
+        tag &= mask;
+    }
+    tmx_fi_lock(ep->dom);
+    r = tmx_fi_recv_one(ep, buf, len, tag, mask, src_addr, context,
+                        FI_TAGGED | tmx_fi_comp(ep->rx_selective, ep->rx_op_flags, 0));
+    tmx_fi_unlock(ep->dom);
+    return r;
 }
 
 static ssize_t tmx_fi_trecvv(struct fid_ep *fep, const struct iovec *iov, void **desc,
@@ -625,11 +779,21 @@ static ssize_t tmx_fi_tsendv_flags(tmx_fi_ep_t *ep, const struct iovec *iov, siz
 static ssize_t tmx_fi_tsend(struct fid_ep *fep, const void *buf, size_t len, void *desc,
                             fi_addr_t dest, uint64_t tag, void *context)
 {
-    tmx_fi_ep_t *ep  = tmx_fi_ep_of(fep);
-    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    tmx_fi_ep_t *ep = tmx_fi_ep_of(fep);
+    ssize_t      r;
+
     (void)desc;
-    return tmx_fi_tsendv_flags(ep, &iov, 1, dest, tag, context,
-                               tmx_fi_comp(ep->tx_selective, ep->tx_op_flags, 0), 0);
+    if (!(ep->caps & FI_TAGGED)) {
+        return -FI_ENOSYS;
+    }
+    if (!tmx_fi_tag_ok(ep, tag)) {
+        return -FI_EINVAL;
+    }
+    tmx_fi_lock(ep->dom);
+    r = tmx_fi_send_one(ep, buf, len, dest, tag, context,
+                        FI_TAGGED | tmx_fi_comp(ep->tx_selective, ep->tx_op_flags, 0));
+    tmx_fi_unlock(ep->dom);
+    return r;
 }
 
 static ssize_t tmx_fi_tsendv(struct fid_ep *fep, const struct iovec *iov, void **desc,

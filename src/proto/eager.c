@@ -616,7 +616,7 @@ static void tmx_proto_rx_matched(tmx_request_t *rreq, tmx_ep_t *ep, uint8_t op, 
                                  const tmx_proto_rts_hdr_t *rts, uint64_t imm)
 {
     rreq->flags &= (uint16_t)~TMX_REQ_FLAG_EXPECTED;
-    if (tmx_proto_tm_claim(rreq)) {
+    if (rreq->worker->tm_iface != NULL && tmx_proto_tm_claim(rreq)) { /* TM: may be held */
         tmx_message_t *msg = tmx_proto_message_new(ep, op, sync, sreq_id, tag, data, len, rts,
                                                    imm);
         if (msg != NULL) {

@@ -193,6 +193,13 @@ static tmx_status_t tmx_ring_rx_sleep(tmx_ep_t *ep, tmx_ring_rx_t *rx, int aslee
     return tmx_ring_rx_write(ep, rx, TMX_RING_SLEEP_OFF, tmx_ring_credit_pack(0, asleep), asleep);
 }
 
+/* rx->head moved: where the next message's marker will show (rx->poll_at, poll_marker). */
+static inline void tmx_ring_rx_aim(tmx_ring_rx_t *rx)
+{
+    rx->poll_at     = rx->base + (rx->head & (rx->slots - 1)) * rx->slot_size + rx->slot_size - 1;
+    rx->poll_marker = tmx_ring_marker(rx->head, rx->slots_log2);
+}
+
 /* A message taken out of a slot: to the protocol (eager messages only come this way). */
 static int tmx_ring_rx_deliver(tmx_ep_t *ep, tmx_ring_rx_t *rx, const uint8_t *msg, size_t len)
 {
@@ -207,6 +214,7 @@ static int tmx_ring_rx_deliver(tmx_ep_t *ep, tmx_ring_rx_t *rx, const uint8_t *m
         return -1;
     }
     rx->head++;
+    tmx_ring_rx_aim(rx);
     w->ring_stats.received++;
     tmx_proto_rx_msg(ep->iface, ep, msg, len);
     if (ep->ring_rx == rx && rx->head - rx->reported >= rx->slots / 2) {
@@ -250,20 +258,9 @@ static unsigned tmx_ring_rx_drain(tmx_ep_t *ep, tmx_ring_rx_t *rx, unsigned max)
     return n;
 }
 
-unsigned tmx_ring_poll(tmx_worker_t *w)
+unsigned tmx_ring_poll_rx(tmx_ring_rx_t *rx)
 {
-    tmx_list_t *l, *t;
-    unsigned    n = 0;
-
-    tmx_list_for_each_safe(l, t, &w->ring_polled) {
-        tmx_ring_rx_t *rx = tmx_container_of(l, tmx_ring_rx_t, link);
-
-        if (tmx_ring_slot_ready(rx->base + (rx->head & (rx->slots - 1)) * rx->slot_size,
-                                rx->slot_size, rx->slots_log2, rx->head)) {
-            n += tmx_ring_rx_drain(rx->ep, rx, TMX_RING_DRAIN);
-        }
-    }
-    return n;
+    return tmx_ring_rx_drain(rx->ep, rx, TMX_RING_DRAIN);
 }
 
 int tmx_ring_rx_seq(tmx_ep_t *ep, const tmx_wc_t *wc)
@@ -348,6 +345,7 @@ static void tmx_ring_grant(tmx_ep_t *ep)
         return;
     }
     rx->base    = rx->mr->addr;
+    tmx_ring_rx_aim(rx);
     ep->ring_rx = rx;
     w->rings_rx++;
     if (tmx_proto_send_ctrl(ep, TMX_PROTO_RING_GRANT, 0, (int32_t)rx->mode) != TMX_OK) {

@@ -73,6 +73,11 @@ typedef struct tmx_ring_rx {
     unsigned   slots, slots_log2;
     size_t     slot_size;
     uint64_t   head;       /* messages taken */
+    /* the byte an idle poll looks at and the marker it waits for (tmx_ring_slot_ready of
+     * head), kept up to date with head (tmx_ring_rx_aim): the poll of an idle ring is a load
+     * and a compare */
+    const uint8_t *poll_at;
+    uint8_t    poll_marker;
     uint64_t   reported;   /* head last written into the sender's control word */
     uint32_t   expected;   /* polling modes: sequence number of the sender's next message */
     int        seq_seen;   /* a numbered queue message came: expected is valid */
@@ -139,8 +144,24 @@ void tmx_ring_rx_return(tmx_ep_t *ep);
  * eager.c; TMX_ERR_NO_RESOURCE when the wire is full. */
 tmx_status_t tmx_ring_ctrl_post(tmx_ep_t *ep, uint8_t op, int32_t status);
 
-/* Progress: takes what the polled rings hold; how many messages. */
-unsigned tmx_ring_poll(tmx_worker_t *w);
+/* Progress: takes what the polled rings hold; how many messages. Inline: an idle ring costs a
+ * load and a compare (rx->poll_at); tmx_ring_poll_rx takes what a ready one holds. */
+unsigned tmx_ring_poll_rx(tmx_ring_rx_t *rx);
+
+static inline unsigned tmx_ring_poll(tmx_worker_t *w)
+{
+    tmx_list_t *l, *t;
+    unsigned    n = 0;
+
+    tmx_list_for_each_safe(l, t, &w->ring_polled) {
+        tmx_ring_rx_t *rx = tmx_container_of(l, tmx_ring_rx_t, link);
+
+        if (__atomic_load_n(rx->poll_at, __ATOMIC_ACQUIRE) == rx->poll_marker) {
+            n += tmx_ring_poll_rx(rx);
+        }
+    }
+    return n;
+}
 
 /* Sender: the message hdr (hlen bytes) + len bytes of buf through ep's ring. TMX_OK: written
  * (an eager send done); TMX_ERR_NO_RESOURCE: the queue must carry it (no ring, full, too big,

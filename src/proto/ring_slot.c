@@ -27,26 +27,7 @@ size_t tmx_ring_slot_max(unsigned mode, size_t slot_size)
     }
 }
 
-/* The flag word (and stamp) of a message, little-endian: seq, message length, header length,
- * marker (the highest byte: the last one written). */
-static uint64_t tmx_ring_flag(uint32_t seq, size_t mlen, size_t hlen, uint8_t marker)
-{
-    uint8_t  b[TMX_RING_FLAG];
-    uint64_t f;
-
-    b[0] = (uint8_t)seq;
-    b[1] = (uint8_t)(seq >> 8);
-    b[2] = (uint8_t)(seq >> 16);
-    b[3] = (uint8_t)(seq >> 24);
-    b[4] = (uint8_t)mlen;
-    b[5] = (uint8_t)(mlen >> 8);
-    b[6] = (uint8_t)hlen;
-    b[7] = marker;
-    memcpy(&f, b, sizeof(f));
-    return f;
-}
-
-void tmx_ring_slot_build(unsigned mode, size_t slot_size, unsigned slots_log2, uint64_t pos,
+void tmx_ring_slot_build_any(unsigned mode, size_t slot_size, unsigned slots_log2, uint64_t pos,
                          uint32_t seq, const void *hdr, size_t hlen, const void *data,
                          size_t len, uint8_t *stage, tmx_ring_wr_t *out)
 {
@@ -104,19 +85,7 @@ void tmx_ring_slot_build(unsigned mode, size_t slot_size, unsigned slots_log2, u
     }
 }
 
-/* A flag word read from the slot (after its marker was seen with acquire). */
-static void tmx_ring_flag_parse(const uint8_t *p, uint32_t *seq_p, size_t *mlen_p,
-                                size_t *hlen_p)
-{
-    uint8_t b[TMX_RING_FLAG];
-
-    memcpy(b, p, sizeof(b)); /* once: the sender could rewrite the slot meanwhile */
-    *seq_p  = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-    *mlen_p = (size_t)b[4] | (size_t)b[5] << 8;
-    *hlen_p = b[6];
-}
-
-int tmx_ring_slot_read(unsigned mode, const uint8_t *slot, size_t slot_size, unsigned slots_log2,
+int tmx_ring_slot_read_any(unsigned mode, const uint8_t *slot, size_t slot_size, unsigned slots_log2,
                        uint64_t pos, uint8_t *buf, tmx_ring_msg_t *msg)
 {
     uint8_t marker = tmx_ring_marker(pos, slots_log2);

@@ -33,6 +33,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "prov/prov.h"
 
@@ -76,9 +77,52 @@ typedef struct tmx_ring_wr {
  * place until the write is posted). The caller checked hlen + len <= tmx_ring_slot_max and
  * 0 < hlen <= TMX_RING_HLEN_MAX.
  */
-void tmx_ring_slot_build(unsigned mode, size_t slot_size, unsigned slots_log2, uint64_t pos,
-                         uint32_t seq, const void *hdr, size_t hlen, const void *data,
-                         size_t len, uint8_t *stage, tmx_ring_wr_t *out);
+void tmx_ring_slot_build_any(unsigned mode, size_t slot_size, unsigned slots_log2, uint64_t pos,
+                             uint32_t seq, const void *hdr, size_t hlen, const void *data,
+                             size_t len, uint8_t *stage, tmx_ring_wr_t *out);
+
+/* The flag word (and stamp) of a message, little-endian: seq, message length, header length,
+ * marker (the highest byte: the last one written). */
+static inline uint64_t tmx_ring_flag(uint32_t seq, size_t mlen, size_t hlen, uint8_t marker)
+{
+    uint8_t  b[TMX_RING_FLAG];
+    uint64_t f;
+
+    b[0] = (uint8_t)seq;
+    b[1] = (uint8_t)(seq >> 8);
+    b[2] = (uint8_t)(seq >> 16);
+    b[3] = (uint8_t)(seq >> 24);
+    b[4] = (uint8_t)mlen;
+    b[5] = (uint8_t)(mlen >> 8);
+    b[6] = (uint8_t)hlen;
+    b[7] = marker;
+    memcpy(&f, b, sizeof(f));
+    return f;
+}
+
+/* tmx_ring_slot_build_any, with WHOLE (the common mode) inline. */
+static inline void tmx_ring_slot_build(unsigned mode, size_t slot_size, unsigned slots_log2,
+                                       uint64_t pos, uint32_t seq, const void *hdr, size_t hlen,
+                                       const void *data, size_t len, uint8_t *stage,
+                                       tmx_ring_wr_t *out)
+{
+    size_t mlen = hlen + len;
+
+    if (mode != TMX_RING_MODE_WHOLE) {
+        tmx_ring_slot_build_any(mode, slot_size, slots_log2, pos, seq, hdr, hlen, data, len,
+                                stage, out);
+        return;
+    }
+    out->sge[0]  = (tmx_sge_t){.addr = (uintptr_t)hdr, .length = (uint32_t)hlen};
+    out->num_sge = 1;
+    if (len > 0) {
+        out->sge[out->num_sge++] = (tmx_sge_t){.addr = (uintptr_t)data, .length = (uint32_t)len};
+    }
+    out->flag                = tmx_ring_flag(seq, mlen, hlen, tmx_ring_marker(pos, slots_log2));
+    out->sge[out->num_sge++] = (tmx_sge_t){.addr = (uintptr_t)&out->flag, .length = TMX_RING_FLAG};
+    out->off                 = slot_size - TMX_RING_FLAG - mlen;
+    out->len                 = mlen + TMX_RING_FLAG;
+}
 
 /* A message found in a slot. */
 typedef struct tmx_ring_msg {
@@ -94,8 +138,8 @@ typedef struct tmx_ring_msg {
  * 0 when not yet, -1 when the slot holds this lap's marker with lengths that cannot be (the
  * sender is broken or hostile). Every field is read once from the slot and checked.
  */
-int tmx_ring_slot_read(unsigned mode, const uint8_t *slot, size_t slot_size, unsigned slots_log2,
-                       uint64_t pos, uint8_t *buf, tmx_ring_msg_t *msg);
+int tmx_ring_slot_read_any(unsigned mode, const uint8_t *slot, size_t slot_size,
+                           unsigned slots_log2, uint64_t pos, uint8_t *buf, tmx_ring_msg_t *msg);
 
 /* Only whether the slot shows this lap's marker at its end: the poll of an idle ring. */
 static inline int tmx_ring_slot_ready(const uint8_t *slot, size_t slot_size, unsigned slots_log2,
@@ -103,6 +147,41 @@ static inline int tmx_ring_slot_ready(const uint8_t *slot, size_t slot_size, uns
 {
     return __atomic_load_n(&slot[slot_size - 1], __ATOMIC_ACQUIRE) ==
            tmx_ring_marker(pos, slots_log2);
+}
+
+/* A flag word read from the slot (after its marker was seen with acquire). */
+static inline void tmx_ring_flag_parse(const uint8_t *p, uint32_t *seq_p, size_t *mlen_p,
+                                size_t *hlen_p)
+{
+    uint8_t b[TMX_RING_FLAG];
+
+    memcpy(b, p, sizeof(b)); /* once: the sender could rewrite the slot meanwhile */
+    *seq_p  = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    *mlen_p = (size_t)b[4] | (size_t)b[5] << 8;
+    *hlen_p = b[6];
+}
+
+/* tmx_ring_slot_read_any, with WHOLE (the common mode) inline. */
+static inline int tmx_ring_slot_read(unsigned mode, const uint8_t *slot, size_t slot_size,
+                                     unsigned slots_log2, uint64_t pos, uint8_t *buf,
+                                     tmx_ring_msg_t *msg)
+{
+    size_t mlen, hlen;
+
+    if (mode != TMX_RING_MODE_WHOLE) {
+        return tmx_ring_slot_read_any(mode, slot, slot_size, slots_log2, pos, buf, msg);
+    }
+    if (!tmx_ring_slot_ready(slot, slot_size, slots_log2, pos)) {
+        return 0;
+    }
+    tmx_ring_flag_parse(slot + slot_size - TMX_RING_FLAG, &msg->seq, &mlen, &hlen);
+    if (hlen == 0 || hlen > mlen || mlen > slot_size - TMX_RING_FLAG) {
+        return -1;
+    }
+    msg->hlen = hlen;
+    msg->len  = mlen;
+    msg->data = slot + slot_size - TMX_RING_FLAG - mlen;
+    return 1;
 }
 
 /*

@@ -619,6 +619,15 @@ void tmx_soft_rseg_watch(tmx_soft_dev_t *dev, tmx_soft_rseg_t *r);
 #define TMX_SOFT_ACQUIRE_FENCE() atomic_thread_fence(memory_order_acquire)
 #endif
 
+/* A release fence between the pieces of a write; under ThreadSanitizer (which gcc refuses the
+ * fence for where it is inlined) a compiler barrier: the pieces' ends are release stores, which
+ * is what ThreadSanitizer models. */
+#if defined(__SANITIZE_THREAD__)
+#define TMX_SOFT_RELEASE_FENCE() atomic_signal_fence(memory_order_release)
+#else
+#define TMX_SOFT_RELEASE_FENCE() atomic_thread_fence(memory_order_release)
+#endif
+
 /*
  * After publishing a record into a peer's ring: wakes the peer if it is about to sleep. The
  * peer arms (stores its armed word, a barrier, then looks at every ring it reads); we stored the

@@ -323,6 +323,37 @@ static void tmx_soft_dm_store(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr, uint8_t *d
     }
 }
 
+/*
+ * tmx_soft_dm_store of a whole-message device, straight from the work request's sges (the
+ * eager-RDMA ring's writes: no write hook to call): what tmx_soft_scramble_plan's two pieces
+ * would store, in one pass: every byte but the aligned tail, then the tail in ascending order
+ * with release (tmx_soft_store_tail). total > 0; the sges hold total bytes.
+ */
+static void tmx_soft_dm_store_whole(const tmx_sge_t *sge, int n, uint64_t raddr, size_t total,
+                                    uint8_t *dst)
+{
+    size_t         tail = tmx_soft_tail(raddr, raddr + total);
+    size_t         body = total - tail, off = 0;
+    const uint8_t *src;
+    uint8_t        t[8];
+
+    for (int i = 0; i < n && off < body; i++) {
+        size_t c = sge[i].length < body - off ? sge[i].length : body - off;
+
+        tmx_copy(dst + off, (const uint8_t *)(uintptr_t)sge[i].addr, c);
+        off += c;
+    }
+    if (sge[n - 1].length >= tail) {
+        src = (const uint8_t *)(uintptr_t)sge[n - 1].addr + sge[n - 1].length - tail;
+    } else {
+        tmx_soft_sge_gather(sge, n, body, t, tail);
+        src = t;
+    }
+    TMX_SOFT_RELEASE_FENCE();
+    tmx_soft_store_tail(dst + body, src, tail);
+    TMX_SOFT_RELEASE_FENCE();
+}
+
 /* ---------------------------------------------------------------- QP bookkeeping */
 
 /*
@@ -3097,12 +3128,17 @@ static int tmx_soft_write_direct(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, siz
         r->dead) {
         return 0;
     }
-    swr.num_sge = wr->num_sge;
-    memcpy(swr.sge, wr->sg_list, (size_t)wr->num_sge * sizeof(tmx_sge_t));
-    swr.copy  = NULL;
-    swr.raddr = wr->rdma.remote_addr;
-    swr.total = total;
-    tmx_soft_dm_store(qp, &swr, dst);
+    if (tmx_soft_write_mode(qp, r->h.data_order) == TMX_SOFT_DIO_WHOLE &&
+        tmx_soft_write_hook == NULL) {
+        tmx_soft_dm_store_whole(wr->sg_list, wr->num_sge, wr->rdma.remote_addr, total, dst);
+    } else {
+        swr.num_sge = wr->num_sge;
+        memcpy(swr.sge, wr->sg_list, (size_t)wr->num_sge * sizeof(tmx_sge_t));
+        swr.copy  = NULL;
+        swr.raddr = wr->rdma.remote_addr;
+        swr.total = total;
+        tmx_soft_dm_store(qp, &swr, dst);
+    }
     /* the queue was empty: head, tx and next were equal and stay so */
     qp->next_seq++;
     qp->tx_seq++;
@@ -3132,8 +3168,9 @@ tmx_status_t tmx_soft_post_send(tmx_qp_t *q, tmx_send_wr_t *wr, tmx_send_wr_t **
         } else {
             status = tmx_soft_wr_check(qp, wr, &total);
         }
-        if (status == TMX_OK && !tmx_soft_send_direct(qp, wr, total) &&
-            !tmx_soft_write_direct(qp, wr, total)) {
+        if (status == TMX_OK && !(wr->opcode == TMX_WR_RDMA_WRITE
+                                      ? tmx_soft_write_direct(qp, wr, total)
+                                      : tmx_soft_send_direct(qp, wr, total))) {
             status = qp->super.type == TMX_QPT_UD ? tmx_soft_ud_send(qp, wr, total)
                                                   : tmx_soft_post_one(qp, wr, total);
         }

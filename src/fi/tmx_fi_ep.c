@@ -516,18 +516,57 @@ static ssize_t tmx_fi_peek(tmx_fi_ep_t *ep, uint64_t tag, uint64_t mask, tmx_ep_
     return -tmx_fi_errno(s);
 }
 
+/* Posts the receive op (kind, flags, context and info set) for buf: the claimed message of
+ * *cp, or a match of tag and mask from source; its completion comes through tmx_fi_recv_cb. */
+static inline ssize_t tmx_fi_recv_post(tmx_fi_ep_t *ep, tmx_fi_op_t *op, void *buf, size_t len,
+                                       uint64_t tag, uint64_t mask, tmx_ep_h source,
+                                       tmx_fi_claim_t **cp)
+{
+    tmx_request_params_t params;
+    tmx_request_h        req = NULL;
+    tmx_status_t         s;
+
+    op->buf           = buf;
+    op->len           = len;
+    params.field_mask = TMX_REQ_PARAM_CALLBACK | TMX_REQ_PARAM_USER_DATA;
+    params.flags      = 0;
+    params.cb.recv    = tmx_fi_recv_cb;
+    params.user_data  = op;
+    params.source     = source;
+    if (source != NULL) {
+        params.field_mask |= TMX_REQ_PARAM_SOURCE;
+    }
+    tmx_fi_posted_add(ep, op);
+    if (cp != NULL) {
+        tmx_fi_claim_t *claim = *cp;
+        *cp                   = claim->next;
+        params.field_mask &= ~(uint64_t)TMX_REQ_PARAM_SOURCE; /* the message is chosen */
+        s = tmx_tag_msg_recv_nb(ep->worker, buf, len, claim->msg, &params, &req);
+        free(claim);
+    } else {
+        s = tmx_tag_recv_nb(ep->worker, buf, len, tag, mask, &params, &req);
+    }
+    if (s != TMX_INPROGRESS) {
+        tmx_fi_posted_del(ep, op);
+        tmx_fi_op_put(op);
+        return -tmx_fi_errno(s);
+    }
+    op->req = req;
+    if (ep->done_head != NULL) {
+        tmx_fi_ep_drain(ep); /* it matched an unexpected message at once */
+    }
+    return 0;
+}
+
 static ssize_t tmx_fi_recv_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count, uint64_t tag,
                            uint64_t mask, fi_addr_t src_addr, void *context, uint64_t flags,
                            uint64_t kind)
 {
-    tmx_request_params_t params;
-    tmx_ep_h             source = NULL;
-    tmx_request_h        req = NULL;
-    tmx_fi_op_t         *op;
-    tmx_fi_claim_t     **cp = NULL;
-    size_t               len = 0;
-    void                *buf;
-    tmx_status_t         s;
+    tmx_ep_h         source = NULL;
+    tmx_fi_op_t     *op;
+    tmx_fi_claim_t **cp  = NULL;
+    size_t           len = 0;
+    void            *buf;
 
     if (!ep->enabled || count > TMX_FI_IOV_LIMIT || (count > 0 && iov == NULL)) {
         return -FI_EINVAL;
@@ -579,48 +618,16 @@ static ssize_t tmx_fi_recv_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
     } else {
         buf = count ? iov[0].iov_base : op->inl;
     }
-    op->buf           = buf;
-    op->len           = len;
-    params.field_mask = TMX_REQ_PARAM_CALLBACK | TMX_REQ_PARAM_USER_DATA;
-    params.flags      = 0;
-    params.cb.recv    = tmx_fi_recv_cb;
-    params.user_data  = op;
-    params.source     = source;
-    if (source != NULL) {
-        params.field_mask |= TMX_REQ_PARAM_SOURCE;
-    }
-    tmx_fi_posted_add(ep, op);
-    if (cp != NULL) {
-        tmx_fi_claim_t *claim = *cp;
-        *cp                   = claim->next;
-        params.field_mask &= ~(uint64_t)TMX_REQ_PARAM_SOURCE; /* the message is chosen */
-        s = tmx_tag_msg_recv_nb(ep->worker, buf, len, claim->msg, &params, &req);
-        free(claim);
-    } else {
-        s = tmx_tag_recv_nb(ep->worker, buf, len, tag, mask, &params, &req);
-    }
-    if (s != TMX_INPROGRESS) {
-        tmx_fi_posted_del(ep, op);
-        tmx_fi_op_put(op);
-        return -tmx_fi_errno(s);
-    }
-    op->req = req;
-    if (ep->done_head != NULL) {
-        tmx_fi_ep_drain(ep); /* it matched an unexpected message at once */
-    }
-    return 0;
+    return tmx_fi_recv_post(ep, op, buf, len, tag, mask, source, cp);
 }
 
 /* tmx_fi_recv_unlocked's common case (fi_trecv): one buffer, no peek, claim or discard. */
 static ssize_t tmx_fi_recv_one(tmx_fi_ep_t *ep, void *buf, size_t len, uint64_t tag,
                                uint64_t mask, fi_addr_t src_addr, void *context, uint64_t flags)
 {
-    tmx_request_params_t params;
-    tmx_ep_h             source = NULL;
-    tmx_request_h        req    = NULL;
-    tmx_fi_op_t         *op;
-    tmx_status_t         s;
-    int                  ret;
+    tmx_ep_h     source = NULL;
+    tmx_fi_op_t *op;
+    int          ret;
 
     if (!ep->enabled || (buf == NULL && len > 0)) {
         return -FI_EINVAL;
@@ -638,28 +645,7 @@ static ssize_t tmx_fi_recv_one(tmx_fi_ep_t *ep, void *buf, size_t len, uint64_t 
     op->flags   = flags;
     op->context = context;
     memset(&op->info, 0, sizeof(op->info));
-    op->buf           = buf;
-    op->len           = len;
-    params.field_mask = TMX_REQ_PARAM_CALLBACK | TMX_REQ_PARAM_USER_DATA;
-    params.flags      = 0;
-    params.cb.recv    = tmx_fi_recv_cb;
-    params.user_data  = op;
-    params.source     = source;
-    if (source != NULL) {
-        params.field_mask |= TMX_REQ_PARAM_SOURCE;
-    }
-    tmx_fi_posted_add(ep, op);
-    s = tmx_tag_recv_nb(ep->worker, buf, len, tag, mask, &params, &req);
-    if (s != TMX_INPROGRESS) {
-        tmx_fi_posted_del(ep, op);
-        tmx_fi_op_put(op);
-        return -tmx_fi_errno(s);
-    }
-    op->req = req;
-    if (ep->done_head != NULL) {
-        tmx_fi_ep_drain(ep); /* it matched an unexpected message at once */
-    }
-    return 0;
+    return tmx_fi_recv_post(ep, op, buf, len, tag, mask, source, NULL);
 }
 
 static ssize_t tmx_fi_recv(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count, uint64_t tag,

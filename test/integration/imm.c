@@ -10,23 +10,16 @@
 #include <tmx/tmx.h>
 #include <tmx/tmx_job.h>
 
+#include "it.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(call)                                                                               \
-    do {                                                                                          \
-        tmx_status_t s_ = (call);                                                                 \
-        if (s_ < 0) {                                                                             \
-            fprintf(stderr, "rank %d line %d: %s: %s\n", rank, __LINE__, #call,                   \
-                    tmx_status_string(s_));                                                       \
-            exit(1);                                                                              \
-        }                                                                                         \
-    } while (0)
-
 static int          rank, checks, bad;
 static tmx_worker_h worker;
 
+#undef EXPECT /* it.h's, but counting every check too */
 #define EXPECT(cond, ...)                                                                         \
     do {                                                                                          \
         checks++;                                                                                 \

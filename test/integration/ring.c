@@ -18,31 +18,13 @@
 #include <tmx/tmx.h>
 #include <tmx/tmx_job.h>
 
+#include "it.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-#define CHECK(call)                                                                               \
-    do {                                                                                          \
-        tmx_status_t s_ = (call);                                                                 \
-        if (s_ < 0) {                                                                             \
-            fprintf(stderr, "rank %d line %d: %s: %s\n", rank, __LINE__, #call,                   \
-                    tmx_status_string(s_));                                                       \
-            exit(1);                                                                              \
-        }                                                                                         \
-    } while (0)
-
-#define EXPECT(cond, ...)                                                                         \
-    do {                                                                                          \
-        if (!(cond)) {                                                                            \
-            bad++;                                                                                \
-            fprintf(stderr, "rank %d line %d: ", rank, __LINE__);                                 \
-            fprintf(stderr, __VA_ARGS__);                                                         \
-            fputc('\n', stderr);                                                                  \
-        }                                                                                         \
-    } while (0)
 
 static int          rank, bad;
 static tmx_worker_h worker;

@@ -1,0 +1,35 @@
+/*
+ * Checks shared by the integration test programs. The including file defines `rank` (its job
+ * rank, for the messages) and, to use EXPECT, `bad` (failed expectations).
+ */
+#ifndef TMX_TEST_INTEGRATION_IT_H
+#define TMX_TEST_INTEGRATION_IT_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <tmx/tmx.h>
+
+/* A tmx call that must not fail: the process exits 1 with the call and the status. */
+#define CHECK(call)                                                                               \
+    do {                                                                                          \
+        tmx_status_t s_ = (call);                                                                 \
+        if (s_ < 0) {                                                                             \
+            fprintf(stderr, "rank %d line %d: %s: %s\n", rank, __LINE__, #call,                   \
+                    tmx_status_string(s_));                                                       \
+            exit(1);                                                                              \
+        }                                                                                         \
+    } while (0)
+
+/* An expectation: counted in bad and printed when it does not hold; the test goes on. */
+#define EXPECT(cond, ...)                                                                         \
+    do {                                                                                          \
+        if (!(cond)) {                                                                            \
+            bad++;                                                                                \
+            fprintf(stderr, "rank %d line %d: ", rank, __LINE__);                                 \
+            fprintf(stderr, __VA_ARGS__);                                                         \
+            fputc('\n', stderr);                                                                  \
+        }                                                                                         \
+    } while (0)
+
+#endif

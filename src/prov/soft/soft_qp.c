@@ -2994,11 +2994,12 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
 }
 
 /*
- * A direct SEND above TMX_SOFT_FRAG + TMX_SOFT_FRAG_SLACK: one reservation for all its records, each published as
- * soon as it is written, so that the receiver copies one out while we write the next. Taken
- * at once like the single record it replaces (it goes out whole or not at all), and only when
- * the records fit where that one record would: the bound on a record (a quarter ring) holds
- * for the reservation. 0: it does not fit (one record then), or the ring is full.
+ * A direct SEND above TMX_SOFT_FRAG + TMX_SOFT_FRAG_SLACK: one reservation for all its
+ * records, each published as soon as it is written, so that the receiver copies one out while
+ * we write the next. Taken at once like the single record it replaces (it goes out whole or
+ * not at all), and only when the records fit where that one record would: the bound on a
+ * record (a quarter ring) holds for the reservation. 0: it does not fit (one record then), or
+ * the ring is full.
  */
 static int tmx_soft_send_frags(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, size_t total,
                                uint8_t flags)

@@ -760,10 +760,15 @@ static inline uint64_t tmx_soft_ring_bytes(const tmx_soft_seg_hdr_t *hdr, unsign
     return ring == 0 ? hdr->ring0_size : hdr->ring_size;
 }
 
-/* Bytes of all max_fast fast rings. */
+/* Bytes of max_fast fast rings, the first of ring0 bytes, the others of ring. */
+static inline uint64_t tmx_soft_rings_span(unsigned max_fast, uint64_t ring0, uint64_t ring)
+{
+    return max_fast == 0 ? 0 : ring0 + (uint64_t)(max_fast - 1) * ring;
+}
+
 static inline uint64_t tmx_soft_rings_bytes(const tmx_soft_seg_hdr_t *hdr)
 {
-    return hdr->max_fast == 0 ? 0 : hdr->ring0_size + (uint64_t)(hdr->max_fast - 1) * hdr->ring_size;
+    return tmx_soft_rings_span(hdr->max_fast, hdr->ring0_size, hdr->ring_size);
 }
 
 static inline tmx_soft_ring_ctrl_t *tmx_soft_inbox_ctrl(void *base, const tmx_soft_seg_hdr_t *hdr)

@@ -429,8 +429,7 @@ static tmx_status_t tmx_soft_seg_create(tmx_soft_dev_t *dev, const tmx_config_t 
     fctrl_off = TMX_SOFT_ALIGN(ctrl_off + (size_t)max_qps * sizeof(tmx_soft_ring_ctrl_t));
     xs_off    = TMX_SOFT_ALIGN(fctrl_off + (size_t)max_fast * sizeof(tmx_soft_ring_ctrl_t));
     rings_off = TMX_SOFT_ALIGN(xs_off + (size_t)max_xs * sizeof(tmx_soft_ring_ctrl_t));
-    dm_off    = TMX_SOFT_ALIGN(rings_off + (max_fast == 0 ? 0 : ring0_size +
-                                                               (size_t)(max_fast - 1) * ring_size));
+    dm_off    = TMX_SOFT_ALIGN(rings_off + tmx_soft_rings_span(max_fast, ring0_size, ring_size));
     dm_size   = dm_size & ~(size_t)(TMX_SOFT_LINE - 1);
     off       = TMX_SOFT_ALIGN(dm_off + dm_size);
 

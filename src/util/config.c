@@ -191,16 +191,19 @@ static const tmx_config_field_t tmx_config_table[] = {
      .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX, .min = 1, .max = 4},
     {TMX_CONFIG_FIELD("SOFT_RING_SIZE", TMX_CONFIG_SIZE, "256k", soft_ring_size,
                       "Soft device: bytes of each per-peer fast ring."),
-     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_POW2, .min = 4096},
+     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX | TMX_CONFIG_F_POW2, .min = 4096,
+     .max = 1ull << 30 /* a peer takes a segment of rings up to 4 GiB each */},
     {TMX_CONFIG_FIELD("SOFT_RING0_SIZE", TMX_CONFIG_SIZE, "2m", soft_ring0_size,
                       "Soft device: bytes of the first fast ring, lent first (a ring larger "
                       "than a core's cache moves medium messages faster; at least the fast "
                       "ring size)."),
-     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_POW2, .min = 4096},
+     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX | TMX_CONFIG_F_POW2, .min = 4096,
+     .max = 1ull << 30 /* a peer takes a segment of rings up to 4 GiB each */},
     {TMX_CONFIG_FIELD("SOFT_INBOX_SIZE", TMX_CONFIG_SIZE, "512k", soft_inbox_size,
                       "Soft device: bytes of the receive ring that every sender shares (at "
                       "least the fast ring size)."),
-     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_POW2, .min = 4096},
+     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX | TMX_CONFIG_F_POW2, .min = 4096,
+     .max = 1ull << 30 /* a peer takes a segment of rings up to 4 GiB each */},
     {TMX_CONFIG_FIELD("SOFT_FAST_RINGS", TMX_CONFIG_UINT, "8", soft_fast_rings,
                       "Soft device: per-peer fast rings, given to the busiest senders."),
      .flags = TMX_CONFIG_F_MAX, .max = 1024},

@@ -365,10 +365,25 @@ static void tmx_ring_reclaim(tmx_worker_t *w)
     tmx_ep_t   *victim = NULL;
     tmx_list_t *l;
 
-    if (w->ring_revoking > 0 || now - w->ring_idle_ns < TMX_RING_IDLE_NS) {
+    if (now - w->ring_idle_ns < TMX_RING_IDLE_NS) {
         return;
     }
     w->ring_idle_ns = now;
+    /* A ring lent to a peer that failed is ours again: nobody polls it (tmx_ring_ep_failed),
+     * and a revoke it never answered ends here. Freed now rather than where the failure is
+     * found, which may be inside a drain of that very ring. */
+    tmx_list_for_each(l, &w->eps) {
+        tmx_ep_t *ep = tmx_container_of(l, tmx_ep_t, list);
+
+        if (ep->passive && ep->ring_rx != NULL && ep->state == TMX_EP_FAILED) {
+            tmx_debug("eager-RDMA ring of failed peer %016llx taken back",
+                      (unsigned long long)ep->remote_uuid);
+            tmx_ring_rx_free(ep);
+        }
+    }
+    if (w->ring_revoking > 0 || w->rings_rx < w->ctx->cfg.ring_peers) {
+        return;
+    }
     tmx_list_for_each(l, &w->eps) {
         tmx_ep_t      *ep = tmx_container_of(l, tmx_ep_t, list);
         tmx_ring_rx_t *rx = ep->ring_rx;
@@ -401,11 +416,12 @@ void tmx_ring_rx_counted(tmx_ep_t *ep)
         ep->closing) {
         return;
     }
-    if (w->rings_rx < w->ctx->cfg.ring_peers) {
-        tmx_ring_grant(ep);
-    } else if ((ep->ring_msgs & 15) == 0) {
+    if (w->rings_rx >= w->ctx->cfg.ring_peers && (ep->ring_msgs & 15) == 0) {
         /* every 16th: a sender without a ring reads no clock per message */
         tmx_ring_reclaim(w);
+    }
+    if (w->rings_rx < w->ctx->cfg.ring_peers) {
+        tmx_ring_grant(ep);
     }
 }
 

@@ -56,7 +56,8 @@
  *
  * Until RING_RETURN the ring works as before (credits, sleep words), so a receiver may sleep
  * while the sender has not answered: a ring message written meanwhile wakes it as any other.
- * The sender may earn a ring again later, as at first.
+ * The sender may earn a ring again later, as at first. A ring lent to a sender that failed
+ * (the connection was lost, answered or not) is freed at the next look, with no message.
  */
 #ifndef TMX_PROTO_RING_H
 #define TMX_PROTO_RING_H

@@ -30,4 +30,14 @@ for run in whole:auto aligned128:auto none:auto whole:sleep; do
         show
     fi
 done
+# the holder stops progressing (the request to give the ring back stays unanswered) and dies:
+# its ring must come back and go to rank 2
+for dio in whole aligned128; do
+    what="dead holder, TMX_SOFT_DATA_IN_ORDER=$dio"
+    run 150 env $small TMX_SOFT_DATA_IN_ORDER=$dio TMX_LOG_LEVEL=info \
+        TMX_LOG_FILE="$T/log.%p" "$TMXRUN" -n 3 --timeout 120 "$prog" dead
+    expect_rc 0 "$what: rank 0 and rank 2 finish"
+    expect_grep "$T/out" "rank 0: dead ok? yes" "$what: rank 2's messages intact, in order"
+    expect_grep "$T/out" "rank 2: dead ok? yes" "$what: the dead rank's ring went to rank 2"
+done
 finish

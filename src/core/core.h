@@ -148,6 +148,11 @@ typedef struct tmx_worker {
     int               epfd;
     int               evfd;
     unsigned          sleepers;
+    uint64_t          stat_sleeps;    /* blocking waits' sleeps on epfd (tmx_worker_idle) */
+    uint64_t          stat_sleep_timeouts; /* of them, those that no wakeup ended */
+    unsigned          spin_us;        /* TMX_WAIT=auto's polling before a sleep, adapted
+                                       * (tmx_worker_idle); 0 until the first sleep */
+    unsigned          spin_us_max;    /* the most it grew to, for the closing report */
     /* Rendezvous sends waiting for a memory registration: logged once, then counted. */
     uint64_t          reg_waits;      /* registration attempts refused, since the last log */
     double            reg_wait_logged; /* when the last line said so (0: never) */
@@ -373,6 +378,8 @@ typedef struct tmx_idle {
 } tmx_idle_t;
 
 #define TMX_IDLE_INIT {.since = 0, .rounds = 0}
+#define TMX_IDLE_NEAR_MISS 8
+#define TMX_IDLE_SPIN_GROWTH_MAX 16
 /* Longest sleep of a blocking call between two progress rounds: what a sleeper notices only
  * by polling (a peer's death, a send waiting for room, timeouts) it notices this late. */
 #define TMX_IDLE_SLEEP_MAX_MS 100

@@ -462,6 +462,7 @@ TMX_API tmx_status_t tmx_worker_create(tmx_context_h ctx, const tmx_worker_param
     tmx_list_init(&w->pending_eps);
     tmx_list_init(&w->claimed);
     tmx_list_init(&w->failures);
+    tmx_list_init(&w->mems);
     tmx_list_init(&w->ring_polled);
 
     status = tmx_tag_engine_init(&w->tm, ctx->cfg.tag_hash_bits);
@@ -589,6 +590,7 @@ TMX_API tmx_status_t tmx_worker_destroy(tmx_worker_h w)
     while (!tmx_list_is_empty(&w->failures)) {
         free(tmx_container_of(tmx_list_pop_head(&w->failures), tmx_peer_failure_t, list));
     }
+    tmx_mem_cleanup(w);
     for (int i = 0; i < w->num_ifaces; i++) {
         tmx_iface_cleanup(&w->ifaces[i]);
     }

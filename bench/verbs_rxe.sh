@@ -22,8 +22,8 @@
 # shared), the medians are the common case. Bandwidth: tmx_pingpong's windows of 64 sends
 # (each window ends with a 0-byte ack, a round trip perftest does not make) against
 # ib_send_bw's average (perftest's MB is 2^20 bytes, converted to 10^6 here). tmx polls
-# without sleeping (TMX_WAIT=spin, as perftest does; the default would sleep after 1 ms, and
-# under emulation a round trip can take longer, then a wakeup costs milliseconds). No chrt in
+# without sleeping (TMX_WAIT=spin, as perftest does; TMX_WAIT=auto, the default, measures the
+# default policy: its spin grows past the guest's millisecond wakeups, tmx(7)). No chrt in
 # the guest: a real-time poller there would starve rxe's softirq work.
 #
 # Packets: rxe's counter of packets sent (hw_counters/sent_pkts: data and acknowledgements,

@@ -11,7 +11,8 @@
 # is not in this tree), or inside the guest (RXE_VM=1). Environment: ROUNDS, SIZES (default
 # "8 4096 65536"), LAT_ITERS (round trips per size, 1000; a tenth above 8 KiB for both
 # programs), BW_MSGS (messages per bandwidth run, 1280 = 20 windows of 64; a fifth above
-# 8 KiB for both), TMX_WAIT (spin), RXE_VM_GID_INDEX (set by the guest).
+# 8 KiB for both), TMX_WAIT (spin), PP_ARGS (more tmx_pingpong options, e.g. -R: buffers
+# registered once with tmx_mem_map, as perftest's are), RXE_VM_GID_INDEX (set by the guest).
 #
 # Same work for both: tmx_pingpong runs exactly the round trips and messages perftest does
 # (its own division of -n above 8 KiB is undone here), both poll without sleeping, both on
@@ -21,14 +22,18 @@
 # shared), the medians are the common case. Bandwidth: tmx_pingpong's windows of 64 sends
 # (each window ends with a 0-byte ack, a round trip perftest does not make) against
 # ib_send_bw's average (perftest's MB is 2^20 bytes, converted to 10^6 here). tmx polls
-# without sleeping (TMX_WAIT=spin, as perftest does; the default would sleep after 1 ms, and
-# under emulation a round trip can take longer, then a wakeup costs milliseconds). No chrt in
+# without sleeping (TMX_WAIT=spin, as perftest does; TMX_WAIT=auto, the default, measures the
+# default policy: its spin grows past the guest's millisecond wakeups, tmx(7)). No chrt in
 # the guest: a real-time poller there would starve rxe's softirq work.
 #
 # Packets: rxe's counter of packets sent (hw_counters/sent_pkts: data and acknowledgements,
 # both processes) per message of each latency run, which the host's load does not change:
 # the load-independent part of the comparison.
 set -uo pipefail
+if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then
+    sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+    exit 0
+fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 B=$(cd "${1:-${TMX_BUILDDIR:-$(pwd)}}" && pwd)
 
@@ -41,7 +46,8 @@ if [ "${RXE_VM:-0}" != 1 ]; then
     echo "# host load average before: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)"
     bash "$vm" --timeout "${RXE_VM_TIMEOUT:-1500}" -- env ROUNDS="${ROUNDS:-3}" \
         SIZES="${SIZES:-8 4096 65536}" LAT_ITERS="${LAT_ITERS:-1000}" \
-        BW_MSGS="${BW_MSGS:-1280}" TMX_WAIT="${TMX_WAIT:-spin}" bash "$here/verbs_rxe.sh" "$B"
+        BW_MSGS="${BW_MSGS:-1280}" TMX_WAIT="${TMX_WAIT:-spin}" PP_ARGS="${PP_ARGS:-}" \
+        bash "$here/verbs_rxe.sh" "$B"
     rc=$?
     echo "# host load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
     exit $rc
@@ -91,7 +97,9 @@ perf() {
 }
 
 tmx() {
-    env TMX_PROVIDERS=verbs TMX_WAIT="${TMX_WAIT:-spin}" "$tmxrun" -n 2 --timeout 300 "$pp" -f csv "$@" 2>"$T/tmx.err" |
+    # shellcheck disable=SC2086 # PP_ARGS: more tmx_pingpong options, word-split
+    env TMX_PROVIDERS=verbs TMX_WAIT="${TMX_WAIT:-spin}" "$tmxrun" -n 2 --timeout 300 "$pp" -f csv \
+        ${PP_ARGS:-} "$@" 2>"$T/tmx.err" |
         awk -F, '$1 ~ /^[0-9]+$/ {print; exit}'
 }
 

@@ -59,6 +59,7 @@ typedef struct pp_opts {
     unsigned    window;
     pp_format_t format;
     int         median; /* -M: the median half round trip too (perftest's "typical") */
+    int         map;    /* -R: buffers registered once (tmx_mem_map) */
 } pp_opts_t;
 
 typedef struct pp_ctx {
@@ -73,6 +74,7 @@ typedef struct pp_ctx {
     int              size;
     unsigned char   *sbuf;
     unsigned char   *rbuf;
+    tmx_mem_h        smem, rmem; /* -R */
     double           lat_median; /* -M: of the last latency test, us */
 } pp_ctx_t;
 
@@ -97,6 +99,7 @@ static void pp_usage(FILE *stream)
             "  -W WINDOW   messages in flight in bw/rate (default 64)\n"
             "  -f FORMAT   table or csv (default table)\n"
             "  -M          latency: the median half round trip too (as perftest's typical)\n"
+            "  -R          register the buffers once (tmx_mem_map), not per rendezvous message\n"
             "  -h          this help\n"
             "latency: half round trip of blocking send/recv (us); bandwidth: MB/s with\n"
             "1 MB = 10^6 bytes; rate: millions of messages per second.\n");
@@ -198,10 +201,11 @@ static int pp_parse_opts(int argc, char **argv, pp_opts_t *opts, char *err, size
     opts->window   = 64;
     opts->format   = PP_FMT_TABLE;
     opts->median   = 0;
+    opts->map      = 0;
     err[0]         = '\0';
 
     opterr = 0;
-    while ((ret == 0) && ((c = getopt(argc, argv, ":t:m:n:w:W:f:Mh")) != -1)) {
+    while ((ret == 0) && ((c = getopt(argc, argv, ":t:m:n:w:W:f:MRh")) != -1)) {
         switch (c) {
         case 't':
             if (pp_parse_tests(optarg, &opts->tests) != 0) {
@@ -270,6 +274,9 @@ static int pp_parse_opts(int argc, char **argv, pp_opts_t *opts, char *err, size
             break;
         case 'M':
             opts->median = 1;
+            break;
+        case 'R':
+            opts->map = 1;
             break;
         case 'h':
             ret = -1;
@@ -808,6 +815,12 @@ static int pp_setup(pp_ctx_t *pp)
         pp_fail(pp, "allocation", TMX_ERR_NO_MEMORY);
         goto out;
     }
+    if (pp->opts->map &&
+        (((status = tmx_mem_map(pp->worker, pp->sbuf, bufsize, &pp->smem)) != TMX_OK) ||
+         ((status = tmx_mem_map(pp->worker, pp->rbuf, bufsize, &pp->rmem)) != TMX_OK))) {
+        pp_fail(pp, "tmx_mem_map", status);
+        goto out;
+    }
     status = tmx_job_connect(pp->job, pp->worker, pp->eps);
     if (status != TMX_OK) {
         pp_fail(pp, "connect", status);
@@ -838,6 +851,12 @@ static void pp_cleanup(pp_ctx_t *pp)
             }
         }
         free(pp->eps);
+    }
+    if (pp->smem != NULL) {
+        tmx_mem_unmap(pp->smem);
+    }
+    if (pp->rmem != NULL) {
+        tmx_mem_unmap(pp->rmem);
     }
     if (pp->worker != NULL) {
         tmx_worker_destroy(pp->worker);

@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 #define TMX_API_MAJOR   1
-#define TMX_API_MINOR   3
+#define TMX_API_MINOR   4
 #define TMX_API_VERSION ((TMX_API_MAJOR << 16) | TMX_API_MINOR)
 
 /** Status codes: TMX_OK, TMX_INPROGRESS, or a negative error. */
@@ -72,6 +72,7 @@ typedef struct tmx_worker *tmx_worker_h;
 typedef struct tmx_ep *tmx_ep_h;
 typedef struct tmx_request *tmx_request_h;
 typedef struct tmx_message *tmx_message_h;
+typedef struct tmx_mem *tmx_mem_h;
 
 /* ---------------------------------------------------------------- context */
 
@@ -408,6 +409,25 @@ typedef struct tmx_request_params {
     /** TMX_REQ_PARAM_IMM: the immediate data (API 1.3). */
     uint32_t imm;
 } tmx_request_params_t;
+
+/**
+ * Registers [addr, addr + len) with every device of the worker, once (API 1.4). Rendezvous
+ * sends and receives of this worker whose whole buffer lies in one such range use this
+ * registration instead of registering and deregistering their buffer per message (the
+ * registration cache of tmx: it caches nothing else). The memory must stay mapped (not
+ * munmap'ed, not given back to the system by free) until tmx_mem_unmap: a registration pins
+ * the pages it saw, and memory mapped again at the same address would be sent stale.
+ * @return TMX_OK with *memh_p set; TMX_ERR_INVALID_PARAM (NULL, len 0, a range that wraps);
+ *         TMX_ERR_INVALID_HANDLE; a device's refusal (TMX_ERR_NO_RESOURCE, ...).
+ */
+TMX_API tmx_status_t tmx_mem_map(tmx_worker_h worker, void *addr, size_t len, tmx_mem_h *memh_p);
+
+/**
+ * Releases a registration of tmx_mem_map (API 1.4); messages in flight that use it keep it
+ * until they complete. tmx_worker_destroy releases those still mapped.
+ * @return TMX_OK; TMX_ERR_INVALID_PARAM (NULL); TMX_ERR_INVALID_HANDLE (already released).
+ */
+TMX_API tmx_status_t tmx_mem_unmap(tmx_mem_h memh);
 
 /**
  * Sends len bytes of buf with tag to the endpoint's worker.

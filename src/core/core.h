@@ -23,6 +23,7 @@
 #define TMX_MAGIC_EP      0x54455854u
 #define TMX_MAGIC_REQ     0x54525854u
 #define TMX_MAGIC_MSG     0x544d5854u
+#define TMX_MAGIC_MEM     0x544d4d54u
 #define TMX_MAGIC_DEAD    0xdeadbeefu
 
 #define TMX_MAX_PROVS   8
@@ -148,6 +149,14 @@ typedef struct tmx_worker {
     int               epfd;
     int               evfd;
     unsigned          sleepers;
+    tmx_list_t        mems;           /* tmx_mem_t mapped by the user (mem.c) */
+    uint64_t          stat_rndv_regs;   /* rendezvous buffers registered per message */
+    uint64_t          stat_rndv_mapped; /* rendezvous buffers in a tmx_mem_map range */
+    uint64_t          stat_sleeps;    /* blocking waits' sleeps on epfd (tmx_worker_idle) */
+    uint64_t          stat_sleep_timeouts; /* of them, those that no wakeup ended */
+    unsigned          spin_us;        /* TMX_WAIT=auto's polling before a sleep, adapted
+                                       * (tmx_worker_idle); 0 until the first sleep */
+    unsigned          spin_us_max;    /* the most it grew to, for the closing report */
     /* Rendezvous sends waiting for a memory registration: logged once, then counted. */
     uint64_t          reg_waits;      /* registration attempts refused, since the last log */
     double            reg_wait_logged; /* when the last line said so (0: never) */
@@ -311,6 +320,7 @@ typedef struct tmx_request {
     tmx_list_t          pending_link; /* send: ep->pending */
     uint64_t            id;           /* send: key in worker->sreq_by_id */
     tmx_mr_t           *mr;           /* rendezvous registration */
+    struct tmx_mem     *memh;         /* the user's mapping mr belongs to, or NULL (mem.c) */
     uint64_t            rndv_sreq_id; /* receive of a rendezvous: the sender's request id */
     uint64_t            rndv_ep_id;   /* receive of a rendezvous: where the FIN goes */
     unsigned            reads_left;
@@ -366,6 +376,16 @@ unsigned tmx_worker_poll_iface(tmx_iface_t *iface);
 int tmx_worker_check(tmx_worker_t *w);
 void tmx_worker_peer_failed(tmx_worker_t *w, uint64_t uuid, tmx_status_t status);
 
+/* mem.c: a rendezvous buffer's registration, from a tmx_mem_map range that holds it
+ * (*memh_p set, a reference taken) or registered for this message (*memh_p NULL); released by
+ * tmx_mem_dereg_rndv (iface may be NULL only with a mapping). tmx_mem_cleanup: at worker
+ * destroy, every mapping. */
+typedef struct tmx_mem tmx_mem_t;
+tmx_status_t tmx_mem_reg_rndv(tmx_iface_t *iface, void *buf, size_t len, unsigned access,
+                              tmx_mr_t **mr_p, tmx_mem_t **memh_p);
+void tmx_mem_dereg_rndv(tmx_iface_t *iface, tmx_mr_t **mr_p, tmx_mem_t **memh_p);
+void tmx_mem_cleanup(tmx_worker_t *w);
+
 /* What a blocking loop knows of its idle rounds (tmx_worker_idle). */
 typedef struct tmx_idle {
     double   since;  /* when the rounds started to find nothing; 0 while they find something */
@@ -373,6 +393,8 @@ typedef struct tmx_idle {
 } tmx_idle_t;
 
 #define TMX_IDLE_INIT {.since = 0, .rounds = 0}
+#define TMX_IDLE_NEAR_MISS 8
+#define TMX_IDLE_SPIN_GROWTH_MAX 16
 /* Longest sleep of a blocking call between two progress rounds: what a sleeper notices only
  * by polling (a peer's death, a send waiting for room, timeouts) it notices this late. */
 #define TMX_IDLE_SLEEP_MAX_MS 100

@@ -66,6 +66,7 @@ tmx_request_t *tmx_request_alloc(tmx_worker_t *w, tmx_req_type_t type,
     req->user_data         = NULL;
     req->id                = 0;
     req->mr                = NULL;
+    req->memh              = NULL;
     req->rndv_sreq_id      = 0;
     req->rndv_ep_id        = 0;
     req->reads_left        = 0;

@@ -462,6 +462,7 @@ TMX_API tmx_status_t tmx_worker_create(tmx_context_h ctx, const tmx_worker_param
     tmx_list_init(&w->pending_eps);
     tmx_list_init(&w->claimed);
     tmx_list_init(&w->failures);
+    tmx_list_init(&w->mems);
     tmx_list_init(&w->ring_polled);
 
     status = tmx_tag_engine_init(&w->tm, ctx->cfg.tag_hash_bits);
@@ -572,6 +573,13 @@ TMX_API tmx_status_t tmx_worker_destroy(tmx_worker_h w)
         tmx_info("compact eager messages (no header): %llu sent, %llu received",
                  (unsigned long long)w->compact_tx, (unsigned long long)w->compact_rx);
     }
+    if (w->stat_sleeps > 0) {
+        tmx_info("blocking waits slept %llu times, %llu of them until the time limit; "
+                 "TMX_WAIT=auto's spin at most %u us", (unsigned long long)w->stat_sleeps,
+                 (unsigned long long)w->stat_sleep_timeouts,
+                 w->spin_us_max > w->ctx->cfg.wait_spin_us ? w->spin_us_max
+                                                            : w->ctx->cfg.wait_spin_us);
+    }
     w->destroying = 1;
     tmx_ep_close_all(w);
     tmx_worker_drop_unexpected(w);
@@ -582,6 +590,7 @@ TMX_API tmx_status_t tmx_worker_destroy(tmx_worker_h w)
     while (!tmx_list_is_empty(&w->failures)) {
         free(tmx_container_of(tmx_list_pop_head(&w->failures), tmx_peer_failure_t, list));
     }
+    tmx_mem_cleanup(w);
     for (int i = 0; i < w->num_ifaces; i++) {
         tmx_iface_cleanup(&w->ifaces[i]);
     }
@@ -1359,6 +1368,8 @@ static tmx_status_t tmx_worker_sleep(tmx_worker_t *w, int timeout_ms)
     tmx_worker_lock(w);
     w->sleepers--;
     w->poll_devs = 1;
+    w->stat_sleeps++;
+    w->stat_sleep_timeouts += rc == 0;
     if (rc < 0 && errno != EINTR) {
         tmx_error("sleeping on the worker's fd failed: %s", strerror(errno));
         return TMX_ERR_IO;
@@ -1372,6 +1383,41 @@ static void tmx_worker_yield(tmx_worker_t *w)
     sched_yield();
     tmx_worker_lock(w);
     w->poll_devs = 1;
+}
+
+/* TMX_WAIT=auto's polling before a sleep: TMX_WAIT_SPIN, grown while sleeps are near misses
+ * (tmx_worker_spin_adapt). */
+static unsigned tmx_worker_spin_us(const tmx_worker_t *w)
+{
+    return w->spin_us != 0 ? w->spin_us : w->ctx->cfg.wait_spin_us;
+}
+
+/* After an auto wait's sleep of slept seconds (woken: by an arrival, not the time limit).
+ * Spinning for as long as a wakeup costs is what keeps a wait cheap, and that cost is not
+ * known: on a loaded or emulated machine (rxe in a TCG guest on a shared host) a sleeper's
+ * wakeup can take milliseconds, longer than TMX_WAIT_SPIN. Then a ping-pong locks into
+ * sleeping on every wait: each side's wait includes the other side's wakeup, longer than the
+ * spin, so it sleeps too (every round trip costs two wakeups). A sleep that an arrival ends
+ * within TMX_IDLE_NEAR_MISS times the spin was such a near miss: the spin doubles, up to
+ * TMX_IDLE_SPIN_GROWTH_MAX times TMX_WAIT_SPIN. A sleep that lasts longer, or times out,
+ * is idleness: the spin halves, down to TMX_WAIT_SPIN. */
+static void tmx_worker_spin_adapt(tmx_worker_t *w, int woken, double slept)
+{
+    unsigned base = w->ctx->cfg.wait_spin_us;
+    unsigned cur  = tmx_worker_spin_us(w);
+
+    if (woken && slept < TMX_IDLE_NEAR_MISS * cur * 1e-6) {
+        if (cur < base * TMX_IDLE_SPIN_GROWTH_MAX) {
+            cur = cur * 2 < base * TMX_IDLE_SPIN_GROWTH_MAX ? cur * 2
+                                                             : base * TMX_IDLE_SPIN_GROWTH_MAX;
+        }
+    } else {
+        cur = cur / 2 > base ? cur / 2 : base;
+    }
+    w->spin_us = cur;
+    if (cur > w->spin_us_max) {
+        w->spin_us_max = cur;
+    }
 }
 
 void tmx_worker_idle(tmx_worker_t *w, tmx_idle_t *idle, unsigned events, double deadline)
@@ -1405,7 +1451,7 @@ void tmx_worker_idle(tmx_worker_t *w, tmx_idle_t *idle, unsigned events, double 
         if (idle->since == 0) {
             idle->since = now;
         }
-        if (now - idle->since < ctx->cfg.wait_spin_us * 1e-6) {
+        if (now - idle->since < tmx_worker_spin_us(w) * 1e-6) {
             if (ctx->oversubscribed) {
                 tmx_worker_yield(w);
             }
@@ -1422,7 +1468,10 @@ void tmx_worker_idle(tmx_worker_t *w, tmx_idle_t *idle, unsigned events, double 
         timeout_ms = deadline > now ? (int)((deadline - now) * 1000.0) + 1 : 0;
     }
     if (timeout_ms > 0 && tmx_worker_arm_locked(w) == TMX_OK) {
-        tmx_worker_sleep(w, timeout_ms);
+        tmx_status_t woke = tmx_worker_sleep(w, timeout_ms);
+        if (ctx->cfg.wait_mode == TMX_WAIT_AUTO) {
+            tmx_worker_spin_adapt(w, woke == TMX_OK, tmx_time_sec() - now);
+        }
     } else {
         /* busy (a send waits for room a peer makes: give it the processor), or no device
          * can wake us: past the spin, poll politely */

@@ -56,8 +56,8 @@ tmx_status_t tmx_proto_rndv_send(tmx_ep_t *ep, tmx_request_t *req)
     tmx_status_t         status;
 
     if (req->mr == NULL) {
-        status = iface->ops->mr_reg(iface->pd, req->buf, req->len, TMX_ACCESS_REMOTE_READ,
-                                    &req->mr);
+        status = tmx_mem_reg_rndv(iface, req->buf, req->len, TMX_ACCESS_REMOTE_READ, &req->mr,
+                                  &req->memh);
         if (status == TMX_ERR_NO_RESOURCE) {
             req->mr = NULL;
             tmx_proto_rndv_reg_wait(ep);
@@ -121,8 +121,10 @@ static void tmx_proto_rndv_finish(tmx_request_t *rreq)
     if (rreq->rndv_status != TMX_OK && rreq->rndv_status != TMX_ERR_TRUNCATED) {
         fin = rreq->rndv_status;
     }
-    if (ep != NULL && rreq->mr != NULL) {
-        ep->iface->ops->mr_dereg(rreq->mr);
+    if (rreq->mr != NULL) {
+        /* a mapping's reference goes even without the endpoint; a registration of its own
+         * only with it (as before: its device is the endpoint's) */
+        tmx_mem_dereg_rndv(ep != NULL ? ep->iface : NULL, &rreq->mr, &rreq->memh);
     }
     rreq->mr = NULL;
     /* completes the receive once the FIN is on the wire (at once without an endpoint) */
@@ -148,7 +150,8 @@ void tmx_proto_rndv_recv(tmx_request_t *rreq, tmx_ep_t *ep, uint64_t sreq_id, ui
         tmx_proto_rndv_finish(rreq);
         return;
     }
-    status = iface->ops->mr_reg(iface->pd, rreq->buf, n, TMX_ACCESS_LOCAL_WRITE, &rreq->mr);
+    status = tmx_mem_reg_rndv(iface, rreq->buf, n, TMX_ACCESS_LOCAL_WRITE, &rreq->mr,
+                              &rreq->memh);
     if (status != TMX_OK) {
         tmx_error("rendezvous receive of %zu bytes: registration failed: %s", n,
                   tmx_status_string(status));

@@ -122,7 +122,8 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "sleep at once."),
      .words = tmx_config_wait_modes},
     {TMX_CONFIG_FIELD("WAIT_SPIN", TMX_CONFIG_UINT, "1000", wait_spin_us,
-                      "Microseconds a blocking call of TMX_WAIT=auto polls before it sleeps."),
+                      "Microseconds a blocking call of TMX_WAIT=auto polls before it sleeps (grown up "
+                      "to 16 times while sleeps end soon after they start)."),
      .flags = TMX_CONFIG_F_MAX, .max = 10000000},
     {TMX_CONFIG_FIELD("LOCAL_SIZE", TMX_CONFIG_INT, "-1", local_size,
                       "Processes of the job that run on this process's CPUs (set by tmxrun); "

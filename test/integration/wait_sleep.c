@@ -22,6 +22,17 @@
  *                       yields are counted by this program's own sched_yield, which the
  *                       library's calls reach instead of libc's.
  *
+ *   wait_sleep nearmiss 2 ranks, TMX_WAIT=auto: a ping-pong whose answers take 3 ms (rank 1
+ *                       busy before each reply), longer than the 1 ms TMX_WAIT_SPIN. A sleep
+ *                       that an arrival ends that soon is a near miss: rank 0's spin grows
+ *                       past the 3 ms and its waits stop sleeping (a few sleep, at most
+ *                       half of them on a heavily loaded machine; with a fixed spin every
+ *                       one does). Then a message that
+ *                       comes after 1 s: rank 0 still sleeps when truly idle. The library's
+ *                       sleeps are counted by this program's own poll (as yields below).
+ *                       Over verbs in the soft-RoCE guest (test/verbs/wait_auto.sh) a wakeup
+ *                       can cost more than the spin by itself, and every wait slept.
+ *
  * Prints "<mode> ok" (per rank) when every check held; exits non-zero otherwise.
  */
 #define _GNU_SOURCE
@@ -400,8 +411,85 @@ static int run_yield(void)
     return 0;
 }
 
+/* The library's sleeps (a poll with a time limit) land here, as its yields do below. */
+static unsigned long sleeps;
+
+__attribute__((visibility("default"))) int poll(struct pollfd *fds, nfds_t nfds, int timeout)
+{
+    sleeps += timeout != 0;
+    return (int)syscall(SYS_poll, fds, nfds, timeout);
+}
+
+#define NEARMISS_ITERS    40
+#define NEARMISS_DELAY_MS 3.0
+
+static int run_nearmiss(void)
+{
+    tmx_job_h           job;
+    tmx_context_h       ctx;
+    tmx_worker_h        worker;
+    tmx_ep_h            eps[2];
+    tmx_tag_recv_info_t info;
+    char                msg[8] = "ping";
+    unsigned long       s0, slept = 0;
+    int                 rank;
+    double              w0, c0;
+
+    setenv("TMX_WAIT", "auto", 1);
+    setenv("TMX_WAIT_SPIN", "1000", 1);
+    CHECK(tmx_job_init(&job));
+    rank = tmx_job_rank(job);
+    EXPECT(tmx_job_size(job) == 2);
+    CHECK(tmx_context_create(NULL, &ctx));
+    CHECK(tmx_worker_create(ctx, NULL, &worker));
+    CHECK(tmx_job_connect(job, worker, eps));
+    CHECK(tmx_job_barrier(job));
+    for (int i = 0; i < NEARMISS_ITERS; i++) {
+        if (rank == 0) {
+            CHECK(tmx_tag_send(eps[1], msg, sizeof(msg), 5));
+            s0 = sleeps;
+            CHECK(tmx_tag_recv(worker, msg, sizeof(msg), 5, ~(tmx_tag_t)0, &info));
+            slept += sleeps - s0;
+        } else {
+            CHECK(tmx_tag_recv(worker, msg, sizeof(msg), 5, ~(tmx_tag_t)0, &info));
+            w0 = wall();
+            while (wall() - w0 < NEARMISS_DELAY_MS * 1e-3) {
+            }
+            CHECK(tmx_tag_send(eps[0], msg, sizeof(msg), 5));
+        }
+    }
+    if (rank == 0) {
+        printf("nearmiss: %lu of %d waits of %.0f ms slept\n", slept, NEARMISS_ITERS,
+               NEARMISS_DELAY_MS);
+        EXPECT(slept <= NEARMISS_ITERS / 2);
+    }
+    /* idle after the ping-pong: rank 0 waits a second for a message, and sleeps */
+    CHECK(tmx_job_barrier(job));
+    if (rank == 0) {
+        w0 = wall();
+        c0 = cpu();
+        CHECK(tmx_tag_recv(worker, msg, sizeof(msg), 6, ~(tmx_tag_t)0, &info));
+        check_slept("rank 0 idle after the ping-pong", w0, c0);
+    } else {
+        pause_1s();
+        CHECK(tmx_tag_send(eps[0], msg, sizeof(msg), 6));
+    }
+    CHECK(tmx_job_barrier(job));
+    for (int r = 0; r < 2; r++) {
+        CHECK(tmx_ep_close(eps[r], TMX_EP_CLOSE_FLUSH));
+    }
+    CHECK(tmx_worker_destroy(worker));
+    CHECK(tmx_context_destroy(ctx));
+    tmx_job_finalize(job);
+    printf("nearmiss ok\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "nearmiss") == 0) {
+        return run_nearmiss();
+    }
     if (argc == 2 && strcmp(argv[1], "block") == 0) {
         return run_block();
     }
@@ -411,6 +499,6 @@ int main(int argc, char **argv)
     if (argc == 2 && strcmp(argv[1], "yield") == 0) {
         return run_yield();
     }
-    fprintf(stderr, "usage: wait_sleep block|efd|yield\n");
+    fprintf(stderr, "usage: wait_sleep block|efd|yield|nearmiss\n");
     return 2;
 }

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Blocking waits sleep instead of spinning (TMX_WAIT=auto), and the worker's fd
+# Blocking waits sleep instead of spinning (TMX_WAIT=auto) but not on every wait of a
+# ping-pong whose answers come a little after the spin, and the worker's fd
 # (tmx_worker_get_efd, tmx_worker_arm, tmx_worker_wait) says when something arrived.
 . "$(dirname "$0")/lib.sh"
 
@@ -15,6 +16,11 @@ sed 's/^/    /' "$T/out" | grep waited
 
 run 60 env TMX_WAIT=sleep "$TMXRUN" -n 2 --timeout 50 "$prog" block
 expect_rc 0 "the same with TMX_WAIT=sleep"
+
+run 60 "$TMXRUN" -n 2 --timeout 50 "$prog" nearmiss
+expect_rc 0 "TMX_WAIT=auto: waits that a sleep makes late stop sleeping (the spin grows), idle ones still sleep"
+expect_grep "$T/out" "nearmiss ok" "every check held"
+grep "waits of" "$T/out" | sed 's/^/    /'
 
 run 30 "$prog" efd
 expect_rc 0 "efd, arm and wait: quiet when armed, readable on arrival, busy while pending"

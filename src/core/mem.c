@@ -23,6 +23,7 @@ struct tmx_mem {
     unsigned      refs;      /* rendezvous requests using the registration now */
     tmx_worker_t *worker;
     uintptr_t     start, end;
+    unsigned      access;    /* what the registrations allow */
     tmx_list_t    link;      /* worker->mems, while mapped */
     tmx_mr_t     *mr[TMX_MAX_IFACES];
 };
@@ -60,12 +61,13 @@ TMX_API tmx_status_t tmx_mem_map(tmx_worker_h w, void *addr, size_t len, tmx_mem
     m->worker = w;
     m->start  = (uintptr_t)addr;
     m->end    = (uintptr_t)addr + len;
+    m->access = TMX_ACCESS_LOCAL_WRITE | TMX_ACCESS_REMOTE_READ;
     tmx_worker_lock(w);
     for (int i = 0; i < w->num_ifaces && status == TMX_OK; i++) {
         tmx_iface_t *iface = &w->ifaces[i];
 
         status = iface->ops->mr_reg(iface->pd, addr, len,
-                                    TMX_ACCESS_LOCAL_WRITE | TMX_ACCESS_REMOTE_READ, &m->mr[i]);
+                                    m->access, &m->mr[i]);
         if (status != TMX_OK) {
             m->mr[i] = NULL;
         }
@@ -114,7 +116,8 @@ tmx_status_t tmx_mem_reg_rndv(tmx_iface_t *iface, void *buf, size_t len, unsigne
     tmx_list_for_each(l, &w->mems) {
         tmx_mem_t *m = tmx_container_of(l, tmx_mem_t, link);
 
-        if (m->start <= b && b + len <= m->end && m->mr[idx] != NULL) {
+        if (m->start <= b && b + len <= m->end && m->mr[idx] != NULL &&
+            (access & ~m->access) == 0) {
             m->refs++;
             *mr_p   = m->mr[idx];
             *memh_p = m;

@@ -46,7 +46,8 @@ typedef struct tmx_soft_qp_addr {
 #define TMX_SOFT_FAST_AFTER 16                /* inbox records in a window that earn a ring */
 #define TMX_SOFT_WIN_NS   (10ull * 1000000)   /* traffic window */
 #define TMX_SOFT_REST_WIN 100                 /* windows a dropped fast ring rests */
-#define TMX_SOFT_WARM     (16u * 1024)        /* a lent ring is prefaulted this far ahead */
+#define TMX_SOFT_WARM     4096u               /* a lent ring is prefaulted at least this far
+                                               * ahead (tmx_soft_warm) */
 #define TMX_SOFT_CHECK_NS (100ull * 1000000)  /* peer liveness check period */
 #define TMX_SOFT_TX_GONE  (-1)                /* tx: the peer process is gone */
 #define TMX_SOFT_CMA_CHECK_NS (1000000ull)    /* see tmx_soft_cma_target_gone */
@@ -754,7 +755,7 @@ static int tmx_soft_tx_switch(tmx_soft_qp_t *qp)
         qp->out_consumed = base;
         qp->out_warm     = base;
         qp->out_warm_end = base + qp->out_size;
-        tmx_soft_warm(qp, base + TMX_SOFT_WARM);
+        tmx_soft_warm(qp, base);
     }
     return 1;
 }
@@ -775,7 +776,7 @@ static inline tmx_soft_rec_t *tmx_soft_qp_reserve(tmx_soft_qp_t *qp, size_t byte
         /* a PAD may come first: it is shorter than the record */
         if (__builtin_expect(qp->out_tail + 2 * bytes + TMX_SOFT_WARM > qp->out_warm, 0) &&
             qp->out_warm < qp->out_warm_end) {
-            tmx_soft_warm(qp, qp->out_tail + 2 * bytes + TMX_SOFT_WARM);
+            tmx_soft_warm(qp, qp->out_tail + 2 * bytes);
         }
         rec = tmx_soft_tx_reserve(qp->out_ring, qp->out_size, qp->out_ctrl, &qp->out_tail,
                                   &qp->out_consumed, bytes);
@@ -2704,11 +2705,13 @@ tmx_status_t tmx_soft_qp_addr_dev(const void *blob, size_t len, const uint8_t **
  * (tmx_pingpong -t rate -m 8:8 -n 100, fast mode, interleaved): 10.8-12.3 M msg/s before,
  * 14.8-15.7 after.
  *
- * In TMX_SOFT_WARM pieces, kept that far ahead of the tail during the first lap after a grant,
- * not the whole ring at the grant: that took 2 ms for the 2 MiB first ring (a system call and
- * 32768 line reads), on the path of the message that found the grant, and a sender that writes
- * a few records before the ring is taken back paid for all of it (tmx_alltoall -n 10 at 2
- * ranks: one round of 2 ms among rounds of 0.5 us).
+ * Ahead of the tail during the first lap after a grant, as far again as the sender wrote since
+ * the grant (at least TMX_SOFT_WARM), not the whole ring at the grant: that took 2 ms for the
+ * 2 MiB first ring (a system call, 512 new pages and 32768 line reads), on the path of the
+ * message that found the grant, and a sender that writes a few records before the ring is
+ * taken back paid for all of it (tmx_alltoall -n 10 at 2 ranks: one round of 2 ms among rounds
+ * of 0.5 us, the loop 10 times Open MPI's). Doubling, the work stays within twice what the
+ * sender uses, in a few system calls, and a busy sender has the whole ring after a lap.
  */
 static void tmx_soft_prefault(uint8_t *ring, size_t size)
 {
@@ -2724,22 +2727,22 @@ static void tmx_soft_prefault(uint8_t *ring, size_t size)
     }
 }
 
-/* Prefaults the lent ring from qp->out_warm up to upto (at most its first lap), in pieces
- * aligned to TMX_SOFT_WARM within the ring. */
+/* Prefaults the lent ring from qp->out_warm past upto (a position the sender is about to
+ * write): to upto + TMX_SOFT_WARM + what was written since the grant, at most its first lap,
+ * in pieces that end on TMX_SOFT_WARM boundaries of the ring. */
 static __attribute__((noinline)) void tmx_soft_warm(tmx_soft_qp_t *qp, uint64_t upto)
 {
+    upto += TMX_SOFT_WARM + (upto - (qp->out_warm_end - qp->out_size));
+    upto = (upto + TMX_SOFT_WARM - 1) & ~(uint64_t)(TMX_SOFT_WARM - 1);
     if (upto > qp->out_warm_end) {
         upto = qp->out_warm_end;
     }
     while (qp->out_warm < upto) {
         uint64_t off = qp->out_warm & (qp->out_size - 1);
-        uint64_t len = TMX_SOFT_WARM - (off & (TMX_SOFT_WARM - 1));
+        uint64_t len = upto - qp->out_warm;
 
         if (len > qp->out_size - off) {
-            len = qp->out_size - off;
-        }
-        if (len > qp->out_warm_end - qp->out_warm) {
-            len = qp->out_warm_end - qp->out_warm;
+            len = qp->out_size - off; /* to the end of the ring, then from its start */
         }
         tmx_soft_prefault(qp->out_ring + off, len);
         qp->out_warm += len;

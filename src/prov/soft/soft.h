@@ -478,8 +478,6 @@ typedef struct tmx_soft_qp {
     tmx_soft_ring_ctrl_t *out_ctrl;
     uint64_t              out_tail;
     uint64_t              out_consumed; /* cached */
-    uint64_t              out_warm;     /* the fast ring is prefaulted up to this position */
-    uint64_t              out_warm_end; /* and will be up to this one (its first lap) */
     uint64_t              ibx_tail;     /* inbox tail while its lock is held */
     int                   cma;
     int                   ooo;          /* OOO placement enabled (at INIT -> RTR) */

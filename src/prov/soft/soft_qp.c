@@ -46,8 +46,6 @@ typedef struct tmx_soft_qp_addr {
 #define TMX_SOFT_FAST_AFTER 16                /* inbox records in a window that earn a ring */
 #define TMX_SOFT_WIN_NS   (10ull * 1000000)   /* traffic window */
 #define TMX_SOFT_REST_WIN 100                 /* windows a dropped fast ring rests */
-#define TMX_SOFT_WARM     4096u               /* a lent ring is prefaulted at least this far
-                                               * ahead (tmx_soft_warm) */
 #define TMX_SOFT_CHECK_NS (100ull * 1000000)  /* peer liveness check period */
 #define TMX_SOFT_TX_GONE  (-1)                /* tx: the peer process is gone */
 #define TMX_SOFT_CMA_CHECK_NS (1000000ull)    /* see tmx_soft_cma_target_gone */
@@ -640,7 +638,7 @@ static inline tmx_soft_rec_t *tmx_soft_tx_reserve(uint8_t *ring, uint64_t size,
     return (tmx_soft_rec_t *)(ring + (tail & (size - 1)));
 }
 
-static void tmx_soft_warm(tmx_soft_qp_t *qp, uint64_t upto);
+static void tmx_soft_prefault(uint8_t *ring, size_t size);
 
 /* Takes an inbox's lock word. A holder that died inside its critical section is detected (by
  * pid and start time) and the lock taken over; a holder that was preempted is given the
@@ -753,9 +751,7 @@ static int tmx_soft_tx_switch(tmx_soft_qp_t *qp)
         qp->out_ctrl     = tmx_soft_fctrl(r->base, r->hdr, ring - 1);
         qp->out_tail     = base;
         qp->out_consumed = base;
-        qp->out_warm     = base;
-        qp->out_warm_end = base + qp->out_size;
-        tmx_soft_warm(qp, base);
+        tmx_soft_prefault(qp->out_ring, qp->out_size);
     }
     return 1;
 }
@@ -773,11 +769,6 @@ static inline tmx_soft_rec_t *tmx_soft_qp_reserve(tmx_soft_qp_t *qp, size_t byte
         return NULL;
     }
     if (qp->out_fast != 0) {
-        /* a PAD may come first: it is shorter than the record */
-        if (__builtin_expect(qp->out_tail + 2 * bytes + TMX_SOFT_WARM > qp->out_warm, 0) &&
-            qp->out_warm < qp->out_warm_end) {
-            tmx_soft_warm(qp, qp->out_tail + 2 * bytes);
-        }
         rec = tmx_soft_tx_reserve(qp->out_ring, qp->out_size, qp->out_ctrl, &qp->out_tail,
                                   &qp->out_consumed, bytes);
     } else {
@@ -2693,59 +2684,30 @@ tmx_status_t tmx_soft_qp_addr_dev(const void *blob, size_t len, const uint8_t **
 }
 
 /*
- * Maps the pages of a peer's ring into this process ahead of the writes. Otherwise the first
- * lap of the ring takes a page fault every 64 records, on the path of a message: measured
- * here, the first 4096 ping-pongs of a connection ran at twice the latency of the ones after
- * them. The owner zeroed the ring, so every page exists. MADV_POPULATE_WRITE (Linux 5.14) maps
- * them writable in one call; where it is missing, the reads below map each page at its first
- * line.
+ * Maps the pages of a peer's ring into this process now. Otherwise the first lap of the ring
+ * takes a page fault every 64 records, on the path of a message: measured here, the first
+ * 4096 ping-pongs of a connection ran at twice the latency of the ones after them. The owner
+ * zeroed the ring, so every page exists. MADV_POPULATE_WRITE (Linux 5.14) maps them writable
+ * at once; where it is missing, the reads below map each page at its first line.
  *
  * Then one read of every line: the first lap writes lines this core already holds (an
  * upgrade, as in every later lap) instead of fetching each from memory. Measured
  * (tmx_pingpong -t rate -m 8:8 -n 100, fast mode, interleaved): 10.8-12.3 M msg/s before,
  * 14.8-15.7 after.
  *
- * Ahead of the tail during the first lap after a grant, as far again as the sender wrote since
- * the grant (at least TMX_SOFT_WARM), not the whole ring at the grant: that took 2 ms for the
- * 2 MiB first ring (a system call, 512 new pages and 32768 line reads), on the path of the
- * message that found the grant, and a sender that writes a few records before the ring is
- * taken back paid for all of it (tmx_alltoall -n 10 at 2 ranks: one round of 2 ms among rounds
- * of 0.5 us, the loop 10 times Open MPI's). Doubling, the work stays within twice what the
- * sender uses, in a few system calls, and a busy sender has the whole ring after a lap.
+ * The whole ring at the grant (2 ms for the 2 MiB first ring, most of it making its pages):
+ * prefaulting ahead of the tail in pieces instead, as far again as the sender had written,
+ * kept the pages of a short job's few records only, but put the first lap's pages in the
+ * measured part of a ping-pong (tmx_pingpong -t bw -m 8:8, 8 runs each on a loaded machine:
+ * best 51 MB/s against 80 with TMX_RING=no, 95 against 110 with rings).
  */
 static void tmx_soft_prefault(uint8_t *ring, size_t size)
 {
 #ifdef MADV_POPULATE_WRITE
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t a    = (uintptr_t)ring & ~(page - 1); /* the segment's mapping starts on a page */
-
-    (void)madvise((void *)a, (uintptr_t)ring + size - a, MADV_POPULATE_WRITE); /* failure is
-                                                                                * harmless */
+    (void)madvise(ring, size, MADV_POPULATE_WRITE); /* an optimization: failure is harmless */
 #endif
     for (size_t off = 0; off < size; off += TMX_SOFT_LINE) {
         (void)*(volatile uint8_t *)(ring + off);
-    }
-}
-
-/* Prefaults the lent ring from qp->out_warm past upto (a position the sender is about to
- * write): to upto + TMX_SOFT_WARM + what was written since the grant, at most its first lap,
- * in pieces that end on TMX_SOFT_WARM boundaries of the ring. */
-static __attribute__((noinline)) void tmx_soft_warm(tmx_soft_qp_t *qp, uint64_t upto)
-{
-    upto += TMX_SOFT_WARM + (upto - (qp->out_warm_end - qp->out_size));
-    upto = (upto + TMX_SOFT_WARM - 1) & ~(uint64_t)(TMX_SOFT_WARM - 1);
-    if (upto > qp->out_warm_end) {
-        upto = qp->out_warm_end;
-    }
-    while (qp->out_warm < upto) {
-        uint64_t off = qp->out_warm & (qp->out_size - 1);
-        uint64_t len = upto - qp->out_warm;
-
-        if (len > qp->out_size - off) {
-            len = qp->out_size - off; /* to the end of the ring, then from its start */
-        }
-        tmx_soft_prefault(qp->out_ring + off, len);
-        qp->out_warm += len;
     }
 }
 

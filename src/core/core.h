@@ -125,6 +125,7 @@ typedef struct tmx_worker {
     tmx_list_t        pending_eps;  /* endpoints with queued sends */
     tmx_list_t        claimed;      /* messages claimed by a probe, not yet received */
     tmx_mpool_t       req_mp;
+    tmx_mpool_t       msg_mp;       /* unexpected messages of up to TMX_MSG_POOL_DATA bytes */
     size_t            unexp_bytes;
     size_t            unexp_budget;
     size_t            eager_max;
@@ -333,6 +334,10 @@ typedef struct tmx_request {
 #define TMX_PROTO_IMM_FLAG  (1ULL << 32)
 #define TMX_PROTO_IMM(_v)   (TMX_PROTO_IMM_FLAG | (uint64_t)(uint32_t)(_v))
 
+/* Payload bytes of the largest unexpected message buffered in the worker's pool rather than
+ * by malloc (tmx_proto_message_new): a slot of the eager-RDMA ring's default size. */
+#define TMX_MSG_POOL_DATA 2048
+
 /* An arrived, unmatched message (also the handle of a claimed message). */
 typedef struct tmx_message {
     uint32_t        magic;
@@ -341,6 +346,7 @@ typedef struct tmx_message {
     uint8_t         op;           /* TMX_PROTO_EAGER / _RTS */
     uint8_t         sync;
     uint8_t         credit_owed;  /* credit goes back when this is consumed */
+    uint8_t         pooled;       /* from worker->msg_mp, not malloc */
     uint64_t        ep_id;        /* the connection it came on (looked up, never a pointer) */
     size_t          length;       /* the sender's length */
     uint64_t        sreq_id;

@@ -480,6 +480,12 @@ TMX_API tmx_status_t tmx_worker_create(tmx_context_h ctx, const tmx_worker_param
     if (status != TMX_OK) {
         goto err_hash;
     }
+    status = tmx_mpool_init(&w->msg_mp, sizeof(tmx_message_t) + TMX_MSG_POOL_DATA, 64, 16, 0,
+                            "unexpected messages");
+    if (status != TMX_OK) {
+        tmx_mpool_cleanup(&w->req_mp);
+        goto err_hash;
+    }
 
     for (int p = 0; p < ctx->num_provs && w->num_ifaces < TMX_MAX_IFACES; p++) {
         const tmx_prov_t *prov = ctx->provs[p];
@@ -521,6 +527,7 @@ TMX_API tmx_status_t tmx_worker_create(tmx_context_h ctx, const tmx_worker_param
     return TMX_OK;
 
 err_mpool:
+    tmx_mpool_cleanup(&w->msg_mp);
     tmx_mpool_cleanup(&w->req_mp);
 err_hash:
     tmx_hash_cleanup(&w->ep_by_qpn);
@@ -542,13 +549,17 @@ static void tmx_worker_drop_unexpected(tmx_worker_t *w)
     while ((u = tmx_tag_unexp_match(&w->tm, 0, 0, 0, 1)) != NULL) {
         tmx_message_t *msg = tmx_container_of(u, tmx_message_t, unexp);
         msg->magic         = TMX_MAGIC_DEAD;
-        free(msg);
+        if (!msg->pooled) {
+            free(msg); /* pooled ones die with the pool */
+        }
     }
     while (!tmx_list_is_empty(&w->claimed)) {
         tmx_message_t *msg = tmx_container_of(tmx_list_pop_head(&w->claimed), tmx_message_t,
                                               claimed_link);
         msg->magic         = TMX_MAGIC_DEAD;
-        free(msg);
+        if (!msg->pooled) {
+            free(msg);
+        }
     }
 }
 
@@ -602,6 +613,7 @@ TMX_API tmx_status_t tmx_worker_destroy(tmx_worker_h w)
     tmx_worker_unlock(w);
     /* Requests the user never freed live in the pool; they die with it. */
     tmx_mpool_cleanup(&w->req_mp);
+    tmx_mpool_cleanup(&w->msg_mp);
     tmx_hash_cleanup(&w->ep_by_qpn);
     tmx_hash_cleanup(&w->ep_by_id);
     tmx_hash_cleanup(&w->passive_by_key);

@@ -64,7 +64,7 @@ else
     show
 fi
 
-# Compact messages count towards lending a ring (16 eager messages by the queue, TMX_RING=auto)
+# Compact messages count towards lending a ring (a few eager messages by the queue, TMX_RING=auto)
 # as the others do: 4 KiB messages, all compact after the first, still get their sender a ring.
 run 120 env TMX_RING=auto TMX_RING_MODE=imm TMX_LOG_LEVEL=info "$TMXRUN" -n 2 --timeout 100 \
     "$PP" -t lat -m 4k:4k -n 50 -w 5

@@ -47,4 +47,18 @@ run 120 env TMX_RING=no RING_EXPECT_MODE=none "$TMXRUN" -n 2 --timeout 100 "$pro
 expect_rc 0 "TMX_RING=no"
 expect_grep "$T/out" "rank 1: rings lent 0 taken 0; sent 0 received 0" "no ring with TMX_RING=no"
 expect_grep "$T/out" "rank 1: all ok" "and the messages all came"
+
+# TMX_RING=auto: while the receiver has rings to spare, a sender is lent one at its 2nd eager
+# message (it was the 16th: a short job's traffic met the grant midway). A ping-pong of 4
+# messages each way: both ranks take a ring.
+run 60 env TMX_RING=auto TMX_LOG_LEVEL=info "$TMXRUN" -n 2 --timeout 50 \
+    "$B/examples/tmx_pingpong" -t lat -m 8:8 -n 3 -w 1
+expect_rc 0 "TMX_RING=auto: a ping-pong of 4 messages"
+n=$(grep -c 'endpoint to .*: eager-RDMA ring [a-z0-9]* (' "$T/err")
+if [ "$n" -eq 2 ]; then
+    ok "TMX_RING=auto: both senders were lent a ring within 4 messages"
+else
+    fail "TMX_RING=auto: $n of 2 senders were lent a ring within 4 messages"
+    show
+fi
 finish

@@ -3047,6 +3047,17 @@ Test(soft, mem_alloc_gives_zeroed_lines_of_the_segment, .timeout = 10)
     ops->mem_free(c);
     ops->mem_free(d);
     cr_assert_eq(ops->mem_alloc(pd, 8192, acc, &a), TMX_OK, "everything is free again");
+    /* lines given out before (written above) and lines never given out, zero alike: the
+     * first are cleared, the second were never written (mem_alloc clears only the first) */
+    for (size_t i = 0; i < 8192; i++) {
+        cr_assert_eq(((uint8_t *)a->addr)[i], 0, "byte %zu of a reused area is not zero", i);
+    }
+    memset(a->addr, 0xcd, 8192);
+    ops->mem_free(a);
+    cr_assert_eq(ops->mem_alloc(pd, 4096, acc, &a), TMX_OK);
+    for (size_t i = 0; i < 4096; i++) {
+        cr_assert_eq(((uint8_t *)a->addr)[i], 0, "byte %zu after a whole reuse", i);
+    }
     ops->mem_free(a);
     /* the generic host fallback: zeroed, page-aligned, registered */
     cr_assert_eq(tmx_prov_host_mem_alloc(pd, 5000, acc, &h), TMX_OK);

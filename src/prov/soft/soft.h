@@ -524,6 +524,7 @@ struct tmx_soft_dev {
     uint64_t           *dm_map;      /* its lines: bit set = taken */
     size_t              dm_lines;
     size_t              dm_hint;     /* no free line below this one */
+    size_t              dm_clean;    /* lines from here on were never given out: still zero */
     unsigned long       stat_ooo_qps; /* QPs that enabled OOO placement */
 
     tmx_soft_qp_t     **qps;     /* by control line slot */

@@ -2694,6 +2694,12 @@ tmx_status_t tmx_soft_qp_addr_dev(const void *blob, size_t len, const uint8_t **
  * upgrade, as in every later lap) instead of fetching each from memory. Measured
  * (tmx_pingpong -t rate -m 8:8 -n 100, fast mode, interleaved): 10.8-12.3 M msg/s before,
  * 14.8-15.7 after.
+ *
+ * The whole ring at the grant (2 ms for the 2 MiB first ring, most of it making its pages):
+ * prefaulting ahead of the tail in pieces instead, as far again as the sender had written,
+ * kept the pages of a short job's few records only, but put the first lap's pages in the
+ * measured part of a ping-pong (tmx_pingpong -t bw -m 8:8, 8 runs each on a loaded machine:
+ * best 51 MB/s against 80 with TMX_RING=no, 95 against 110 with rings).
  */
 static void tmx_soft_prefault(uint8_t *ring, size_t size)
 {

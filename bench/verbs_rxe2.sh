@@ -14,7 +14,10 @@
 # as it is, tmx with TMX_WAIT=spin) and "event" (ibv_rc_pingpong -e, which sleeps on the
 # completion channel; tmx with TMX_WAIT=sleep). With one vCPU per guest a poller holds the
 # CPU that rxe's kernel work (its tasklets, the NIC's softirq) needs, until the scheduler's
-# tick: polling is the slow way here. A third mode, "eager" (sizes above 16 KiB only), is
+# tick: polling is the slow way here. Packets: rxe0's counters in guest A (sent_pkts +
+# rcvd_pkts: data and acknowledgements both ways, retransmissions included) per round trip,
+# which the host's load changes only through retransmissions: tmx's include its warmup, check
+# round and connection set-up, spread over the round trips. A third mode, "eager" (sizes above 16 KiB only), is
 # "event" with TMX_EAGER_MAX=128k: the message goes as one eager send like ibv_rc_pingpong's,
 # instead of the rendezvous (RTS, RDMA READ, FIN: two more trips over the wire). Each cell is the median of ROUNDS rounds (default 3);
 # every round is printed too.
@@ -56,6 +59,8 @@ trap 'rm -rf "$T"' EXIT
 unset TMX_PROVIDERS # every provider: the soft device refuses the other machine's rank
 
 # wait_file F: up to 120 s
+hw=/sys/class/infiniband/$dev/ports/1/hw_counters
+pk() { echo $(( $(cat "$hw/sent_pkts" 2>/dev/null || echo 0) + $(cat "$hw/rcvd_pkts" 2>/dev/null || echo 0) )); }
 wait_file() {
     local i
     for i in $(seq 1 1200); do [ -s "$1" ] && return 0; sleep 0.1; done
@@ -85,6 +90,7 @@ for r in $(seq 1 "$rounds"); do
             wait $sp
         else
             wait_file "$D/raw.$step" || exit 1
+            p0=$(pk)
             row=
             for _ in $(seq 1 20); do
                 timeout -s KILL 300 ibv_rc_pingpong -d "$dev" -g "$gid" -s "$s" -n "$n" -p "$port" \
@@ -93,17 +99,21 @@ for r in $(seq 1 "$rounds"); do
                 sleep 0.5
             done
             awk -v v="${row:-nan}" 'BEGIN {print (v == "nan" ? "nan" : v / 2)}' >>"$T/raw.$m.$s"
+            awk -v a="$p0" -v b="$(pk)" -v n="$n" 'BEGIN {printf "%.2f\n", (b - a) / n}' >>"$T/rpk.$m.$s"
         fi
         # tmx: rank 0 in A under tmxrun, rank 1 in B by hand
         tn=$n tw=$((n / 10 > 0 ? n / 10 : 1))
         [ "$s" -gt 8192 ] && tn=$((n * 10)) tw=$((tw * 10)) # tmx_pingpong divides by 10
         args=(-t lat -M -m "$s:$s" -n "$tn" -w "$tw" -f csv)
         if [ "$side" = a ]; then
+            p0=$(pk)
             TMX_WAIT=$wait_mode TMX_EAGER_MAX=$eager "$B/tools/tmxrun" -n 2 --boot-listen "$RXE_VM_IP:0" \
                 --local-ranks 0 --boot-addr-file "$D/tmx.$step.addr" --remote-timeout 120 \
                 --timeout 600 "$B/examples/tmx_pingpong" "${args[@]}" >"$T/tmx" 2>"$T/tmx.err"
             awk -F, '$1 ~ /^[0-9]+$/ {print $2, $3; f = 1; exit} END {if (!f) print "nan nan"}' \
                 "$T/tmx" >>"$T/tmx.$m.$s"
+            awk -v a="$p0" -v b="$(pk)" -v n="$n" -v w="$((n / 10 > 0 ? n / 10 : 1))" \
+                'BEGIN {printf "%.2f\n", (b - a) / (n + w + 1)}' >>"$T/tpk.$m.$s"
             echo "# round $r size $s $m: raw $(tail -n 1 "$T/raw.$m.$s") us, tmx mean/median" \
                  "$(tail -n 1 "$T/tmx.$m.$s") us" >&2
         else
@@ -117,22 +127,27 @@ for r in $(seq 1 "$rounds"); do
   done
 done
 [ "$side" = b ] && exit 0
+echo "# rxe0 counters of guest A that are not 0 (the whole run): $(cd "$hw" && for f in *; do
+    v=$(cat "$f" 2>/dev/null); [ "${v:-0}" != 0 ] && printf '%s=%s ' "$f" "$v"; done)"
 
 median() { grep -v '^nan$' | sort -g | awk '{a[NR] = $1} END {if (NR) print a[int((NR + 1) / 2)]; else print "nan"}'; }
 echo "# tmx over verbs vs ibv_rc_pingpong across two guests (rxe0 on virtio-net, -netdev dgram),"
 echo "# ${RXE_VM2_SMP:-1} vCPU(s) each; half round trip in us, median of $rounds rounds; poll: raw"
 echo "# polls, TMX_WAIT=spin; event: ibv_rc_pingpong -e, TMX_WAIT=sleep; eager: event with"
 echo "# TMX_EAGER_MAX=128k"
-printf "%-6s %-6s %10s %10s %10s %8s %8s\n" mode size raw tmx_mean tmx_med mean/raw med/raw
+printf "%-6s %-6s %10s %10s %10s %8s %8s %7s %7s\n" mode size raw tmx_mean tmx_med mean/raw \
+    med/raw pk_raw pk_tmx
 for m in $modes; do
     for s in $sizes; do
         [ -f "$T/raw.$m.$s" ] || continue
         raw=$(median <"$T/raw.$m.$s")
         tm=$(awk '{print $1}' "$T/tmx.$m.$s" | median)
         td=$(awk '{print $2}' "$T/tmx.$m.$s" | median)
-        awk -v m="$m" -v s="$s" -v r="$raw" -v a="$tm" -v d="$td" 'BEGIN {
-            printf "%-6s %-6s %10.1f %10.1f %10.1f %8.2f %8.2f\n", m, s, r, a, d,
-                   (r > 0 ? a / r : 0), (r > 0 ? d / r : 0)}'
+        pr=$(median <"$T/rpk.$m.$s")
+        pt=$(median <"$T/tpk.$m.$s")
+        awk -v m="$m" -v s="$s" -v r="$raw" -v a="$tm" -v d="$td" -v pr="$pr" -v pt="$pt" 'BEGIN {
+            printf "%-6s %-6s %10.1f %10.1f %10.1f %8.2f %8.2f %7.2f %7.2f\n", m, s, r, a, d,
+                   (r > 0 ? a / r : 0), (r > 0 ? d / r : 0), pr, pt}'
     done
 done
 echo "# every round: raw | tmx mean median"

@@ -251,19 +251,19 @@ static int tmxrun_parse_np(const char *s, int *np_p)
     return 0;
 }
 
-static int tmxrun_parse_timeout(const char *s, double *t_p)
+static int tmxrun_parse_timeout(const char *opt, const char *s, double *t_p)
 {
     char *end;
     double v;
 
     if (s == NULL || !(isdigit((unsigned char)s[0]) || s[0] == '.')) {
-        tmxrun_msg("--timeout needs a number of seconds, got '%s'", s != NULL ? s : "");
+        tmxrun_msg("%s needs a number of seconds, got '%s'", opt, s != NULL ? s : "");
         return -1;
     }
     errno = 0;
     v     = strtod(s, &end);
     if (errno != 0 || *end != '\0' || !isfinite(v) || v <= 0 || v > 1e8) {
-        tmxrun_msg("--timeout %s: seconds must be a positive number", s);
+        tmxrun_msg("%s %s: seconds must be a positive number", opt, s);
         return -1;
     }
     *t_p = v;
@@ -449,7 +449,7 @@ static int tmxrun_parse_args(int argc, char **argv, tmxrun_opts_t *opts)
             }
         } else if (strcmp(a, "--timeout") == 0 || strncmp(a, "--timeout=", 10) == 0) {
             val = (a[9] == '=') ? a + 10 : ((i + 1 < argc) ? argv[++i] : NULL);
-            if (tmxrun_parse_timeout(val, &opts->timeout) != 0) {
+            if (tmxrun_parse_timeout("--timeout", val, &opts->timeout) != 0) {
                 return -1;
             }
         } else if (tmxrun_is_opt(a, "--bind-to") || tmxrun_is_opt(a, "--bind") ||
@@ -492,7 +492,7 @@ static int tmxrun_parse_args(int argc, char **argv, tmxrun_opts_t *opts)
                 opts->addr_file = val;
             } else {
                 double t = 0;
-                if (tmxrun_parse_timeout(val, &t) != 0) {
+                if (tmxrun_parse_timeout("--remote-timeout", val, &t) != 0) {
                     return -1;
                 }
                 opts->remote_timeout = t;

@@ -55,16 +55,23 @@ c=$(cat "$T/out" "$T/remote.1" "$T/remote.2" 2>/dev/null | grep -c "rank [0-9] o
 
 # 2. the local ranks' environment with --local-ranks 1-2 of 3, a fixed port, and no address
 #    file: tmxrun says on stderr how to start the remote rank
-port=$((30000 + $$ % 20000))
 env_cmd='echo "env $TMX_RANK $TMX_LOCAL_RANK $TMX_LOCAL_SIZE $TMX_BOOT_ADDR"; exec "$0" 3'
-timeout -s KILL 60 "$TMXRUN" -n 3 --local-ranks 1-2 --boot-listen "127.0.0.1:$port" \
-    --timeout 50 sh -c "$env_cmd" "$P" >"$T/out" 2>"$T/err" </dev/null &
-tp=$!
-A=
-for _ in $(seq 1 100); do
-    A=$(sed -n 's/.*TMX_BOOT_ADDR=\([^ ]*\).*/\1/p' "$T/err")
+# a fixed port that may be taken meanwhile by someone else: a few tries
+for try in 1 2 3 4 5; do
+    port=$((20000 + ($$ * 7 + try * 4099) % 30000))
+    : >"$T/err"
+    timeout -s KILL 60 "$TMXRUN" -n 3 --local-ranks 1-2 --boot-listen "127.0.0.1:$port" \
+        --timeout 50 sh -c "$env_cmd" "$P" >"$T/out" 2>"$T/err" </dev/null &
+    tp=$!
+    A=
+    for _ in $(seq 1 100); do
+        A=$(sed -n 's/.*TMX_BOOT_ADDR=\([^ ]*\).*/\1/p' "$T/err")
+        [ -n "$A" ] && break
+        grep -q "Address already in use" "$T/err" && break
+        sleep 0.1
+    done
     [ -n "$A" ] && break
-    sleep 0.1
+    wait $tp
 done
 [ -n "$A" ] && remote 0 3 "$A" "$P" 3
 wait $tp

@@ -135,6 +135,9 @@ if [ "$side" = a ]; then
         fail "boot ids '$a' and '$b': not two machines"
     fi
 fi
+# what rxe did on the wire, retransmissions and duplicates included (for the log)
+echo "# rxe0 counters of guest $side that are not 0: $(cd "$hw" && for f in *; do
+    v=$(cat "$f" 2>/dev/null); [ "${v:-0}" != 0 ] && printf '%s=%s ' "$f" "$v"; done)"
 rm -rf "$T"
 if [ "$fails" -eq 0 ]; then
     echo "PASS ($side): $me"

@@ -31,6 +31,8 @@
 #                  qemu on 127.0.0.1:LPORT that sends to 127.0.0.1:RPORT (-netdev dgram): a
 #                  second guest with the ports swapped and another --ip is on the same
 #                  Ethernet segment (scripts/rxe-vm2.sh runs such a pair)
+#   --clocksource C  the guest kernel's clocksource (clocksource=C: tsc, hpet, acpi_pm);
+#                  default the kernel's choice (tsc, its rate calibrated at boot)
 #   -v             show the kernel's messages, the guest's setup steps and the times
 #
 # In the guest: rxe0 on netdev rxenet0 (10.77.0.1/24 or --ip), port ACTIVE and the RoCE v2
@@ -68,6 +70,7 @@ lock=yes
 check=no
 rxe_ip=10.77.0.1
 dgram=
+clocksource=${RXE_VM_CLOCKSOURCE:-}
 shares=() # "rw DIR" or "ro DIR"
 
 usage() { sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$script"; }
@@ -86,6 +89,7 @@ while [ $# -gt 0 ]; do
         --no-lock)   lock=no ;;
         --ip)        rxe_ip=${2:?--ip needs an IPv4 address}; shift ;;
         --net-dgram) dgram=${2:?--net-dgram needs LPORT:RPORT}; shift ;;
+        --clocksource) clocksource=${2:?--clocksource needs a name}; shift ;;
         -v)          verbose=1 ;;
         -h|--help)   usage; exit 0 ;;
         --)          shift; break ;;
@@ -108,6 +112,10 @@ fi
 if [ -n "$dgram" ] && ! [[ "$dgram" =~ ^[1-9][0-9]{0,4}:[1-9][0-9]{0,4}$ ]]; then
     echo "$me: --net-dgram wants LPORT:RPORT (UDP ports of 127.0.0.1), not '$dgram'" >&2; exit 2
 fi
+case "$clocksource" in
+    ''|[a-z]*[a-z0-9_]) ;;
+    *) echo "$me: --clocksource '$clocksource' is not a clocksource name" >&2; exit 2 ;;
+esac
 case "$accel" in
     tcg|kvm) ;;
     *) echo "$me: --accel must be tcg or kvm, not '$accel'" >&2; exit 2 ;;
@@ -482,6 +490,7 @@ done < <(for sh in ${shares[@]+"${shares[@]}"}; do
 } >"$ctl/cmd.sh"
 
 append="console=ttyS0 panic=-1 rdinit=/init tmxvm.verbose=$verbose tmxvm.ip=$rxe_ip"
+[ -n "$clocksource" ] && append+=" clocksource=$clocksource"
 net_args=()
 if [ -n "$dgram" ]; then
     append+=" tmxvm.net=nic"

@@ -18,7 +18,15 @@
 #   --grace S      once one guest failed, give the other S seconds to finish (default 20),
 #                  then kill it: a command waiting for its failed peer does not hold the pair
 #                  until --timeout
+#   --clocksource C  the guests' clocksource (default hpet, see below; RXE_VM_CLOCKSOURCE)
 #   -v             scripts/rxe-vm.sh -v for both
+#
+# Clock: under TCG a guest kernel calibrates its TSC against the emulated HPET at boot, and on
+# a loaded host that can go wrong: once a guest's clock ran 2.5 times as fast as the host's,
+# and with it rxe's retransmission timer (67 ms, 7 tries) and tmx's timeouts: rxe gave up on
+# the other guest ("transport retry exceeded"). qemu's HPET counts the host's time, so the
+# guests keep time with clocksource=hpet whatever the calibration (clock_gettime becomes a
+# system call; the pair's test and benchmark times did not change measurably).
 #
 # Guest A is 10.77.0.1 and runs CMD_A, guest B 10.77.0.2 and runs CMD_B. Each command runs as
 # under scripts/rxe-vm.sh (the host's root read-only, the same directory and environment) and
@@ -43,6 +51,7 @@ timeout_s=${RXE_VM2_TIMEOUT:-300}
 smp=${RXE_VM2_SMP:-1}
 mem=${RXE_VM2_MEM:-768}
 grace=20
+clocksource=${RXE_VM_CLOCKSOURCE:-hpet}
 check=no
 vflag=()
 rw=()
@@ -57,6 +66,7 @@ while [ $# -gt 0 ]; do
         --mem)     mem=${2:?--mem needs MiB}; shift ;;
         --rw)      rw+=(--rw "${2:?--rw needs a directory}"); shift ;;
         --grace)   grace=${2:?--grace needs seconds}; shift ;;
+        --clocksource) clocksource=${2:?--clocksource needs a name}; shift ;;
         -v)        vflag=(-v) ;;
         -h|--help) usage; exit 0 ;;
         --)        shift; break ;;
@@ -132,7 +142,7 @@ guest() {
     shift 5
     RXE_VM2_SIDE=$side RXE_VM_PEER_IP=$peer RXE_VM2_DIR=$dir \
         bash "$vm" --no-lock ${vflag[@]+"${vflag[@]}"} --timeout "$timeout_s" --smp "$smp" \
-        --mem "$mem" --ip "$ip" --net-dgram "$lp:$rp" --rw "$dir" ${rw[@]+"${rw[@]}"} \
+        --mem "$mem" --clocksource "$clocksource" --ip "$ip" --net-dgram "$lp:$rp" --rw "$dir" ${rw[@]+"${rw[@]}"} \
         -- "$@" </dev/null > >(sed -u "s/^/[$side] /") 2>&1 &
     gpid=$!
 }

@@ -61,6 +61,23 @@ cnt() { cat "$hw/$1" 2>/dev/null || echo 0; }
 unset TMX_PROVIDERS
 export TMX_LOG_LEVEL=info
 cat /proc/sys/kernel/random/boot_id >"$D/boot.$side"
+# The guest's clock against the host's: a file made in the shared directory gets the host's
+# time. Under TCG the kernel calibrates its TSC at boot; on a loaded host a bad calibration
+# makes every timer of the guest (rxe's retransmissions, tmx's timeouts) run fast or slow.
+clk0=$(date +%s.%N)
+touch "$D/clk.$side.0"
+clock_report() {
+    local g h
+    touch "$D/clk.$side.1"
+    g=$(echo "$(date +%s.%N) $clk0" | awk '{printf "%.1f", $1 - $2}')
+    h=$(echo "$(stat -c %.9Y "$D/clk.$side.1") $(stat -c %.9Y "$D/clk.$side.0")" |
+        awk '{printf "%.1f", $1 - $2}')
+    echo "# guest $side clock: $g s while the host's ran $h s; $(dmesg | grep -m1 -o 'tsc: Detected.*'), clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+    if awk -v g="$g" -v h="$h" 'BEGIN {exit !(h > 5 && (g / h > 1.2 || g / h < 0.8))}'; then
+        echo "# WARNING (guest $side): its clock is off by more than 20%: rxe's retransmission" \
+             "timer and tmx's timeouts with it (scripts/rxe-vm2.sh --clocksource)"
+    fi
+}
 
 # job N MINPKTS CMD...: rank 0 here (side a, under tmxrun) or rank 1 here (side b, by hand),
 # then the checks of this side: the status, the provider of the endpoints, rxe's packets.
@@ -136,6 +153,7 @@ if [ "$side" = a ]; then
         fail "boot ids '$a' and '$b': not two machines"
     fi
 fi
+clock_report
 # what rxe did on the wire, retransmissions and duplicates included (for the log)
 echo "# rxe0 counters of guest $side that are not 0: $(cd "$hw" && for f in *; do
     v=$(cat "$f" 2>/dev/null); [ "${v:-0}" != 0 ] && printf '%s=%s ' "$f" "$v"; done)"

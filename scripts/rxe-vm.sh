@@ -492,6 +492,7 @@ done < <(for sh in ${shares[@]+"${shares[@]}"}; do
 append="console=ttyS0 panic=-1 rdinit=/init tmxvm.verbose=$verbose tmxvm.ip=$rxe_ip"
 [ -n "$clocksource" ] && append+=" clocksource=$clocksource"
 net_args=()
+net_wrap=()
 if [ -n "$dgram" ]; then
     append+=" tmxvm.net=nic"
     # a MAC of its own per address (locally administered, from the IPv4 address)
@@ -499,6 +500,29 @@ if [ -n "$dgram" ]; then
     # shellcheck disable=SC2054 # the commas are qemu's
     net_args=(-netdev "dgram,id=wire,local.type=inet,local.host=127.0.0.1,local.port=${dgram%%:*},remote.type=inet,remote.host=127.0.0.1,remote.port=${dgram##*:}"
               -device "virtio-net-pci,netdev=wire,mac=$mac")
+    # qemu's own UDP socket has the default receive buffer (212992 bytes), which a burst of
+    # rxe (an RDMA READ of 1 MiB is 1024 frames) overflows whenever that qemu waits for a CPU
+    # on a loaded host: the frames are dropped, rxe's retries (7) burst again, and it gives up
+    # ("transport retry exceeded"). With perl (always there on Debian) the socket is made here,
+    # with 16 MiB buffers (SO_RCVBUFFORCE as root, else up to net.core.rmem_max), bound and
+    # connected, and handed to qemu as a file descriptor.
+    if command -v perl >/dev/null 2>&1; then
+        net_args[1]="dgram,id=wire,local.type=fd,local.str=@FD@"
+        # shellcheck disable=SC2016 # perl's variables
+        net_wrap=(perl -MSocket -MFcntl -e '
+            my ($lp, $rp, @cmd) = @ARGV;
+            socket(my $s, PF_INET, SOCK_DGRAM, 0) or die "rxe-vm: socket: $!\n";
+            for ([33, SO_RCVBUF], [32, SO_SNDBUF]) { # SO_RCVBUFFORCE, SO_SNDBUFFORCE
+                setsockopt($s, SOL_SOCKET, $_->[0], pack("i", 1 << 24)) or
+                    setsockopt($s, SOL_SOCKET, $_->[1], pack("i", 1 << 24));
+            }
+            bind($s, pack_sockaddr_in($lp, inet_aton("127.0.0.1"))) or die "rxe-vm: bind $lp: $!\n";
+            connect($s, pack_sockaddr_in($rp, inet_aton("127.0.0.1"))) or die "rxe-vm: connect: $!\n";
+            fcntl($s, F_SETFD, 0) or die "rxe-vm: fcntl: $!\n";
+            my $fd = fileno($s);
+            s/\@FD\@/$fd/g for @cmd;
+            exec {$cmd[0]} @cmd or die "rxe-vm: exec $cmd[0]: $!\n";' "${dgram%%:*}" "${dgram##*:}")
+    fi
 else
     append+=" tmxvm.net=dummy"
 fi
@@ -534,7 +558,7 @@ fi
 t0=$(date +%s%N)
 # timeout(1) runs qemu in a process group of its own, which a Ctrl-C on the terminal does not
 # reach: an interrupted script stops the guest itself.
-timeout -s TERM -k 5 "$timeout_s" "${qemu_cmd[@]}" </dev/null &
+timeout -s TERM -k 5 "$timeout_s" ${net_wrap[@]+"${net_wrap[@]}"} "${qemu_cmd[@]}" </dev/null &
 qpid=$!
 # The command's output, as the guest writes it, until qemu ends (then tail reads to the end).
 : >"$ctl/out"

@@ -45,7 +45,9 @@ if [ -z "${RXE_VM2_SIDE:-}" ]; then
     [ -f "$vm2" ] || { echo "$me: no $vm2" >&2; exit 99; }
     unset TMX_PROVIDERS
     export TMX_BUILDDIR="$B" CONF_SCHEDULES="$schedules"
-    exec bash "$vm2" --timeout "${RXE_VM2_TIMEOUT:-170}" -- bash "$here/two_guests.sh" --- \
+    # each job has a timeout of its own within the guests' (boot, 60 s, 100 s, with room), so
+    # that a job that hangs is reported by tmxrun with its output
+    exec bash "$vm2" --timeout "${RXE_VM2_TIMEOUT:-240}" -- bash "$here/two_guests.sh" --- \
         bash "$here/two_guests.sh"
 fi
 
@@ -79,15 +81,15 @@ clock_report() {
     fi
 }
 
-# job N MINPKTS CMD...: rank 0 here (side a, under tmxrun) or rank 1 here (side b, by hand),
+# job N MINPKTS SECONDS CMD...: rank 0 here (side a, under tmxrun) or rank 1 here (side b, by hand),
 # then the checks of this side: the status, the provider of the endpoints, rxe's packets.
 job() {
-    local n=$1 minpkts=$2 rc s0 r0 s1 r1 a t0
-    shift 2
+    local n=$1 minpkts=$2 secs=$3 rc s0 r0 s1 r1 a t0
+    shift 3
     s0=$(cnt sent_pkts) r0=$(cnt rcvd_pkts) t0=$(date +%s)
     if [ "$side" = a ]; then
         "$B/tools/tmxrun" -n 2 --boot-listen "$RXE_VM_IP:0" --local-ranks 0 \
-            --boot-addr-file "$D/job$n.addr" --remote-timeout 90 --timeout 150 "$@" \
+            --boot-addr-file "$D/job$n.addr" --remote-timeout 90 --timeout "$secs" "$@" \
             >"$T/out.$n" 2>"$T/err.$n"
         rc=$?
     else
@@ -100,14 +102,19 @@ job() {
             fail "job $n: no bootstrap address from guest A in 90 s"
             return
         fi
-        TMX_RANK=1 TMX_SIZE=2 TMX_BOOT_ADDR=$a timeout -s KILL 150 "$@" >"$T/out.$n" 2>"$T/err.$n"
+        TMX_RANK=1 TMX_SIZE=2 TMX_BOOT_ADDR=$a timeout -s KILL $((secs + 10)) "$@" >"$T/out.$n" \
+            2>"$T/err.$n"
         rc=$?
     fi
     s1=$(cnt sent_pkts) r1=$(cnt rcvd_pkts)
     echo "# job $n took $(($(date +%s) - t0)) s"
     grep -v '^\[tmx .* info\]' "$T/err.$n" | sed 's/^/  err: /'
     grep -i 'seed' "$T/out.$n" | head -n 1 | sed 's/^/  out: /'
-    grep -v '^#' "$T/out.$n" | tail -n 4 | sed 's/^/  out: /'
+    if [ "$rc" -eq 0 ]; then
+        grep -v '^#' "$T/out.$n" | tail -n 4 | sed 's/^/  out: /'
+    else
+        sed 's/^/  out: /' "$T/out.$n" # all of it: which case failed or hung
+    fi
     [ "$rc" -eq 0 ] && ok "job $n ($(basename "$1")): exit 0" || fail "job $n ($(basename "$1")): exit $rc"
     # the endpoint to the other rank (not the one to itself, which the soft device carries)
     if grep -q 'endpoint to [0-9a-f]*: provider verbs, device rxe0' "$T/err.$n"; then
@@ -142,8 +149,8 @@ if [ "$side" = a ]; then
 fi
 
 # 17 sizes x (lat 2 x 23 round trips + bw windows): far more than 500 packets each way
-job 1 500 "$B/examples/tmx_pingpong" -t lat,bw -m 1:64K -n 20 -w 2 -W 8
-job 2 200 "$B/test/conformance/tmx_conformance" -n "$schedules" -T 60
+job 1 500 60 "$B/examples/tmx_pingpong" -t lat,bw -m 1:64K -n 20 -w 2 -W 8
+job 2 200 100 "$B/test/conformance/tmx_conformance" -n "$schedules" -T 30
 
 if [ "$side" = a ]; then
     a=$(cat "$D/boot.a" 2>/dev/null) b=$(cat "$D/boot.b" 2>/dev/null)

@@ -30,7 +30,9 @@
 #                  rxe on a virtio-net NIC instead of a dummy netdev, its wire a UDP socket of
 #                  qemu on 127.0.0.1:LPORT that sends to 127.0.0.1:RPORT (-netdev dgram): a
 #                  second guest with the ports swapped and another --ip is on the same
-#                  Ethernet segment (scripts/rxe-vm2.sh runs such a pair)
+#                  Ethernet segment (scripts/rxe-vm2.sh runs such a pair). With perl, qemu gets
+#                  a socket with 16 MiB buffers: its own 208 KiB one drops rxe's bursts
+#                  whenever qemu waits for a CPU, and rxe gives up after 7 retries
 #   --clocksource C  the guest kernel's clocksource (clocksource=C: tsc, hpet, acpi_pm);
 #                  default the kernel's choice (tsc, its rate calibrated at boot)
 #   -v             show the kernel's messages, the guest's setup steps and the times

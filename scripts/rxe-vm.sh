@@ -25,10 +25,20 @@
 #   --accel A      tcg (default, what CI has) or kvm (faster, when /dev/kvm is usable)
 #   --no-lock      do not wait for other guests (by default one guest runs at a time per
 #                  user: two guests of -smp 2 on a 2-core machine slow each other 10x)
+#   --ip A.B.C.D   the address of rxe's netdev (default 10.77.0.1; a /24)
+#   --net-dgram LPORT:RPORT
+#                  rxe on a virtio-net NIC instead of a dummy netdev, its wire a UDP socket of
+#                  qemu on 127.0.0.1:LPORT that sends to 127.0.0.1:RPORT (-netdev dgram): a
+#                  second guest with the ports swapped and another --ip is on the same
+#                  Ethernet segment (scripts/rxe-vm2.sh runs such a pair). With perl, qemu gets
+#                  a socket with 16 MiB buffers: its own 208 KiB one drops rxe's bursts
+#                  whenever qemu waits for a CPU, and rxe gives up after 7 retries
+#   --clocksource C  the guest kernel's clocksource (clocksource=C: tsc, hpet, acpi_pm);
+#                  default the kernel's choice (tsc, its rate calibrated at boot)
 #   -v             show the kernel's messages, the guest's setup steps and the times
 #
-# In the guest: rxe0 on netdev rxenet0 (10.77.0.1/24), port ACTIVE and the RoCE v2 IPv4 GID
-# at index 1 before the command starts; the command sees RXE_VM=1, RXE_VM_DEV=rxe0,
+# In the guest: rxe0 on netdev rxenet0 (10.77.0.1/24 or --ip), port ACTIVE and the RoCE v2
+# IPv4 GID at index 1 before the command starts; the command sees RXE_VM=1, RXE_VM_DEV=rxe0,
 # RXE_VM_NETDEV=rxenet0, RXE_VM_IP=10.77.0.1, RXE_VM_GID_INDEX=1, TMPDIR=/tmp and the rest of
 # the caller's environment. It runs as root with stdin from /dev/null, its stdout and stderr
 # both into a regular file (as under make check) which this script copies to stdout as it grows.
@@ -60,6 +70,9 @@ accel=${RXE_VM_ACCEL:-tcg}
 verbose=${RXE_VM_VERBOSE:-0}
 lock=yes
 check=no
+rxe_ip=10.77.0.1
+dgram=
+clocksource=${RXE_VM_CLOCKSOURCE:-}
 shares=() # "rw DIR" or "ro DIR"
 
 usage() { sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$script"; }
@@ -76,6 +89,9 @@ while [ $# -gt 0 ]; do
         --cache)     cache=${2:?--cache needs a directory}; shift ;;
         --accel)     accel=${2:?--accel needs tcg or kvm}; shift ;;
         --no-lock)   lock=no ;;
+        --ip)        rxe_ip=${2:?--ip needs an IPv4 address}; shift ;;
+        --net-dgram) dgram=${2:?--net-dgram needs LPORT:RPORT}; shift ;;
+        --clocksource) clocksource=${2:?--clocksource needs a name}; shift ;;
         -v)          verbose=1 ;;
         -h|--help)   usage; exit 0 ;;
         --)          shift; break ;;
@@ -92,6 +108,16 @@ for n in "$timeout_s" "$smp" "$mem"; do
         ''|*[!0-9]*) echo "$me: '$n' is not a number" >&2; exit 2 ;;
     esac
 done
+if ! [[ "$rxe_ip" =~ ^(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])){3}$ ]]; then
+    echo "$me: --ip '$rxe_ip' is not an IPv4 address" >&2; exit 2
+fi
+if [ -n "$dgram" ] && ! [[ "$dgram" =~ ^[1-9][0-9]{0,4}:[1-9][0-9]{0,4}$ ]]; then
+    echo "$me: --net-dgram wants LPORT:RPORT (UDP ports of 127.0.0.1), not '$dgram'" >&2; exit 2
+fi
+case "$clocksource" in
+    ''|[a-z]*[a-z0-9_]) ;;
+    *) echo "$me: --clocksource '$clocksource' is not a clocksource name" >&2; exit 2 ;;
+esac
 case "$accel" in
     tcg|kvm) ;;
     *) echo "$me: --accel must be tcg or kvm, not '$accel'" >&2; exit 2 ;;
@@ -100,11 +126,11 @@ esac
 # The guest's modules, in load order (each with its dependencies from modprobe, which come
 # first). crc32_generic: rxe computes its ICRC with the crypto API's crc32, which no module
 # dependency names; without it `rdma link add` fails with "No such file or directory".
-guest_modules=(virtio_pci 9pnet_virtio 9p crc32_generic rdma_rxe rdma_ucm dummy)
-# Shared with the guest's /init below.
+guest_modules=(virtio_pci 9pnet_virtio 9p virtio_net crc32_generic rdma_rxe rdma_ucm dummy)
+# Shared with the guest's /init below (the address and the kind of netdev come on the kernel's
+# command line: one initramfs serves every guest).
 rxe_dev=rxe0
 rxe_netdev=rxenet0
-rxe_ip=10.77.0.1
 
 # ---------------------------------------------------------------------------------------
 # Can the lane run here? Every "no" is a reason printed by skip() and exit 77.
@@ -281,9 +307,21 @@ done </ctl/shares
 # The network rxe runs on, with the host's own tools: busybox's ip applet cannot make a
 # dummy link, and busybox sh would prefer it to /usr/bin/ip.
 c() { say "$*"; chroot $R "$@" || die "$* failed"; }
+ip=$(sed -n 's/.*tmxvm.ip=\([0-9.]*\).*/\1/p' /proc/cmdline)
+net=$(sed -n 's/.*tmxvm.net=\([a-z]*\).*/\1/p' /proc/cmdline)
 c /usr/bin/ip link set lo up
-c /usr/bin/ip link add @NETDEV@ type dummy
-c /usr/bin/ip addr add @IP@/24 dev @NETDEV@
+if [ "$net" = nic ]; then
+    # the virtio-net NIC (-netdev dgram): the only Ethernet device there is
+    nic=
+    for d in /sys/class/net/*; do
+        [ "$(cat "$d/type" 2>/dev/null)" = 1 ] && [ -e "$d/device" ] && nic=${d##*/} && break
+    done
+    [ -n "$nic" ] || die "no virtio-net NIC (tmxvm.net=nic)"
+    c /usr/bin/ip link set "$nic" name @NETDEV@
+else
+    c /usr/bin/ip link add @NETDEV@ type dummy
+fi
+c /usr/bin/ip addr add "$ip/24" dev @NETDEV@
 c /usr/bin/ip link set @NETDEV@ up
 c /usr/bin/rdma link add @DEV@ type rxe netdev @NETDEV@
 # The port turns ACTIVE and the IPv4 GID (index 1) appears asynchronously.
@@ -338,8 +376,7 @@ if [ ! -s "$initrd" ]; then
         esac || skip "cannot unpack the module $path"
         printf '%s %s\n' "$name" "$args" >>"$stage/mods/order"
     done <<<"$order"
-    guest_init | sed -e "s/@DEV@/$rxe_dev/g" -e "s/@NETDEV@/$rxe_netdev/g" \
-                     -e "s/@IP@/$rxe_ip/g" >"$stage/init"
+    guest_init | sed -e "s/@DEV@/$rxe_dev/g" -e "s/@NETDEV@/$rxe_netdev/g" >"$stage/init"
     chmod 0755 "$stage/init"
     if ! (cd "$stage" && find . -mindepth 1 | LC_ALL=C sort |
               cpio -o -H newc -R 0:0 --quiet | gzip -1) >"$stage.cpio.gz"; then
@@ -454,7 +491,43 @@ done < <(for sh in ${shares[@]+"${shares[@]}"}; do
     printf '\n'
 } >"$ctl/cmd.sh"
 
-append="console=ttyS0 panic=-1 rdinit=/init tmxvm.verbose=$verbose"
+append="console=ttyS0 panic=-1 rdinit=/init tmxvm.verbose=$verbose tmxvm.ip=$rxe_ip"
+[ -n "$clocksource" ] && append+=" clocksource=$clocksource"
+net_args=()
+net_wrap=()
+if [ -n "$dgram" ]; then
+    append+=" tmxvm.net=nic"
+    # a MAC of its own per address (locally administered, from the IPv4 address)
+    mac=$(printf '52:54:%02x:%02x:%02x:%02x' ${rxe_ip//./ })
+    # shellcheck disable=SC2054 # the commas are qemu's
+    net_args=(-netdev "dgram,id=wire,local.type=inet,local.host=127.0.0.1,local.port=${dgram%%:*},remote.type=inet,remote.host=127.0.0.1,remote.port=${dgram##*:}"
+              -device "virtio-net-pci,netdev=wire,mac=$mac")
+    # qemu's own UDP socket has the default receive buffer (212992 bytes), which a burst of
+    # rxe (an RDMA READ of 1 MiB is 1024 frames) overflows whenever that qemu waits for a CPU
+    # on a loaded host: the frames are dropped, rxe's retries (7) burst again, and it gives up
+    # ("transport retry exceeded"). With perl (always there on Debian) the socket is made here,
+    # with 16 MiB buffers (SO_RCVBUFFORCE as root, else up to net.core.rmem_max), bound and
+    # connected, and handed to qemu as a file descriptor.
+    if command -v perl >/dev/null 2>&1; then
+        net_args[1]="dgram,id=wire,local.type=fd,local.str=@FD@"
+        # shellcheck disable=SC2016 # perl's variables
+        net_wrap=(perl -MSocket -MFcntl -e '
+            my ($lp, $rp, @cmd) = @ARGV;
+            socket(my $s, PF_INET, SOCK_DGRAM, 0) or die "rxe-vm: socket: $!\n";
+            for ([33, SO_RCVBUF], [32, SO_SNDBUF]) { # SO_RCVBUFFORCE, SO_SNDBUFFORCE
+                setsockopt($s, SOL_SOCKET, $_->[0], pack("i", 1 << 24)) or
+                    setsockopt($s, SOL_SOCKET, $_->[1], pack("i", 1 << 24));
+            }
+            bind($s, pack_sockaddr_in($lp, inet_aton("127.0.0.1"))) or die "rxe-vm: bind $lp: $!\n";
+            connect($s, pack_sockaddr_in($rp, inet_aton("127.0.0.1"))) or die "rxe-vm: connect: $!\n";
+            fcntl($s, F_SETFD, 0) or die "rxe-vm: fcntl: $!\n";
+            my $fd = fileno($s);
+            s/\@FD\@/$fd/g for @cmd;
+            exec {$cmd[0]} @cmd or die "rxe-vm: exec $cmd[0]: $!\n";' "${dgram%%:*}" "${dgram##*:}")
+    fi
+else
+    append+=" tmxvm.net=dummy"
+fi
 append+=" mitigations=off nokaslr tsc=reliable no_timer_check"
 # Kernel errors, oopses and panics always reach the output (loglevel 4: levels 0-3; a normal
 # boot prints none); -v shows the boot too, RXE_VM_LOGLEVEL=7 everything.
@@ -466,6 +539,7 @@ qemu_cmd=("$qemu" -nodefaults -no-user-config -display none -no-reboot
           -kernel "$boot_image" -initrd "$initrd" -append "$append"
           -chardev stdio,id=con,signal=on -serial chardev:con
           -device isa-debug-exit,iobase=0xf4,iosize=0x04
+          ${net_args[@]+"${net_args[@]}"}
           -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
           -virtfs "local,path=$ctl,mount_tag=tmxctl,security_model=none,multidevs=remap"
           ${share_args[@]+"${share_args[@]}"})
@@ -486,7 +560,7 @@ fi
 t0=$(date +%s%N)
 # timeout(1) runs qemu in a process group of its own, which a Ctrl-C on the terminal does not
 # reach: an interrupted script stops the guest itself.
-timeout -s TERM -k 5 "$timeout_s" "${qemu_cmd[@]}" </dev/null &
+timeout -s TERM -k 5 "$timeout_s" ${net_wrap[@]+"${net_wrap[@]}"} "${qemu_cmd[@]}" </dev/null &
 qpid=$!
 # The command's output, as the guest writes it, until qemu ends (then tail reads to the end).
 : >"$ctl/out"

@@ -4,7 +4,13 @@
  * first failure.
  *
  *   tmxrun -n N [--timeout SEC] [--bind-to LEVEL] [--map-by LEVEL] [--report-bindings]
- *          [--tag-output] [--] prog [args...]
+ *          [--tag-output] [--boot-listen IP[:PORT]] [--local-ranks LIST]
+ *          [--boot-addr-file FILE] [--remote-timeout SEC] [--] prog [args...]
+ *
+ * With --local-ranks, the ranks not listed are "remote": started by someone else (on another
+ * host, with TMX_RANK, TMX_SIZE and this launcher's TMX_BOOT_ADDR), they have no pid here.
+ * Their bootstrap connection is all we know of them: its close without a goodbye counts as
+ * the rank's death, and one that does not join within --remote-timeout fails the job.
  *
  * One thread, one poll() loop over: a self-pipe that the signal handlers write to, the
  * bootstrap listener, the ranks' bootstrap connections and (with --tag-output) their stdout
@@ -35,6 +41,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <netinet/tcp.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -54,6 +61,7 @@
 #define TMXRUN_MAX_STRAYS 16
 #define TMXRUN_DROP_MSGS 8 /* dropped strangers reported one by one; the rest are counted */
 #define TMXRUN_LINE_MAX 16384
+#define TMXRUN_REMOTE_TIME 60.0 /* default --remote-timeout */
 
 #define TMXRUN_AUTO (-1) /* --bind-to or --map-by not given */
 
@@ -64,6 +72,11 @@ typedef struct tmxrun_opts {
     int map_by;     /* tmx_topo_level_t (not none) or TMXRUN_AUTO */
     int report;     /* --report-bindings */
     int tag_output;
+    struct in_addr listen_ip; /* --boot-listen (network order); default 127.0.0.1 */
+    uint16_t listen_port;     /* 0: ephemeral */
+    const char *local_spec;   /* --local-ranks, NULL: every rank is started here */
+    const char *addr_file;    /* --boot-addr-file */
+    double remote_timeout;    /* --remote-timeout */
     char **argv; /* the program and its arguments */
     char path[PATH_MAX];
 } tmxrun_opts_t;
@@ -84,7 +97,9 @@ typedef struct tmxrun_out {
 } tmxrun_out_t;
 
 typedef struct tmxrun_rank {
-    pid_t pid;
+    pid_t pid;        /* 0 for a remote rank */
+    int remote;       /* not started here (--local-ranks) */
+    int local_idx;    /* index among the ranks started here, -1 remote */
     int alive;        /* not reaped yet */
     int joined;       /* said a valid hello */
     int left;         /* the bootstrap connection closed */
@@ -118,6 +133,9 @@ typedef struct tmxrun_conn {
 typedef struct tmxrun {
     tmxrun_opts_t opts;
     tmxrun_rank_t *ranks;
+    int nlocal;  /* ranks started here */
+    int nremote; /* ranks started elsewhere */
+    double remote_deadline; /* when the remote ranks must have joined */
     int nalive;
     pid_t pgid;
     tmxrun_conn_t *conns;
@@ -188,7 +206,9 @@ static void tmxrun_usage(FILE *stream)
 {
     fprintf(stream,
             "usage: tmxrun -n N [--timeout SEC] [--bind-to LEVEL] [--map-by LEVEL]\n"
-            "              [--report-bindings] [--tag-output] [--] prog [args...]\n"
+            "              [--report-bindings] [--tag-output] [--boot-listen IP[:PORT]]\n"
+            "              [--local-ranks LIST] [--boot-addr-file FILE] [--remote-timeout SEC]\n"
+            "              [--] prog [args...]\n"
             "  -n N                 start N ranks (1..%d) of prog on this host\n"
             "  --timeout SEC        kill the job after SEC seconds and exit 124\n"
             "  --bind-to LEVEL      none|core|numa|socket: bind each rank to the allowed CPUs\n"
@@ -198,8 +218,16 @@ static void tmxrun_usage(FILE *stream)
             "                       round-robin over NUMA nodes or sockets (default: core)\n"
             "  --report-bindings    print each rank's binding on stderr\n"
             "  --tag-output         prefix every output line with [rank]\n"
+            "  --boot-listen IP[:PORT]  serve the bootstrap on this IPv4 address of this host\n"
+            "                       (default 127.0.0.1, an ephemeral port), for remote ranks\n"
+            "  --local-ranks LIST   start only these ranks here (e.g. 0 or 0-3,8); the others\n"
+            "                       are started elsewhere with TMX_RANK, TMX_SIZE and the\n"
+            "                       TMX_BOOT_ADDR this prints (or writes to --boot-addr-file)\n"
+            "  --boot-addr-file FILE  write TMX_BOOT_ADDR (with its cookie) to FILE, mode 0600\n"
+            "  --remote-timeout SEC fail the job when a remote rank has not joined in SEC s\n"
+            "                       (default %g)\n"
             "  -h, --help           this text\n",
-            TMX_BOOT_MAX_SIZE);
+            TMX_BOOT_MAX_SIZE, TMXRUN_REMOTE_TIME);
 }
 
 /* ------------------------------------------------------------------ arguments */
@@ -223,23 +251,108 @@ static int tmxrun_parse_np(const char *s, int *np_p)
     return 0;
 }
 
-static int tmxrun_parse_timeout(const char *s, double *t_p)
+static int tmxrun_parse_timeout(const char *opt, const char *s, double *t_p)
 {
     char *end;
     double v;
 
     if (s == NULL || !(isdigit((unsigned char)s[0]) || s[0] == '.')) {
-        tmxrun_msg("--timeout needs a number of seconds, got '%s'", s != NULL ? s : "");
+        tmxrun_msg("%s needs a number of seconds, got '%s'", opt, s != NULL ? s : "");
         return -1;
     }
     errno = 0;
     v     = strtod(s, &end);
     if (errno != 0 || *end != '\0' || !isfinite(v) || v <= 0 || v > 1e8) {
-        tmxrun_msg("--timeout %s: seconds must be a positive number", s);
+        tmxrun_msg("%s %s: seconds must be a positive number", opt, s);
         return -1;
     }
     *t_p = v;
     return 0;
+}
+
+/* --boot-listen IP or IP:PORT: a unicast IPv4 address of this host that the remote ranks can
+ * reach (it goes into TMX_BOOT_ADDR, so the wildcard 0.0.0.0 is refused). */
+static int tmxrun_parse_listen(const char *s, tmxrun_opts_t *o)
+{
+    char host[INET_ADDRSTRLEN];
+    const char *colon = (s != NULL) ? strchr(s, ':') : NULL;
+    size_t hlen       = (s == NULL) ? 0 : (colon != NULL) ? (size_t)(colon - s) : strlen(s);
+    uint32_t a;
+
+    if (s == NULL || hlen == 0 || hlen >= sizeof(host)) {
+        goto bad;
+    }
+    memcpy(host, s, hlen);
+    host[hlen] = '\0';
+    if (inet_pton(AF_INET, host, &o->listen_ip) != 1) {
+        goto bad;
+    }
+    a = ntohl(o->listen_ip.s_addr);
+    if (a == INADDR_ANY || a == INADDR_BROADCAST || (a >> 28) == 0xe) {
+        tmxrun_msg("--boot-listen %s: give the address of this host the remote ranks connect "
+                   "to, not a wildcard, broadcast or multicast one", s);
+        return -1;
+    }
+    o->listen_port = 0;
+    if (colon != NULL) {
+        char *end;
+        unsigned long port;
+
+        if (!isdigit((unsigned char)colon[1])) {
+            goto bad;
+        }
+        errno = 0;
+        port  = strtoul(colon + 1, &end, 10);
+        if (errno != 0 || *end != '\0' || port > 65535) {
+            goto bad;
+        }
+        o->listen_port = (uint16_t)port;
+    }
+    return 0;
+bad:
+    tmxrun_msg("--boot-listen takes an IPv4 address and optionally :PORT (0..65535), got '%s'",
+               s != NULL ? s : "");
+    return -1;
+}
+
+/* --local-ranks LIST: ranks and ranges, "0", "0-3,8"; marks them in local[np]. */
+static int tmxrun_parse_local(const char *s, int np, char *local)
+{
+    const char *p = s;
+
+    if (s == NULL || *s == '\0') {
+        goto bad;
+    }
+    for (;;) {
+        char *end;
+        long lo, hi;
+
+        if (!isdigit((unsigned char)*p)) {
+            goto bad;
+        }
+        errno = 0;
+        lo    = strtol(p, &end, 10);
+        hi    = lo;
+        if (errno == 0 && *end == '-' && isdigit((unsigned char)end[1])) {
+            hi = strtol(end + 1, &end, 10);
+        }
+        if (errno != 0 || lo < 0 || hi < lo || hi >= np || (*end != ',' && *end != '\0')) {
+            tmxrun_msg("--local-ranks %s: each rank must be in 0..%d, each range low-high", s,
+                       np - 1);
+            return -1;
+        }
+        for (long r = lo; r <= hi; r++) {
+            local[r] = 1;
+        }
+        if (*end == '\0') {
+            return 0;
+        }
+        p = end + 1;
+    }
+bad:
+    tmxrun_msg("--local-ranks takes a list of ranks and ranges such as 0 or 0-3,8, got '%s'",
+               s != NULL ? s : "");
+    return -1;
 }
 
 /* Finds prog the way execvp would and checks that it can be executed, so that a typo is a
@@ -308,8 +421,10 @@ static int tmxrun_parse_args(int argc, char **argv, tmxrun_opts_t *opts)
     int i;
 
     memset(opts, 0, sizeof(*opts));
-    opts->bind   = TMXRUN_AUTO;
-    opts->map_by = TMXRUN_AUTO;
+    opts->bind             = TMXRUN_AUTO;
+    opts->map_by           = TMXRUN_AUTO;
+    opts->listen_ip.s_addr = htonl(INADDR_LOOPBACK);
+    opts->remote_timeout   = TMXRUN_REMOTE_TIME;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val;
@@ -334,7 +449,7 @@ static int tmxrun_parse_args(int argc, char **argv, tmxrun_opts_t *opts)
             }
         } else if (strcmp(a, "--timeout") == 0 || strncmp(a, "--timeout=", 10) == 0) {
             val = (a[9] == '=') ? a + 10 : ((i + 1 < argc) ? argv[++i] : NULL);
-            if (tmxrun_parse_timeout(val, &opts->timeout) != 0) {
+            if (tmxrun_parse_timeout("--timeout", val, &opts->timeout) != 0) {
                 return -1;
             }
         } else if (tmxrun_is_opt(a, "--bind-to") || tmxrun_is_opt(a, "--bind") ||
@@ -355,6 +470,33 @@ static int tmxrun_parse_args(int argc, char **argv, tmxrun_opts_t *opts)
             opts->report = 1;
         } else if (strcmp(a, "--tag-output") == 0) {
             opts->tag_output = 1;
+        } else if (tmxrun_is_opt(a, "--boot-listen") || tmxrun_is_opt(a, "--local-ranks") ||
+                   tmxrun_is_opt(a, "--boot-addr-file") || tmxrun_is_opt(a, "--remote-timeout")) {
+            const char *eq = strchr(a, '=');
+            val = (eq != NULL) ? eq + 1 : ((i + 1 < argc) ? argv[++i] : NULL);
+            if (val == NULL) {
+                tmxrun_msg("%s needs a value", a);
+                return -1;
+            }
+            if (a[2] == 'b' && a[7] == 'l') { /* --boot-listen */
+                if (tmxrun_parse_listen(val, opts) != 0) {
+                    return -1;
+                }
+            } else if (a[2] == 'l') {
+                opts->local_spec = val; /* checked once -n is known */
+            } else if (a[2] == 'b') {
+                if (val[0] == '\0') {
+                    tmxrun_msg("--boot-addr-file needs a file name");
+                    return -1;
+                }
+                opts->addr_file = val;
+            } else {
+                double t = 0;
+                if (tmxrun_parse_timeout("--remote-timeout", val, &t) != 0) {
+                    return -1;
+                }
+                opts->remote_timeout = t;
+            }
         } else if (a[0] == '-' && a[1] != '\0') {
             tmxrun_msg("unknown option '%s' (try --help)", a);
             return -1;
@@ -426,16 +568,42 @@ static void tmxrun_signal_ranks(tmxrun_t *run, int sig)
     }
 }
 
+static void tmxrun_conn_close(tmxrun_t *run, int c);
+
+/* Best effort: a rank whose socket is full learns of the abort from the close. */
+static void tmxrun_send_abort(tmxrun_conn_t *cn, int blamed)
+{
+    tmx_boot_hdr_t hdr;
+
+    tmx_boot_hdr_pack(&hdr, TMX_BOOT_OP_ABORT, (uint32_t)blamed, 0);
+    if (cn->ohdr_sent == 0 && cn->obuf_sent == 0 &&
+        send(cn->fd, &hdr, sizeof(hdr), MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+        (void)0;
+    }
+}
+
+/* The ranks we cannot signal learn that the job ends: an ABORT (their tmx_job call fails)
+ * and the close of their bootstrap connection. */
+static void tmxrun_abort_remote(tmxrun_t *run)
+{
+    for (int r = 0; r < run->opts.np; r++) {
+        int c = run->ranks[r].conn;
+        if (run->ranks[r].remote && c >= 0) {
+            tmxrun_send_abort(&run->conns[c], -1);
+            tmxrun_conn_close(run, c);
+        }
+    }
+}
+
 static void tmxrun_kill_all(tmxrun_t *run)
 {
     if (!run->killing) {
         run->killing       = 1;
         run->kill_deadline = tmxrun_now() + TMXRUN_KILL_GRACE;
         tmxrun_signal_ranks(run, SIGTERM);
+        tmxrun_abort_remote(run);
     }
 }
-
-static void tmxrun_conn_close(tmxrun_t *run, int c);
 
 /* The job fails for a reason of the bootstrap (not a rank's exit): say why, tell the ranks
  * that are connected (their tmx_job call returns an error instead of waiting for the kill)
@@ -459,13 +627,7 @@ static void tmxrun_fail(tmxrun_t *run, int blamed, const char *fmt, ...)
     }
     for (int c = 0; c < run->nconns_max; c++) {
         if (run->conns[c].fd >= 0 && run->conns[c].rank >= 0) {
-            tmx_boot_hdr_t hdr;
-            tmx_boot_hdr_pack(&hdr, TMX_BOOT_OP_ABORT, (uint32_t)blamed, 0);
-            /* best effort: if the socket is full the rank learns it from the close */
-            if (run->conns[c].ohdr_sent == 0 && run->conns[c].obuf_sent == 0 &&
-                send(run->conns[c].fd, &hdr, sizeof(hdr), MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
-                (void)0;
-            }
+            tmxrun_send_abort(&run->conns[c], blamed);
         }
         if (run->conns[c].fd >= 0) {
             tmxrun_conn_close(run, c);
@@ -504,24 +666,25 @@ static int tmxrun_place(tmxrun_t *run)
         return 0;
     }
     ncores = tmx_topo_count(run->topo, TMX_TOPO_CORE);
+    /* only the ranks started here are placed (--local-ranks), in the order of their ranks */
     if (o->bind == TMXRUN_AUTO) {
-        run->bind = (o->np <= ncores) ? TMX_TOPO_CORE : TMX_TOPO_NONE;
+        run->bind = (run->nlocal <= ncores) ? TMX_TOPO_CORE : TMX_TOPO_NONE;
     } else {
         run->bind = o->bind;
     }
-    if (run->bind == TMX_TOPO_CORE && o->np > ncores) {
-        tmxrun_msg("--bind-to core: %d ranks on %d allowed cores: ranks share cores", o->np,
+    if (run->bind == TMX_TOPO_CORE && run->nlocal > ncores) {
+        tmxrun_msg("--bind-to core: %d ranks on %d allowed cores: ranks share cores", run->nlocal,
                    ncores);
     }
-    run->places = calloc((size_t)o->np, sizeof(*run->places));
+    run->places = calloc((size_t)run->nlocal, sizeof(*run->places));
     if (run->places == NULL) {
         tmxrun_msg("out of memory");
         return -1;
     }
-    if (tmx_topo_map(run->topo, o->np,
+    if (tmx_topo_map(run->topo, run->nlocal,
                      (tmx_topo_level_t)(o->map_by == TMXRUN_AUTO ? TMX_TOPO_CORE : o->map_by),
                      (tmx_topo_level_t)run->bind, run->places, err, sizeof(err)) != TMX_OK) {
-        tmxrun_msg("mapping %d ranks: %s", o->np, err);
+        tmxrun_msg("mapping %d ranks: %s", run->nlocal, err);
         return -1;
     }
     return 0;
@@ -530,7 +693,8 @@ static int tmxrun_place(tmxrun_t *run)
 /* --report-bindings: one line per rank, which the tests read. */
 static void tmxrun_report(tmxrun_t *run, int rank, pid_t pid)
 {
-    const tmx_topo_place_t *pl = (run->places != NULL) ? &run->places[rank] : NULL;
+    int li                     = run->ranks[rank].local_idx;
+    const tmx_topo_place_t *pl = (run->places != NULL) ? &run->places[li] : NULL;
     char numa[32];
 
     if (pl == NULL) {
@@ -572,14 +736,23 @@ static int tmxrun_listen(tmxrun_t *run)
         tmxrun_msg("bootstrap socket: %s", strerror(errno));
         return -1;
     }
+    /* 127.0.0.1 unless --boot-listen names another address of this host */
     memset(&sin, 0, sizeof(sin));
-    sin.sin_family      = AF_INET;
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    sin.sin_port        = 0;
+    sin.sin_family = AF_INET;
+    sin.sin_addr   = run->opts.listen_ip;
+    sin.sin_port   = htons(run->opts.listen_port);
+    if (run->opts.listen_port != 0) {
+        /* a fixed port: a previous job's connections in TIME_WAIT must not block it */
+        int one = 1;
+        setsockopt(run->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    }
     if (bind(run->listen_fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
         listen(run->listen_fd, backlog) != 0 ||
         getsockname(run->listen_fd, (struct sockaddr *)&sin, &slen) != 0) {
-        tmxrun_msg("bootstrap listener on 127.0.0.1: %s", strerror(errno));
+        char host[INET_ADDRSTRLEN] = "?";
+        inet_ntop(AF_INET, &run->opts.listen_ip, host, sizeof(host));
+        tmxrun_msg("bootstrap listener on %s:%u: %s", host, (unsigned)run->opts.listen_port,
+                   strerror(errno));
         return -1;
     }
     return ntohs(sin.sin_port);
@@ -602,6 +775,7 @@ static void tmxrun_child(tmxrun_t *run, int rank, const char *addr, int outfd[2]
 {
     struct sigaction sa;
     sigset_t none;
+    int li = run->ranks[rank].local_idx;
 
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = SIG_DFL;
@@ -640,12 +814,12 @@ static void tmxrun_child(tmxrun_t *run, int rank, const char *addr, int outfd[2]
     }
     tmxrun_setenv_int("TMX_RANK", rank);
     tmxrun_setenv_int("TMX_SIZE", run->opts.np);
-    tmxrun_setenv_int("TMX_LOCAL_RANK", rank);
-    /* The processes that compete for this rank's CPUs: all of them, or with binding those
-     * bound to the same CPUs (the library compares it with its affinity mask). The binding
-     * and the NUMA node, so that the library need not load the topology again. */
+    tmxrun_setenv_int("TMX_LOCAL_RANK", li);
+    /* The processes that compete for this rank's CPUs: all of this host's, or with binding
+     * those bound to the same CPUs (the library compares it with its affinity mask). The
+     * binding and the NUMA node, so that the library need not load the topology again. */
     if (run->places != NULL) {
-        const tmx_topo_place_t *pl = &run->places[rank];
+        const tmx_topo_place_t *pl = &run->places[li];
         tmxrun_setenv_int("TMX_LOCAL_SIZE", pl->local_size);
         setenv("TMX_BIND", tmx_topo_level_name((tmx_topo_level_t)run->bind), 1);
         if (pl->bind_index >= 0) {
@@ -655,16 +829,16 @@ static void tmxrun_child(tmxrun_t *run, int rank, const char *addr, int outfd[2]
         }
         tmxrun_setenv_int("TMX_NUMA_NODE", pl->numa);
     } else {
-        tmxrun_setenv_int("TMX_LOCAL_SIZE", run->opts.np);
+        tmxrun_setenv_int("TMX_LOCAL_SIZE", run->nlocal);
         setenv("TMX_BIND", "none", 1);
         unsetenv("TMX_BIND_CPUS");
         unsetenv("TMX_NUMA_NODE");
     }
     setenv("TMX_BOOT_ADDR", addr, 1);
-    if (run->places != NULL && run->places[rank].bind_index >= 0 &&
-        tmx_topo_this_system(run->topo) && tmx_topo_bind(run->topo, run->places[rank].cpus) != 0) {
+    if (run->places != NULL && run->places[li].bind_index >= 0 &&
+        tmx_topo_this_system(run->topo) && tmx_topo_bind(run->topo, run->places[li].cpus) != 0) {
         fprintf(stderr, "tmxrun: rank %d: binding to cpus %s failed: %s\n", rank,
-                run->places[rank].cpus, strerror(errno));
+                run->places[li].cpus, strerror(errno));
         if (run->opts.bind != TMXRUN_AUTO) {
             _exit(127);
         }
@@ -690,6 +864,9 @@ static int tmxrun_spawn(tmxrun_t *run, const char *addr)
         int child[2]      = {-1, -1};
         pid_t pid;
 
+        if (rk->remote) {
+            continue; /* started elsewhere */
+        }
         if (run->opts.tag_output) {
             if (pipe2(pout, O_CLOEXEC) != 0 || pipe2(perr, O_CLOEXEC) != 0) {
                 tmxrun_msg("pipe for rank %d: %s", r, strerror(errno));
@@ -954,6 +1131,15 @@ static void tmxrun_accept(tmxrun_t *run)
             }
             tmxrun_drop(run, c, "that had not said hello, to make room for a new one");
         }
+        if (run->nremote > 0) {
+            /* a remote rank's host that dies, or a network that fails, closes nothing: TCP
+             * keepalive finds out within about 11 s (5 idle, 3 probes 2 s apart) */
+            int one = 1, idle = 5, intvl = 2, cnt = 3;
+            setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+            setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+            setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+            setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+        }
         c = run->free_conns[--run->nfree];
         memset(&run->conns[c], 0, sizeof(run->conns[c]));
         run->conns[c].fd             = fd;
@@ -980,6 +1166,11 @@ static int tmxrun_rank_absent(tmxrun_t *run, int r, double now)
     if (rk->conn >= 0) {
         return 0;
     }
+    if (rk->remote) {
+        /* no process to reap: a close without BYE is its death (tmxrun_rank_gone), one that
+         * never joined fails at --remote-timeout (tmxrun_timers) */
+        return rk->left;
+    }
     /* closed without BYE: give the process time to be reaped, so that a rank that crashed is
      * reported with its exit status rather than as a bootstrap failure */
     if (rk->left) {
@@ -1003,6 +1194,24 @@ static void tmxrun_round_check(tmxrun_t *run)
             return;
         }
     }
+}
+
+/* Rank r's bootstrap connection ended (EOF, reset, a failed send) without a goodbye. A remote
+ * rank has no process we could wait for: that close is its death, and the job fails at once
+ * (its peers here could otherwise wait on it for ever outside the bootstrap). */
+static void tmxrun_rank_gone(tmxrun_t *run, int r)
+{
+    if (r < 0) {
+        return;
+    }
+    if (run->ranks[r].remote && !run->ranks[r].bye && !run->killing) {
+        tmxrun_fail(run, r,
+                    "rank %d (started elsewhere) closed its bootstrap connection without a "
+                    "goodbye: it died, or its host or the network did",
+                    r);
+        return;
+    }
+    tmxrun_round_check(run);
 }
 
 static void tmxrun_round_complete(tmxrun_t *run)
@@ -1191,9 +1400,7 @@ static void tmxrun_conn_input(tmxrun_t *run, int c)
                 /* EOF or reset: a partial contribution is dropped with the connection */
                 int r = cn->rank;
                 tmxrun_conn_close(run, c);
-                if (r >= 0) {
-                    tmxrun_round_check(run);
-                }
+                tmxrun_rank_gone(run, r);
                 return;
             }
             if (!cn->in_payload) {
@@ -1246,9 +1453,7 @@ static void tmxrun_conn_output(tmxrun_t *run, int c)
         if (n < 0) {
             int r = cn->rank;
             tmxrun_conn_close(run, c);
-            if (r >= 0) {
-                tmxrun_round_check(run);
-            }
+            tmxrun_rank_gone(run, r);
             return;
         }
         if (cn->ohdr_sent < sizeof(cn->ohdr)) {
@@ -1290,6 +1495,7 @@ static void tmxrun_handle_signals(tmxrun_t *run)
                     run->killing       = 1;
                     run->kill_deadline = tmxrun_now() + TMXRUN_KILL_GRACE;
                 }
+                tmxrun_abort_remote(run);
             } else if (!run->sigkilled) {
                 tmxrun_msg("second signal; killing the ranks with SIGKILL");
                 run->sigkilled = 1;
@@ -1322,6 +1528,18 @@ static void tmxrun_timers(tmxrun_t *run)
                    TMXRUN_KILL_GRACE);
         run->sigkilled = 1;
         tmxrun_signal_ranks(run, SIGKILL);
+    }
+    if (run->nremote > 0 && !run->killing && now >= run->remote_deadline &&
+        run->njoined < run->opts.np) {
+        for (int r = 0; r < run->opts.np; r++) {
+            if (run->ranks[r].remote && !run->ranks[r].joined) {
+                tmxrun_fail(run, r,
+                            "rank %d (started elsewhere) did not join within %g s "
+                            "(--remote-timeout)",
+                            r, run->opts.remote_timeout);
+                break;
+            }
+        }
     }
     for (int c = 0; c < run->nconns_max; c++) {
         if (run->conns[c].fd >= 0 && run->conns[c].rank < 0 &&
@@ -1356,6 +1574,21 @@ static int tmxrun_poll_timeout(tmxrun_t *run)
     return (t <= 0) ? 0 : (int)(t * 1000.0) + 1;
 }
 
+/* A remote rank has no process: the job waits for its goodbye (or the close that fails the
+ * job), unless the job is ending already. */
+static int tmxrun_remote_pending(tmxrun_t *run)
+{
+    if (run->nremote == 0 || run->killing) {
+        return 0;
+    }
+    for (int r = 0; r < run->opts.np; r++) {
+        if (run->ranks[r].remote && !run->ranks[r].left) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static int tmxrun_loop(tmxrun_t *run)
 {
     int maxfds           = 2 + run->nconns_max + 2 * run->opts.np;
@@ -1368,7 +1601,7 @@ static int tmxrun_loop(tmxrun_t *run)
         free(refs);
         return -1;
     }
-    while (run->nalive > 0) {
+    while (run->nalive > 0 || tmxrun_remote_pending(run)) {
         int n = 0;
 
         pfds[n]   = (struct pollfd){.fd = tmxrun_sigpipe[0], .events = POLLIN};
@@ -1462,6 +1695,82 @@ static void tmxrun_shm_cleanup(tmxrun_t *run)
     }
 }
 
+/* --boot-addr-file: TMX_BOOT_ADDR for the remote ranks, written whole (a reader polling for
+ * the file never sees half of it) and readable by this user only (it holds the cookie). */
+static int tmxrun_write_addr_file(const char *path, const char *addr)
+{
+    char tmp[PATH_MAX];
+    int fd, n;
+    size_t len = strlen(addr);
+
+    n = snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid());
+    if (n < 0 || (size_t)n >= sizeof(tmp)) {
+        tmxrun_msg("--boot-addr-file %s: name too long", path);
+        return -1;
+    }
+    unlink(tmp);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        tmxrun_msg("--boot-addr-file %s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    if (write(fd, addr, len) != (ssize_t)len || write(fd, "\n", 1) != 1 || close(fd) != 0 ||
+        rename(tmp, path) != 0) {
+        tmxrun_msg("--boot-addr-file %s: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* Marks the ranks started here (every one without --local-ranks). */
+static int tmxrun_split_ranks(tmxrun_t *run)
+{
+    char *local = calloc((size_t)run->opts.np, 1);
+
+    if (local == NULL) {
+        tmxrun_msg("out of memory");
+        return -1;
+    }
+    if (run->opts.local_spec == NULL) {
+        memset(local, 1, (size_t)run->opts.np);
+    } else if (tmxrun_parse_local(run->opts.local_spec, run->opts.np, local) != 0) {
+        free(local);
+        return -1;
+    }
+    for (int r = 0; r < run->opts.np; r++) {
+        run->ranks[r].remote    = !local[r];
+        run->ranks[r].local_idx = local[r] ? run->nlocal : -1;
+        if (local[r]) {
+            run->nlocal++;
+        } else {
+            run->nremote++;
+        }
+    }
+    free(local);
+    return 0;
+}
+
+/* How the remote ranks are started, when no --boot-addr-file takes the address: on stderr,
+ * which is this user's (the cookie is the job's secret: do not paste it where others read). */
+static void tmxrun_tell_remote(tmxrun_t *run, const char *addr)
+{
+    char list[256];
+    size_t used = 0;
+
+    list[0] = '\0';
+    for (int r = 0; r < run->opts.np && used < sizeof(list) - 16; r++) {
+        if (run->ranks[r].remote) {
+            int n = snprintf(list + used, sizeof(list) - used, "%s%d", used ? "," : "", r);
+            used += (n > 0) ? (size_t)n : 0;
+        }
+    }
+    tmxrun_msg("rank(s) %s%s are not started here: start each (within %g s) with "
+               "TMX_RANK=<rank> TMX_SIZE=%d TMX_BOOT_ADDR=%s",
+               list, used >= sizeof(list) - 16 ? ",..." : "", run->opts.remote_timeout,
+               run->opts.np, addr);
+}
+
 /* Raises the soft limit of open files to need when it is lower (up to the hard limit, which
  * only root may raise); the ranks get the limit back as it was (tmxrun_child). */
 static int tmxrun_fd_limit(tmxrun_t *run, int need)
@@ -1498,7 +1807,8 @@ int main(int argc, char **argv)
     char addr[TMX_BOOT_ADDR_MAX];
     int port;
     int rc;
-    int ret = TMXRUN_EXIT_FAILED;
+    int addr_written = 0;
+    int ret          = TMXRUN_EXIT_FAILED;
 
     memset(&run, 0, sizeof(run));
     run.listen_fd = -1;
@@ -1540,6 +1850,15 @@ int main(int argc, char **argv)
             }
         }
     }
+    if (tmxrun_split_ranks(&run) != 0) {
+        ret = TMXRUN_EXIT_USAGE;
+        goto err_free;
+    }
+    if (run.nlocal == 0) {
+        tmxrun_msg("--local-ranks %s: no rank is left to start here", run.opts.local_spec);
+        ret = TMXRUN_EXIT_USAGE;
+        goto err_free;
+    }
     if (tmxrun_place(&run) != 0) {
         ret = TMXRUN_EXIT_USAGE;
         goto err_free;
@@ -1551,12 +1870,22 @@ int main(int argc, char **argv)
         goto err_free;
     }
     port = tmxrun_listen(&run);
-    if (port < 0 || tmx_boot_addr_format(addr, sizeof(addr), (uint16_t)port, run.cookie) != 0) {
+    if (port < 0 || tmx_boot_addr_format_ip(addr, sizeof(addr), run.opts.listen_ip,
+                                            (uint16_t)port, run.cookie) != 0) {
         goto err_listen;
+    }
+    if (run.opts.addr_file != NULL) {
+        if (tmxrun_write_addr_file(run.opts.addr_file, addr) != 0) {
+            goto err_listen;
+        }
+        addr_written = 1;
+    } else if (run.nremote > 0) {
+        tmxrun_tell_remote(&run, addr);
     }
     if (run.opts.timeout > 0) {
         run.deadline = tmxrun_now() + run.opts.timeout;
     }
+    run.remote_deadline = tmxrun_now() + run.opts.remote_timeout;
     if (tmxrun_spawn(&run, addr) != 0) {
         /* the ranks already started must not outlive us */
         run.exit_code = TMXRUN_EXIT_FAILED;
@@ -1605,6 +1934,9 @@ int main(int argc, char **argv)
 err_listen:
     if (run.listen_fd >= 0) {
         close(run.listen_fd);
+    }
+    if (addr_written) {
+        unlink(run.opts.addr_file); /* the cookie of a job that is over */
     }
 err_free:
     if (run.ranks != NULL) {

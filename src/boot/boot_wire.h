@@ -2,7 +2,8 @@
  * The bootstrap wire between tmxrun and the ranks it starts (src/boot/job.c). Shared by both
  * sides; plain C, no dependency on libtmx, so that the launcher builds without the library.
  *
- * Transport: TCP on 127.0.0.1, an ephemeral port. TMX_BOOT_ADDR = "127.0.0.1:<port>:<cookie>",
+ * Transport: TCP on 127.0.0.1, an ephemeral port (tmxrun --boot-listen: an address and port of
+ * another interface, for ranks on other hosts). TMX_BOOT_ADDR = "127.0.0.1:<port>:<cookie>",
  * the cookie being 16 hex digits from the kernel's random source. Why TCP and not an abstract
  * unix socket: an abstract socket has no permissions (any local user can connect) and lives in
  * the network namespace, while TCP reaches the same way from other hosts once tmxrun starts
@@ -104,11 +105,25 @@ static inline int tmx_boot_hdr_unpack(tmx_boot_hdr_t *hdr)
     return (hdr->magic == TMX_BOOT_MAGIC && hdr->version == TMX_BOOT_VERSION) ? 0 : -1;
 }
 
+/* "a.b.c.d:port:cookie" for the listener at ip (network order); 0 on success. */
+static inline int tmx_boot_addr_format_ip(char *buf, size_t buflen, struct in_addr ip,
+                                          uint16_t port, uint64_t cookie)
+{
+    char host[INET_ADDRSTRLEN];
+    int  n;
+
+    if (inet_ntop(AF_INET, &ip, host, sizeof(host)) == NULL) {
+        return -1;
+    }
+    n = snprintf(buf, buflen, "%s:%u:%016llx", host, (unsigned)port, (unsigned long long)cookie);
+    return (n > 0 && (size_t)n < buflen) ? 0 : -1;
+}
+
 static inline int tmx_boot_addr_format(char *buf, size_t buflen, uint16_t port, uint64_t cookie)
 {
-    int n =
-        snprintf(buf, buflen, "127.0.0.1:%u:%016llx", (unsigned)port, (unsigned long long)cookie);
-    return (n > 0 && (size_t)n < buflen) ? 0 : -1;
+    struct in_addr lo = {.s_addr = htonl(INADDR_LOOPBACK)};
+
+    return tmx_boot_addr_format_ip(buf, buflen, lo, port, cookie);
 }
 
 /* Parses "a.b.c.d:port:cookie" strictly; 0 on success, -1 for anything else. */

@@ -523,6 +523,9 @@ TMX_API tmx_status_t tmx_ep_create(tmx_worker_h w, const tmx_ep_params_t *params
     }
     ep->magic = TMX_MAGIC_EP;
     tmx_ep_register(ep);
+    /* which of our devices reaches the peer: the one test/verbs/two_guests.sh looks for */
+    tmx_info("endpoint to %016llx%s: provider %s, device %s", (unsigned long long)uuid,
+             uuid == w->uuid ? " (self)" : "", iface->dev->prov->name, iface->dev->name);
     /* Until the reply comes the endpoint sits on the pending list, which resends the request
      * and gives up after TMX_PEER_TIMEOUT. */
     tmx_list_add_tail(&w->pending_eps, &ep->pending_link);

@@ -103,6 +103,11 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "Verbs provider, RoCE ports: the GID table index to use; -1 picks the "
                       "RoCE v2 GID of an IPv4 address, else another RoCE v2 one, else RoCE v1."),
      .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX, .min = -1, .max = 65535},
+    {TMX_CONFIG_FIELD("VERBS_ACK_TIMEOUT", TMX_CONFIG_DOUBLE, "0.067", verbs_ack_timeout,
+                      "Verbs provider, RC QPs: seconds without an acknowledgement before a "
+                      "packet is sent again (rounded up to the 4.096 us x 2^n the adapter "
+                      "takes); after 6 retransmissions the connection fails."),
+     .flags = TMX_CONFIG_F_POS | TMX_CONFIG_F_MAX, .max = 600},
     {TMX_CONFIG_FIELD("EAGER_MAX", TMX_CONFIG_SIZE, "16k", eager_max,
                       "Largest message sent eagerly; larger ones use rendezvous.")},
     {TMX_CONFIG_FIELD("UNEXP_BUDGET", TMX_CONFIG_SIZE, "64m", unexp_budget,

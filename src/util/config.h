@@ -15,6 +15,7 @@ typedef struct tmx_config {
     char     providers[128];   /* TMX_PROVIDERS: comma list, "" = all built */
     char     verbs_devices[128]; /* TMX_VERBS_DEVICES: comma list of dev or dev:port, "" = all */
     int      verbs_gid_index;  /* TMX_VERBS_GID_INDEX: -1 = find the RoCE v2 IPv4 GID */
+    double   verbs_ack_timeout; /* TMX_VERBS_ACK_TIMEOUT: seconds before an RC retransmission */
     /* protocols */
     size_t   eager_max;        /* TMX_EAGER_MAX: largest eager message (bytes) */
     size_t   unexp_budget;     /* TMX_UNEXP_BUDGET: unexpected eager bytes buffered per worker */

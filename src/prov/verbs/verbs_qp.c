@@ -19,11 +19,11 @@
 #include "util/log.h"
 #include "util/time.h"
 
-/* RC transport: the ACK timeout is 4.096 us * 2^14 (67 ms) and a request is retried 6 times,
- * so a peer that died is found within half a second of traffic to it (InfiniBand allows 7,
+/* RC transport: the ACK timeout is TMX_VERBS_ACK_TIMEOUT (default 67 ms, 4.096 us * 2^14) and
+ * a request is retried 6 times, so by default a peer that died is found within half a second
+ * of traffic to it (InfiniBand allows 7,
  * but rxe takes 7 as "retry forever"); receiver-not-ready is retried without end (the peer
  * posts receives again as it polls). */
-#define TMX_VERBS_ACK_TIMEOUT 14
 #define TMX_VERBS_RETRY_CNT   6 /* rxe retries 7 without end */
 #define TMX_VERBS_RNR_RETRY   7
 #define TMX_VERBS_MIN_RNR     12 /* 0.64 ms */
@@ -417,6 +417,18 @@ static uint32_t tmx_verbs_pow2(uint32_t v)
         p <<= 1;
     }
     return p;
+}
+
+/* The QP attribute for TMX_VERBS_ACK_TIMEOUT: the least n (1..31) with 4.096 us x 2^n at
+ * least the seconds asked for (0 would mean "wait for ever"). */
+static uint8_t tmx_verbs_ack_timeout(double sec)
+{
+    uint8_t n = 1;
+
+    while (n < 31 && 4.096e-6 * (double)(1u << n) < sec) {
+        n++;
+    }
+    return n;
 }
 
 static uint32_t tmx_verbs_psn(tmx_verbs_dev_t *dev)
@@ -873,7 +885,7 @@ tmx_status_t tmx_verbs_qp_modify(tmx_qp_t *q, const tmx_qp_attr_t *attr, unsigne
         } else if (q->type == TMX_QPT_XRC_TGT) {
             status = TMX_OK; /* a target has no send side: RTR is all it needs */
         } else {
-            m.timeout       = TMX_VERBS_ACK_TIMEOUT;
+            m.timeout       = tmx_verbs_ack_timeout(dev->cfg->verbs_ack_timeout);
             m.retry_cnt     = TMX_VERBS_RETRY_CNT;
             m.rnr_retry     = TMX_VERBS_RNR_RETRY;
             m.max_rd_atomic = (uint8_t)(dev->attr_ex.orig_attr.max_qp_init_rd_atom > 0

@@ -3161,6 +3161,14 @@ tmx_status_t tmx_soft_post_send(tmx_qp_t *q, tmx_send_wr_t *wr, tmx_send_wr_t **
         }
         qp = rt;
     }
+    if (wr->next == NULL && wr->opcode == TMX_WR_RDMA_WRITE && wr->num_sge == 1 &&
+        wr->sg_list != NULL && qp->super.state == TMX_QPS_RTS && !qp->tm_qp &&
+        (wr->send_flags & TMX_SEND_INLINE) && wr->sg_list[0].length <= qp->dev->max_payload &&
+        tmx_soft_write_direct(qp, wr, wr->sg_list[0].length)) {
+        /* the eager-RDMA ring's write of a small message, one piece (tmx_ring_send): what
+         * tmx_soft_wr_check would find good, done at once */
+        return TMX_OK;
+    }
     for (; wr != NULL; wr = wr->next) {
         size_t total = 0;
 

@@ -252,7 +252,7 @@ static void tmx_soft_place(tmx_soft_qp_t *qp, uint64_t addr, const uint8_t *src,
  * every earlier one, whatever order memcpy would have stored them in. A whole aligned 8 bytes
  * is one store.
  */
-static void tmx_soft_store_tail(uint8_t *dst, const uint8_t *src, size_t len)
+static inline void tmx_soft_store_tail(uint8_t *dst, const uint8_t *src, size_t len)
 {
     if (len == 8 && ((uintptr_t)dst & 7) == 0) {
         uint64_t v;
@@ -337,6 +337,15 @@ static void tmx_soft_dm_store_whole(const tmx_sge_t *sge, int n, uint64_t raddr,
     const uint8_t *src;
     uint8_t        t[8];
 
+    if (n == 1) {
+        /* one piece (the ring's small messages): the body, then the tail */
+        src = (const uint8_t *)(uintptr_t)sge[0].addr;
+        tmx_copy(dst, src, body);
+        TMX_SOFT_RELEASE_FENCE();
+        tmx_soft_store_tail(dst + body, src + body, tail);
+        TMX_SOFT_RELEASE_FENCE();
+        return;
+    }
     for (int i = 0; i < n && off < body; i++) {
         size_t c = sge[i].length < body - off ? sge[i].length : body - off;
 

@@ -19,8 +19,8 @@
  * (TMX_RING=auto): a connection used once or twice costs no memory. */
 #define TMX_RING_AFTER 16
 /* Messages (header, payload and flag) up to this size are gathered into one piece before the
- * write (tmx_ring_send): an 8-byte payload, and headers with their sequence number. */
-#define TMX_RING_SMALL 64
+ * write (tmx_ring_send): payloads up to 104 bytes behind the 16-byte header. */
+#define TMX_RING_SMALL 128
 /* Ring messages taken per ring per poll, so that one busy sender does not hold the others. */
 #define TMX_RING_DRAIN 32
 /* How often the lent rings are looked at for an idle one, when a sender waits for a ring and

@@ -10,6 +10,10 @@
  *                          tmx_tag_recv_nb (2N messages), progress until each completes
  *   cg_small fi-idle N     N fi_cq_read calls on an empty CQ (libtmx-fi.so, FI_PROVIDER_PATH)
  *   cg_small fi-msg N      N round trips through fi_trecv / fi_tsend / fi_cq_read (2N messages)
+ *   cg_small tmx-win N     N windows of the bandwidth test (osu_bw, tmx_pingpong -t bw): worker 1
+ *                          posts CG_WINDOW (64) receives, worker 0 sends as many, worker 1
+ *                          takes them and answers with a 0-byte ack (N * CG_WINDOW messages)
+ *   cg_small fi-win N      the same through fi_trecv / fi_tsend / fi_cq_read
  *
  * SIZE is the environment's CG_SIZE (default 8). Prints the number of progress / cq_read calls
  * the measured loop made, so a count per message can be told apart from idle polls.
@@ -46,6 +50,7 @@
     } while (0)
 
 static size_t        size = 8;
+static unsigned      window = 64; /* CG_WINDOW */
 static unsigned long polls;
 static int           warm; /* warming up: progress both sides (connection setup needs it) */
 static unsigned char sbuf[65536], rbuf[65536];
@@ -126,6 +131,97 @@ static void tmx_msg(long n, int measure)
     if (measure) {
         CALLGRIND_TOGGLE_COLLECT;
     }
+}
+
+/* one window of the bandwidth test: worker 1 posts the receives, worker 0 sends, worker 1
+ * completes them and acks */
+static void tmx_win(long n)
+{
+    tmx_request_h rr[256], sr[256];
+
+    CALLGRIND_TOGGLE_COLLECT;
+    for (long k = 0; k < n; k++) {
+        tmx_request_h ack;
+
+        for (unsigned w = 0; w < window; w++) {
+            if (tmx_tag_recv_nb(wk[1], rbuf, size, 9, ~(tmx_tag_t)0, NULL, &rr[w]) !=
+                TMX_INPROGRESS) {
+                DIE("recv_nb");
+            }
+        }
+        if (tmx_tag_recv_nb(wk[0], rbuf, 0, 10, ~(tmx_tag_t)0, NULL, &ack) != TMX_INPROGRESS) {
+            DIE("recv_nb");
+        }
+        for (unsigned w = 0; w < window; w++) {
+            tmx_status_t st;
+
+            sr[w] = NULL;
+            while ((st = tmx_tag_send_nb(ep[0], sbuf, size, 9, NULL, &sr[w])) ==
+                   TMX_ERR_NO_RESOURCE) {
+                tmx_worker_progress(wk[0]);
+                tmx_worker_progress(wk[1]); /* the receiver, on its own core in a real run */
+                polls++;
+            }
+            if (st != TMX_OK && st != TMX_INPROGRESS) {
+                DIE("send_nb: %s", tmx_status_string(st));
+            }
+            if (st == TMX_OK) {
+                sr[w] = NULL;
+            }
+            if (w % 8 == 7) {
+                /* the receiver polls meanwhile, on its own core in a real run: without it
+                 * the ring (TMX_RING_SLOTS 32) fills and half the window takes the queue */
+                tmx_worker_progress(wk[1]);
+            }
+        }
+        for (unsigned w = 0; w < window; w++) {
+            while (tmx_request_test(rr[w], NULL) == TMX_INPROGRESS) {
+                /* a message the device has not moved yet may wait for its sender's
+                 * progress (the soft device moves data inside calls) */
+                if (tmx_worker_progress(wk[1]) == 0) {
+                    tmx_worker_progress(wk[0]);
+                }
+                polls++;
+            }
+            tmx_request_free(rr[w]);
+        }
+        for (unsigned w = 0; w < window; w++) {
+            if (sr[w] != NULL) {
+                while (tmx_request_test(sr[w], NULL) == TMX_INPROGRESS) {
+                    if (tmx_worker_progress(wk[0]) == 0) {
+                        tmx_worker_progress(wk[1]);
+                    }
+                    polls++;
+                }
+                tmx_request_free(sr[w]);
+            }
+        }
+        {
+            tmx_request_h s = NULL;
+            tmx_status_t  st = tmx_tag_send_nb(ep[1], sbuf, 0, 10, NULL, &s);
+
+            if (st != TMX_OK && st != TMX_INPROGRESS) {
+                DIE("ack send_nb: %s", tmx_status_string(st));
+            }
+            while (tmx_request_test(ack, NULL) == TMX_INPROGRESS) {
+                if (tmx_worker_progress(wk[0]) == 0) {
+                    tmx_worker_progress(wk[1]);
+                }
+                polls++;
+            }
+            tmx_request_free(ack);
+            if (s != NULL) {
+                while (tmx_request_test(s, NULL) == TMX_INPROGRESS) {
+                    if (tmx_worker_progress(wk[1]) == 0) {
+                        tmx_worker_progress(wk[0]);
+                    }
+                    polls++;
+                }
+                tmx_request_free(s);
+            }
+        }
+    }
+    CALLGRIND_TOGGLE_COLLECT;
 }
 
 static void tmx_idle(long n)
@@ -240,6 +336,84 @@ static void cg_fi_msg(long n, int measure)
     }
 }
 
+static void cg_fi_win(long n)
+{
+    static struct fi_context rc[256], sc[256];
+    struct fi_context        ac, kc;
+
+    CALLGRIND_TOGGLE_COLLECT;
+    for (long k = 0; k < n; k++) {
+        unsigned rgot, sgot;
+
+        for (unsigned w = 0; w < window; w++) {
+            while (fi_trecv(fep[1], rbuf, size, NULL, FI_ADDR_UNSPEC, 9, 0, &rc[w]) ==
+                   -FI_EAGAIN) {
+                fi_cq_read(fcq[1], NULL, 0);
+            }
+        }
+        while (fi_trecv(fep[0], rbuf, 0, NULL, FI_ADDR_UNSPEC, 10, 0, &ac) == -FI_EAGAIN) {
+            fi_cq_read(fcq[0], NULL, 0);
+        }
+        rgot = 0;
+        for (unsigned w = 0; w < window; w++) {
+            while (fi_tsend(fep[0], sbuf, size, NULL, fpeer[0], 9, &sc[w]) == -FI_EAGAIN) {
+                fi_cq_read(fcq[0], NULL, 0);
+                fi_cq_read(fcq[1], NULL, 0);
+                polls++;
+            }
+            if (w % 8 == 7) {
+                /* the receiver polls meanwhile (tmx_win): a CQ holding entries is not
+                 * progressed, so it takes them */
+                struct fi_cq_tagged_entry e[16];
+                ssize_t                   r = fi_cq_read(fcq[1], e, 16);
+
+                if (r > 0) {
+                    rgot += (unsigned)r;
+                } else if (r != -FI_EAGAIN) {
+                    DIE("fi_cq_read: %zd", r);
+                }
+            }
+        }
+        /* the receiver: its window's completions, read 16 at a time (and, when it has none,
+         * the sender's, whose reads progress the sender: the soft device moves data inside
+         * calls, and a CQ holding entries is not progressed) */
+        for (sgot = 0; rgot < window;) {
+            struct fi_cq_tagged_entry e[16];
+            ssize_t                   r = fi_cq_read(fcq[1], e, 16);
+
+            polls++;
+            if (r > 0) {
+                rgot += (unsigned)r;
+            } else if (r != -FI_EAGAIN) {
+                DIE("fi_cq_read: %zd", r);
+            } else if ((r = fi_cq_read(fcq[0], e, 16)) > 0) {
+                sgot += (unsigned)r;
+            } else if (r != -FI_EAGAIN) {
+                DIE("fi_cq_read: %zd", r);
+            }
+        }
+        while (fi_tsend(fep[1], sbuf, 0, NULL, fpeer[1], 10, &kc) == -FI_EAGAIN) {
+            fi_cq_read(fcq[1], NULL, 0);
+        }
+        /* the sender: its sends' completions, and the ack */
+        while (sgot < window + 1) {
+            struct fi_cq_tagged_entry e[16];
+            ssize_t                   r = fi_cq_read(fcq[0], e, 16);
+
+            polls++;
+            if (r > 0) {
+                sgot += (unsigned)r;
+            } else if (r != -FI_EAGAIN) {
+                DIE("fi_cq_read: %zd", r);
+            } else {
+                fi_cq_read(fcq[1], NULL, 0);
+            }
+        }
+        cg_fi_wait(1, &kc);
+    }
+    CALLGRIND_TOGGLE_COLLECT;
+}
+
 static void cg_fi_idle(long n)
 {
     struct fi_cq_tagged_entry e;
@@ -261,12 +435,18 @@ int main(int argc, char **argv)
     long        n;
 
     if (argc != 3) {
-        fprintf(stderr, "usage: cg_small tmx-idle|tmx-msg|fi-idle|fi-msg N\n");
+        fprintf(stderr, "usage: cg_small tmx-idle|tmx-msg|tmx-win|fi-idle|fi-msg|fi-win N\n");
         return 2;
     }
     mode = argv[1];
     n    = atol(argv[2]);
     alarm(600); /* a loop that never completes (a connection that never came up) ends */
+    if (getenv("CG_WINDOW") != NULL) {
+        window = (unsigned)atol(getenv("CG_WINDOW"));
+        if (window == 0 || window > 256) {
+            DIE("CG_WINDOW must be 1..256");
+        }
+    }
     if (getenv("CG_SIZE") != NULL) {
         size = (size_t)atol(getenv("CG_SIZE"));
         if (size > sizeof(sbuf)) {
@@ -282,6 +462,8 @@ int main(int argc, char **argv)
         polls = 0;
         if (strcmp(mode, "tmx-idle") == 0) {
             tmx_idle(n);
+        } else if (strcmp(mode, "tmx-win") == 0) {
+            tmx_win(n);
         } else {
             tmx_msg(n, 1);
         }
@@ -294,6 +476,8 @@ int main(int argc, char **argv)
         polls = 0;
         if (strcmp(mode, "fi-idle") == 0) {
             cg_fi_idle(n);
+        } else if (strcmp(mode, "fi-win") == 0) {
+            cg_fi_win(n);
         } else {
             cg_fi_msg(n, 1);
         }

@@ -161,6 +161,9 @@ uint64_t tmx_proto_sreq_id_peek(tmx_worker_t *w);
 
 void tmx_proto_unexpected_add(tmx_worker_t *w, tmx_message_t *msg);
 void tmx_proto_rx_msg(tmx_iface_t *iface, tmx_ep_t *ep, const uint8_t *buf, size_t len);
+/* tmx_proto_rx_msg of an eager-RDMA ring message (at least a header's length): a plain EAGER
+ * that a posted receive takes is delivered without the general dispatch. */
+void tmx_proto_rx_ring(tmx_iface_t *iface, tmx_ep_t *ep, const uint8_t *buf, size_t len);
 void tmx_proto_rx_eager(tmx_ep_t *ep, uint64_t tag, const void *data, size_t len, int sync,
                         uint64_t sreq_id, uint64_t imm);
 void tmx_proto_rx_rts(tmx_ep_t *ep, const tmx_proto_rts_hdr_t *rts);

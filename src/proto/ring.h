@@ -108,6 +108,7 @@ typedef struct tmx_ring_tx {
     uint64_t  addr;        /* the receiver's slots */
     uint32_t  rkey;
     uint64_t  head;        /* messages written */
+    uint8_t   marker;      /* tmx_ring_marker(head): it changes once a lap */
     uint64_t  consumed;    /* taken by the receiver, as its word last said */
     int       asleep;      /* and whether it sleeps */
     int       ready;       /* our RING_ACK is posted: ring messages may follow it */

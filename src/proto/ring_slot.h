@@ -85,6 +85,11 @@ void tmx_ring_slot_build_any(unsigned mode, size_t slot_size, unsigned slots_log
  * marker (the highest byte: the last one written). */
 static inline uint64_t tmx_ring_flag(uint32_t seq, size_t mlen, size_t hlen, uint8_t marker)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* the same bytes, without building them one by one */
+    return (uint64_t)seq | (uint64_t)(mlen & 0xffff) << 32 | (uint64_t)(hlen & 0xff) << 48 |
+           (uint64_t)marker << 56;
+#else
     uint8_t  b[TMX_RING_FLAG];
     uint64_t f;
 
@@ -98,6 +103,7 @@ static inline uint64_t tmx_ring_flag(uint32_t seq, size_t mlen, size_t hlen, uin
     b[7] = marker;
     memcpy(&f, b, sizeof(f));
     return f;
+#endif
 }
 
 /* tmx_ring_slot_build_any, with WHOLE (the common mode) inline. */
@@ -161,27 +167,36 @@ static inline void tmx_ring_flag_parse(const uint8_t *p, uint32_t *seq_p, size_t
     *hlen_p = b[6];
 }
 
-/* tmx_ring_slot_read_any, with WHOLE (the common mode) inline. */
-static inline int tmx_ring_slot_read(unsigned mode, const uint8_t *slot, size_t slot_size,
-                                     unsigned slots_log2, uint64_t pos, uint8_t *buf,
-                                     tmx_ring_msg_t *msg)
+/* The WHOLE mode's read, given the slot's last byte (end) and the marker of this lap: what
+ * tmx_ring_slot_read returns. */
+static inline int tmx_ring_slot_read_whole(const uint8_t *end, uint8_t marker, size_t slot_size,
+                                           tmx_ring_msg_t *msg)
 {
     size_t mlen, hlen;
 
-    if (mode != TMX_RING_MODE_WHOLE) {
-        return tmx_ring_slot_read_any(mode, slot, slot_size, slots_log2, pos, buf, msg);
-    }
-    if (!tmx_ring_slot_ready(slot, slot_size, slots_log2, pos)) {
+    if (__atomic_load_n(end, __ATOMIC_ACQUIRE) != marker) {
         return 0;
     }
-    tmx_ring_flag_parse(slot + slot_size - TMX_RING_FLAG, &msg->seq, &mlen, &hlen);
+    tmx_ring_flag_parse(end + 1 - TMX_RING_FLAG, &msg->seq, &mlen, &hlen);
     if (hlen == 0 || hlen > mlen || mlen > slot_size - TMX_RING_FLAG) {
         return -1;
     }
     msg->hlen = hlen;
     msg->len  = mlen;
-    msg->data = slot + slot_size - TMX_RING_FLAG - mlen;
+    msg->data = end + 1 - TMX_RING_FLAG - mlen;
     return 1;
+}
+
+/* tmx_ring_slot_read_any, with WHOLE (the common mode) inline. */
+static inline int tmx_ring_slot_read(unsigned mode, const uint8_t *slot, size_t slot_size,
+                                     unsigned slots_log2, uint64_t pos, uint8_t *buf,
+                                     tmx_ring_msg_t *msg)
+{
+    if (mode != TMX_RING_MODE_WHOLE) {
+        return tmx_ring_slot_read_any(mode, slot, slot_size, slots_log2, pos, buf, msg);
+    }
+    return tmx_ring_slot_read_whole(slot + slot_size - 1, tmx_ring_marker(pos, slots_log2),
+                                    slot_size, msg);
 }
 
 /*

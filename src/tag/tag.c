@@ -262,6 +262,9 @@ tmx_tag_unexp_t *tmx_tag_unexp_match(tmx_tag_engine_t *e, uint64_t tag, uint64_t
     tmx_tag_unexp_t *found = NULL;
     tmx_list_t      *pos;
 
+    if (e->unexp_count == 0) {
+        return NULL; /* a receive posted ahead of its message: no hash, no walk */
+    }
     if (mask == TMX_TAG_MASK_FULL) {
         /* Bin order is arrival order, so the first hit is the oldest message with this tag. */
         tmx_list_for_each(pos, &e->unexp_bins[tmx_tag_bin_index(e, tag)]) {

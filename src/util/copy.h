@@ -1,7 +1,8 @@
 /*
  * Copies of a few bytes (the payload of an eager message, a header) without a call into libc:
- * for n <= 16 two possibly overlapping loads and stores of the largest width that fits, which
- * the compiler turns into plain moves. Longer copies go to memcpy.
+ * for n <= 64 two possibly overlapping loads and stores of the largest width that fits (up to
+ * 32 bytes each), which the compiler turns into plain (vector) moves. Longer copies go to
+ * memcpy.
  */
 #ifndef TMX_UTIL_COPY_H
 #define TMX_UTIL_COPY_H
@@ -15,8 +16,20 @@ static inline void tmx_copy(void *dst, const void *src, size_t n)
     uint8_t *d       = dst;
     const uint8_t *s = src;
 
-    if (n > 16) {
+    if (n > 64) {
         memcpy(d, s, n);
+    } else if (n > 32) {
+        uint8_t a[32], b[32];
+        memcpy(a, s, 32);
+        memcpy(b, s + n - 32, 32);
+        memcpy(d, a, 32);
+        memcpy(d + n - 32, b, 32);
+    } else if (n > 16) {
+        uint8_t a[16], b[16];
+        memcpy(a, s, 16);
+        memcpy(b, s + n - 16, 16);
+        memcpy(d, a, 16);
+        memcpy(d + n - 16, b, 16);
     } else if (n >= 8) {
         uint64_t a, b;
         memcpy(&a, s, 8);

@@ -252,7 +252,7 @@ static void tmx_soft_place(tmx_soft_qp_t *qp, uint64_t addr, const uint8_t *src,
  * every earlier one, whatever order memcpy would have stored them in. A whole aligned 8 bytes
  * is one store.
  */
-static void tmx_soft_store_tail(uint8_t *dst, const uint8_t *src, size_t len)
+static inline void tmx_soft_store_tail(uint8_t *dst, const uint8_t *src, size_t len)
 {
     if (len == 8 && ((uintptr_t)dst & 7) == 0) {
         uint64_t v;
@@ -337,6 +337,15 @@ static void tmx_soft_dm_store_whole(const tmx_sge_t *sge, int n, uint64_t raddr,
     const uint8_t *src;
     uint8_t        t[8];
 
+    if (n == 1) {
+        /* one piece (the ring's small messages): the body, then the tail */
+        src = (const uint8_t *)(uintptr_t)sge[0].addr;
+        tmx_copy(dst, src, body);
+        TMX_SOFT_RELEASE_FENCE();
+        tmx_soft_store_tail(dst + body, src + body, tail);
+        TMX_SOFT_RELEASE_FENCE();
+        return;
+    }
     for (int i = 0; i < n && off < body; i++) {
         size_t c = sge[i].length < body - off ? sge[i].length : body - off;
 
@@ -3153,6 +3162,51 @@ static int tmx_soft_write_direct(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, siz
     return 1;
 }
 
+/*
+ * The eager-RDMA ring's write of a small message in one piece (tmx_ring_send): an unsignaled
+ * inline RDMA WRITE of one sge into a whole-message device's memory, alone, on an RC QP in RTS
+ * whose send queue is empty. tmx_soft_wr_check's checks that apply to it and
+ * tmx_soft_write_direct's, once each, and the store. 0: not this case (nothing done).
+ */
+static inline int tmx_soft_write_small(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr)
+{
+    const tmx_sge_t *sge = wr->sg_list;
+    tmx_soft_rseg_t *r;
+    const uint8_t   *src;
+    uint8_t         *dst;
+    size_t           total, tail, body;
+
+    if (wr->next != NULL || wr->opcode != TMX_WR_RDMA_WRITE || wr->num_sge != 1 || sge == NULL ||
+        (wr->send_flags & (TMX_SEND_INLINE | TMX_SEND_SIGNALED)) != TMX_SEND_INLINE ||
+        qp->super.state != TMX_QPS_RTS || qp->super.type != TMX_QPT_RC || qp->tm_qp ||
+        (qp->sq_count | qp->resp_count) != 0 || qp->sig_all || qp->ooo ||
+        (total = sge->length) > qp->dev->max_payload || tmx_soft_write_hook != NULL) {
+        return 0;
+    }
+    r = qp->rseg;
+    if (r->h.data_order != TMX_SOFT_DIO_WHOLE ||
+        (dst = tmx_soft_dm_target(r, wr->rdma.remote_addr, total)) == NULL ||
+        tmx_soft_key_check((const tmx_soft_mr_ent_t *)((uint8_t *)r->base + r->hdr->mr_off),
+                           r->hdr->max_mrs, wr->rdma.rkey, wr->rdma.remote_addr, total,
+                           TMX_ACCESS_REMOTE_WRITE) != 0 ||
+        r->dead) {
+        return 0;
+    }
+    /* tmx_soft_dm_store_whole of one sge: the body, then the tail */
+    tail = tmx_soft_tail(wr->rdma.remote_addr, wr->rdma.remote_addr + total);
+    body = total - tail;
+    src  = (const uint8_t *)(uintptr_t)sge->addr;
+    tmx_copy(dst, src, body);
+    TMX_SOFT_RELEASE_FENCE();
+    tmx_soft_store_tail(dst + body, src + body, tail);
+    TMX_SOFT_RELEASE_FENCE();
+    /* the queue was empty: head, tx and next were equal and stay so */
+    qp->next_seq++;
+    qp->tx_seq++;
+    qp->head_seq++;
+    return 1;
+}
+
 tmx_status_t tmx_soft_post_send(tmx_qp_t *q, tmx_send_wr_t *wr, tmx_send_wr_t **bad_p)
 {
     tmx_soft_qp_t *qp     = (tmx_soft_qp_t *)q;
@@ -3166,6 +3220,9 @@ tmx_status_t tmx_soft_post_send(tmx_qp_t *q, tmx_send_wr_t *wr, tmx_send_wr_t **
             return tmx_soft_xrc_ini_post(qp, wr, bad_p);
         }
         qp = rt;
+    }
+    if (tmx_soft_write_small(qp, wr)) {
+        return TMX_OK;
     }
     for (; wr != NULL; wr = wr->next) {
         size_t total = 0;

@@ -480,6 +480,8 @@ typedef struct tmx_soft_qp {
     uint64_t              out_consumed; /* cached */
     uint64_t              ibx_tail;     /* inbox tail while its lock is held */
     int                   cma;
+    size_t                cma_min;      /* RDMA this large goes by CMA (0 on an XRC route:
+                                         * its target serves no RDMA through the rings) */
     int                   ooo;          /* OOO placement enabled (at INIT -> RTR) */
     int                   in_post;      /* OOO: sq_progress called from post_send */
     int                   hold_on;      /* OOO: the WR of hold_seq is held back until */

@@ -1166,6 +1166,18 @@ static int tmx_soft_tx_cma(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
     return tmx_soft_tx_notice(qp, swr);
 }
 
+/*
+ * Whether an RDMA READ or WRITE goes by cross-memory attach rather than through the rings
+ * (TMX_SOFT_CMA_MIN). Through the rings the target copies into its ring and we copy out, a
+ * record at a time, both cores at once; CMA is one copy by one core, but pins and maps every
+ * page: on a 2-core VM it moved 13 GB/s at most, the rings 22-31 GB/s from 32 KiB to 256 KiB
+ * and 12 GB/s at 4 MiB (doc/man/tmx_config.7.md). The rings need the target's progress.
+ */
+static inline int tmx_soft_by_cma(const tmx_soft_qp_t *qp, const tmx_soft_swr_t *swr)
+{
+    return qp->cma && swr->total >= qp->cma_min;
+}
+
 /* A WR with FENCE waits until the earlier RDMA READs of the QP completed. */
 static int tmx_soft_fenced(tmx_soft_qp_t *qp, const tmx_soft_swr_t *swr)
 {
@@ -1222,7 +1234,7 @@ static int tmx_soft_tx_one(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
         if ((dst = tmx_soft_dm_target(qp->rseg, swr->raddr, swr->total)) != NULL) {
             return tmx_soft_tx_dm(qp, swr, dst);
         }
-        if (qp->cma) {
+        if (tmx_soft_by_cma(qp, swr)) {
             return tmx_soft_tx_cma(qp, swr);
         }
         if (!tmx_soft_tx_chunks(qp, swr, TMX_SOFT_OP_WDATA)) {
@@ -1231,7 +1243,7 @@ static int tmx_soft_tx_one(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
         swr->state = TMX_SOFT_SWR_WAIT;
         return 1;
     case TMX_WR_RDMA_READ:
-        if (qp->cma) {
+        if (tmx_soft_by_cma(qp, swr)) {
             return tmx_soft_tx_cma(qp, swr);
         }
         rec = tmx_soft_qp_reserve(qp, TMX_SOFT_HDR_EXT);
@@ -2731,6 +2743,7 @@ static tmx_status_t tmx_soft_qp_connect(tmx_soft_qp_t *qp, const tmx_qp_attr_t *
         goto err_put;
     }
     qp->cma = tmx_soft_rseg_cma(dev, r);
+    qp->cma_min = dev->cfg->soft_cma_min;
     if (!qp->cma && dev->cfg->soft_cma == 1) {
         tmx_error("qp %u: cross-memory attach to pid %d required (TMX_SOFT_CMA=1) but it "
                   "does not work", qp->super.qp_num, (int)r->pid);

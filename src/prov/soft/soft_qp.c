@@ -832,7 +832,12 @@ static int tmx_soft_resp_progress(tmx_soft_qp_t *qp)
             r->status  = TMX_WC_REM_ACCESS_ERR;
         }
         if (r->is_read) {
-            n = r->total - r->off < dev->max_payload ? r->total - r->off : dev->max_payload;
+            /* records of TMX_SOFT_RRESP_CHUNK: the reader copies one out while we write the
+             * next, so a read costs about one copy and a chunk, not two copies */
+            size_t chunk = TMX_SOFT_RRESP_CHUNK < dev->max_payload ? TMX_SOFT_RRESP_CHUNK
+                                                                   : dev->max_payload;
+
+            n = r->total - r->off < chunk ? r->total - r->off : chunk;
         }
         rec = tmx_soft_qp_reserve(qp, TMX_SOFT_HDR_EXT + n);
         if (rec == NULL) {

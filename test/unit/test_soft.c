@@ -909,14 +909,14 @@ Test(soft, first_fast_ring_is_the_large_one, .timeout = 30)
 
 /* ---------------------------------------------------------------- direct sends in pieces */
 
-/* An unsignaled inline SEND above TMX_SOFT_FRAG + TMX_SOFT_FRAG_SLACK goes out as several
- * records of one reservation, each readable as soon as it is written: whole or not at all, the
- * pieces in order, the immediate and the length of the whole message on the one completion.
- * Sizes around the piece size, around the threshold (8 KiB + 1 KiB: one record up to it),
- * and up to the largest inline send (which may need one record: the pieces' headers would
- * not fit where it does). */
+/* An unsignaled inline SEND above TMX_SOFT_WHOLE_MAX goes out as several records of one
+ * reservation, each readable as soon as it is written: whole or not at all, the pieces in
+ * order, the immediate and the length of the whole message on the one completion. Sizes
+ * around the piece size, around the threshold (16 KiB + 1 KiB: one record up to it), and up
+ * to the largest inline send (which may need one record: the pieces' headers would not fit
+ * where it does). */
 static const uint32_t frag_sizes[] = {8191, 8192, 8193, 9216, 9217, 16383, 16384, 16385,
-                                      3 * 8192 + 5, 0};
+                                      17408, 17409, 3 * 8192 + 5, 0};
 #define FRAG_N (sizeof(frag_sizes) / sizeof(frag_sizes[0]))
 
 static uint32_t frag_size(const node_t *n, size_t i)

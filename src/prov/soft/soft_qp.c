@@ -3012,7 +3012,7 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
 }
 
 /*
- * A direct SEND above TMX_SOFT_FRAG + TMX_SOFT_FRAG_SLACK: one reservation for all its
+ * A direct SEND above TMX_SOFT_WHOLE_MAX: one reservation for all its
  * records, each published as soon as it is written, so that the receiver copies one out while
  * we write the next. Taken at once like the single record it replaces (it goes out whole or
  * not at all), and only when the records fit where that one record would: the bound on a
@@ -3022,7 +3022,8 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
 static int tmx_soft_send_frags(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, size_t total,
                                uint8_t flags)
 {
-    /* total > TMX_SOFT_FRAG + TMX_SOFT_FRAG_SLACK: k >= 2 pieces of at most about
+    /* total > TMX_SOFT_WHOLE_MAX >= TMX_SOFT_FRAG + TMX_SOFT_FRAG_SLACK: k >= 2 pieces of
+     * at most about
      * TMX_SOFT_FRAG, even (whole lines but the last), so none is a header's worth */
     size_t          k     = (total - TMX_SOFT_FRAG_SLACK + TMX_SOFT_FRAG - 1) / TMX_SOFT_FRAG;
     size_t          piece = ((total + k - 1) / k + 63) & ~(size_t)63;
@@ -3087,7 +3088,7 @@ static int tmx_soft_send_direct(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, size
     } else if (wr->opcode != TMX_WR_SEND) {
         return 0;
     }
-    if (total > TMX_SOFT_FRAG + TMX_SOFT_FRAG_SLACK) {
+    if (total > TMX_SOFT_WHOLE_MAX) {
         int r = tmx_soft_send_frags(qp, wr, total, flags);
 
         if (r == 0) {

@@ -95,6 +95,10 @@
  * 50-58 against 41-43 (8 KiB records: level with 16 KiB up to 128 KiB, then slower).
  */
 #define TMX_SOFT_RRESP_CHUNK 16384
+/* Reads through the rings from this size (two records and more) measure the target's copy
+ * mode; every TMX_SOFT_RD_PROBE-th tries the other one (tmx_soft_rd_mode). */
+#define TMX_SOFT_RD_MEASURE_MIN (2 * TMX_SOFT_RRESP_CHUNK)
+#define TMX_SOFT_RD_PROBE       128
 
 /* ---------------------------------------------------------------- shared memory (the wire) */
 
@@ -225,6 +229,7 @@ enum tmx_soft_rec_flags {
     TMX_SOFT_REC_FIRST = 1u << 0,
     TMX_SOFT_REC_LAST  = 1u << 1,
     TMX_SOFT_REC_IMM   = 1u << 2,
+    TMX_SOFT_REC_NT    = 1u << 3, /* RREQ: answer with non-temporal stores (a hint) */
 };
 
 /* 32 bytes, so that an 8-byte SEND behind the core's 24-byte header fits in one line. */
@@ -404,6 +409,9 @@ typedef struct tmx_soft_swr {
     uint8_t         tm_kind;  /* TMX_SOFT_TM_WR_*: the device's own WR on a TM QP */
     uint32_t        tm_handle; /* the entry it finishes */
     uint32_t        tm_len;    /* rendezvous length (the DATA_VALID byte_len) */
+    uint8_t         nt;        /* READ through the rings: asked with TMX_SOFT_REC_NT */
+    size_t          first_len; /* READ through the rings: bytes of its first response */
+    uint64_t        first_ns;  /* and when we took it */
 } tmx_soft_swr_t;
 
 /* WRs a TM QP's send queue carries for rendezvous offload (never the user's). */
@@ -418,6 +426,7 @@ typedef struct tmx_soft_resp {
     uint32_t seq;
     uint32_t status;
     int      is_read;
+    int      nt;    /* copy with non-temporal stores (the reader's TMX_SOFT_REC_NT) */
     uint64_t addr;  /* local address to read from */
     uint64_t total;
     uint64_t off;
@@ -496,6 +505,10 @@ typedef struct tmx_soft_qp {
     int                   cma;
     size_t                cma_min;      /* RDMA this large goes by CMA (0 on an XRC route:
                                          * its target serves no RDMA through the rings) */
+    uint64_t              rd_cost[2];   /* reads through the rings: ps per byte, moving
+                                         * average, by ordinary [0] and streaming [1] stores
+                                         * of the target (0: not measured yet) */
+    uint32_t              rd_count;     /* reads through the rings measured or asked */
     int                   ooo;          /* OOO placement enabled (at INIT -> RTR) */
     int                   in_post;      /* OOO: sq_progress called from post_send */
     int                   hold_on;      /* OOO: the WR of hold_seq is held back until */

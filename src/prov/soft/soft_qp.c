@@ -823,7 +823,7 @@ static inline void tmx_soft_qp_publish_part(tmx_soft_qp_t *qp, tmx_soft_rec_t *r
  * stores this 2-core VM sometimes (under other load) moved a read through the rings at 2.3
  * GB/s (1 MiB ping-pong 400-470 us against 85 for the peers' cross-memory attach); with these
  * 13-20 GB/s and 53-63 us in the same minutes. In its good phases ordinary stores were faster
- * (1 MiB 38 us against 67) but both stayed ahead of the peers. The sfence orders the
+ * (1 MiB 38 us against 67): the reader picks (tmx_soft_rd_mode). The sfence orders the
  * streaming stores before the record's stamp (tmx_soft_qp_commit's release).
  */
 static void tmx_soft_copy_nt(void *dst, const void *src, size_t n)
@@ -893,7 +893,11 @@ static int tmx_soft_resp_progress(tmx_soft_qp_t *qp)
             rec->op    = TMX_SOFT_OP_RRESP;
             ext->raddr = r->off;
             ext->total = r->total;
-            tmx_soft_copy_nt(ext + 1, (const uint8_t *)(uintptr_t)r->addr + r->off, n);
+            if (r->nt) {
+                tmx_soft_copy_nt(ext + 1, (const uint8_t *)(uintptr_t)r->addr + r->off, n);
+            } else {
+                memcpy(ext + 1, (const uint8_t *)(uintptr_t)r->addr + r->off, n);
+            }
             r->off += n;
             if (r->off == r->total) {
                 rec->flags = TMX_SOFT_REC_LAST;
@@ -1213,11 +1217,60 @@ static int tmx_soft_tx_cma(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
 }
 
 /*
+ * How the target copies a read through the rings into its ring: ordinary stores (the reader
+ * then takes the lines from the target's cache) or non-temporal ones (from memory; see
+ * tmx_soft_copy_nt). Which is faster changes with the machine's phase: on a 2-core VM in its
+ * good phases ordinary stores moved a 1 MiB ping-pong in 38 us against 67, in its bad ones
+ * (moving a cache line between the cores slow, under other load) in 400-470 us against
+ * 53-63. So the reader measures: each read of TMX_SOFT_RD_MEASURE_MIN bytes or more in
+ * several records costs (last record - first record) / (bytes after the first), a moving
+ * average per mode (half the last sample), and asks for the cheaper mode, the other one
+ * every TMX_SOFT_RD_PROBE-th read so that a change of phase is seen; ordinary stores only
+ * when a quarter cheaper. Streaming until both are measured: it is never far behind.
+ */
+static int tmx_soft_rd_plain_better(const tmx_soft_qp_t *qp)
+{
+    /* by a quarter at least: a noisy probe does not flip the choice back and forth */
+    return qp->rd_cost[0] != 0 && qp->rd_cost[0] + qp->rd_cost[0] / 4 < qp->rd_cost[1];
+}
+
+static int tmx_soft_rd_mode(tmx_soft_qp_t *qp, const tmx_soft_swr_t *swr)
+{
+    int best;
+
+    if (swr->total < TMX_SOFT_RD_MEASURE_MIN) { /* too short to measure: the best known */
+        return !tmx_soft_rd_plain_better(qp);
+    }
+    qp->rd_count++;
+    if (qp->rd_cost[1] == 0) {
+        return 1;
+    }
+    if (qp->rd_cost[0] == 0) {
+        return (qp->rd_count % TMX_SOFT_RD_PROBE) != 0;
+    }
+    best = tmx_soft_rd_plain_better(qp) ? 0 : 1;
+    return (qp->rd_count % TMX_SOFT_RD_PROBE) == 0 ? !best : best;
+}
+
+static void tmx_soft_rd_measure(tmx_soft_qp_t *qp, const tmx_soft_swr_t *swr)
+{
+    uint64_t  dt   = tmx_time_ns() - swr->first_ns;
+    uint64_t  ps   = dt * 1000 / (uint64_t)(swr->total - swr->first_len);
+    uint64_t *cost = &qp->rd_cost[swr->nt ? 1 : 0];
+
+    if (ps == 0) {
+        ps = 1;
+    }
+    *cost = *cost == 0 ? ps : (*cost + ps) / 2;
+}
+
+/*
  * Whether an RDMA READ or WRITE goes by cross-memory attach rather than through the rings
  * (TMX_SOFT_CMA_MIN). Through the rings the target copies into its ring and we copy out, a
  * record at a time, both cores at once; CMA is one copy by one core, but pins and maps every
- * page: on a 2-core VM it moved 13 GB/s at most, the rings 22-31 GB/s from 32 KiB to 256 KiB
- * and 12 GB/s at 4 MiB (doc/man/tmx_config.7.md). The rings need the target's progress.
+ * page: on a 2-core VM it moved 13 GB/s at most, the rings 22-35 GB/s from 32 KiB to 4 MiB in
+ * the VM's good phases and 12-20 in its bad ones (tmx_soft_rd_mode, doc/man/tmx_config.7.md).
+ * The rings need the target's progress.
  */
 static inline int tmx_soft_by_cma(const tmx_soft_qp_t *qp, const tmx_soft_swr_t *swr)
 {
@@ -1296,9 +1349,10 @@ static int tmx_soft_tx_one(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
         if (rec == NULL) {
             return 0;
         }
+        swr->nt                  = (uint8_t)tmx_soft_rd_mode(qp, swr);
         rec->len                 = 0;
         rec->op                  = TMX_SOFT_OP_RREQ;
-        rec->flags               = 0;
+        rec->flags               = swr->nt ? TMX_SOFT_REC_NT : 0;
         rec->seq                 = swr->seq;
         tmx_soft_ext(rec)->raddr = swr->raddr;
         tmx_soft_ext(rec)->total = swr->total;
@@ -1908,6 +1962,7 @@ static int tmx_soft_rx_rreq(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
         return TMX_SOFT_RX_DONE;
     }
     r->is_read = 1;
+    r->nt      = (rec->flags & TMX_SOFT_REC_NT) != 0;
     r->status  = ext->rkey; /* kept to re-check the key before each chunk */
     r->addr    = ext->raddr;
     r->total   = ext->total;
@@ -1937,10 +1992,17 @@ static int tmx_soft_rx_rresp(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
     }
     tmx_soft_sge_scatter(swr->sge, swr->num_sge, swr->off, (const uint8_t *)rec +
                          TMX_SOFT_HDR_EXT, len);
+    if (swr->off == 0) {
+        swr->first_len = len;
+        swr->first_ns  = swr->total >= TMX_SOFT_RD_MEASURE_MIN ? tmx_time_ns() : 0;
+    }
     swr->off += len;
     if (flags & TMX_SOFT_REC_LAST) {
         swr->state  = TMX_SOFT_SWR_DONE;
         swr->status = swr->off == swr->total ? TMX_WC_SUCCESS : TMX_WC_REM_INV_REQ_ERR;
+        if (swr->first_ns != 0 && swr->off == swr->total && swr->total > swr->first_len) {
+            tmx_soft_rd_measure(qp, swr);
+        }
     }
     return TMX_SOFT_RX_DONE;
 }

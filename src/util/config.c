@@ -223,6 +223,12 @@ static const tmx_config_field_t tmx_config_table[] = {
     {TMX_CONFIG_FIELD("SOFT_CMA", TMX_CONFIG_ENUM, "auto", soft_cma,
                       "Soft device: use cross-memory attach (process_vm_readv) for large copies."),
      .words = tmx_config_ternary},
+    {TMX_CONFIG_FIELD("SOFT_CMA_MIN", TMX_CONFIG_SIZE, "1g", soft_cma_min,
+                      "Soft device: RDMA reads and writes of at least this many bytes go by "
+                      "cross-memory attach (where TMX_SOFT_CMA allows), smaller ones through "
+                      "the rings (two pipelined copies; faster on VMs; needs the target's "
+                      "progress). 0: all by cross-memory attach."),
+     .flags = TMX_CONFIG_F_MAX, .max = 1ull << 30},
     {TMX_CONFIG_FIELD("SOFT_MEMFD", TMX_CONFIG_ENUM, "auto", soft_memfd,
                       "Soft device: anonymous segments (memfd) that peers open through /proc, "
                       "instead of named ones in /dev/shm."),

@@ -54,6 +54,7 @@ typedef struct tmx_config {
     unsigned soft_max_qps;     /* TMX_SOFT_MAX_QPS */
     unsigned soft_max_mrs;     /* TMX_SOFT_MAX_MRS */
     int      soft_cma;         /* TMX_SOFT_CMA: -1 auto, 0 no, 1 yes */
+    size_t   soft_cma_min;     /* TMX_SOFT_CMA_MIN: smaller RDMA goes through the rings */
     int      soft_memfd;       /* TMX_SOFT_MEMFD: -1 auto, 0 no, 1 yes */
     int      soft_tm;          /* TMX_SOFT_TM: the soft device offers a TM SRQ */
     int      soft_inplace;     /* TMX_SOFT_INPLACE: receives in place (TMX_DEV_CAP_RECV_INPLACE) */

@@ -909,14 +909,14 @@ Test(soft, first_fast_ring_is_the_large_one, .timeout = 30)
 
 /* ---------------------------------------------------------------- direct sends in pieces */
 
-/* An unsignaled inline SEND above TMX_SOFT_FRAG + TMX_SOFT_FRAG_SLACK goes out as several
- * records of one reservation, each readable as soon as it is written: whole or not at all, the
- * pieces in order, the immediate and the length of the whole message on the one completion.
- * Sizes around the piece size, around the threshold (8 KiB + 1 KiB: one record up to it),
- * and up to the largest inline send (which may need one record: the pieces' headers would
- * not fit where it does). */
+/* An unsignaled inline SEND above TMX_SOFT_WHOLE_MAX goes out as several records of one
+ * reservation, each readable as soon as it is written: whole or not at all, the pieces in
+ * order, the immediate and the length of the whole message on the one completion. Sizes
+ * around the piece size, around the threshold (16 KiB + 1 KiB: one record up to it), and up
+ * to the largest inline send (which may need one record: the pieces' headers would not fit
+ * where it does). */
 static const uint32_t frag_sizes[] = {8191, 8192, 8193, 9216, 9217, 16383, 16384, 16385,
-                                      3 * 8192 + 5, 0};
+                                      17408, 17409, 3 * 8192 + 5, 0};
 #define FRAG_N (sizeof(frag_sizes) / sizeof(frag_sizes[0]))
 
 static uint32_t frag_size(const node_t *n, size_t i)
@@ -1546,7 +1546,83 @@ Test(soft, rdma_cma, .timeout = 30)
 {
     tmx_config_t cfg;
     cfg_init(&cfg, 1, 65536);
+    cfg.soft_cma_min = 0; /* every read and write by cross-memory attach */
     run_pair(rdma_target, rdma_initiator, &cfg);
+}
+
+/* TMX_SOFT_CMA_MIN: a target that does not poll until stage 2, for cma_min_initiator. */
+static int cma_min_target(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t  *t = malloc(TSZ);
+    tmx_mr_t *mr;
+    double    end;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    CHECK(t != NULL);
+    fill(t, TSZ, 5);
+    mr = reg(n, t, TSZ, TMX_ACCESS_REMOTE_READ);
+    CHECK(mr != NULL);
+    sh->addr[0][0] = (uintptr_t)t;
+    sh->rkey[0][0] = mr->rkey;
+    TRY(node_connect(n));
+    CHECK(node_barrier(n, 1) == 0);
+    /* no progress of ours until the initiator says so: only cross-memory attach reads now */
+    end = tmx_time_sec() + 10;
+    while (atomic_load(&sh->stage[1 - me]) < 2) {
+        CHECK(tmx_time_sec() < end);
+        usleep(1000);
+    }
+    CHECK(node_barrier(n, 3) == 0); /* polling meanwhile serves the read through the rings */
+    n->ops->mr_dereg(mr);
+    free(t);
+    node_close(n);
+    return 0;
+}
+
+static int cma_min_initiator(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t  *l = calloc(1, TSZ);
+    tmx_mr_t *mr;
+    tmx_wc_t  wc;
+    double    end;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    CHECK(l != NULL);
+    mr = reg(n, l, TSZ, TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL);
+    TRY(node_connect(n));
+    CHECK(node_barrier(n, 1) == 0);
+    /* at TMX_SOFT_CMA_MIN (8 KiB here): read by us alone while the target does not poll */
+    TRY(rdma_one(n, TMX_WR_RDMA_READ, l, 8192, mr->lkey, sh->addr[0][0], sh->rkey[0][0],
+                 TMX_WC_SUCCESS));
+    CHECK(same(l, 8192, 5));
+    /* below it: through the rings, so it waits for the target's progress */
+    CHECK(post_send(n, 0, TMX_WR_RDMA_READ, l + 8192, 8191, mr->lkey, TMX_SEND_SIGNALED, 6,
+                    sh->addr[0][0] + 8192, sh->rkey[0][0], 0) == TMX_OK);
+    end = tmx_time_sec() + 0.3;
+    while (tmx_time_sec() < end) {
+        node_poll(n);
+    }
+    CHECK(n->nstash == 0);
+    atomic_store(&sh->stage[me], 2); /* the target polls from now on */
+    CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 6 && wc.status == TMX_WC_SUCCESS);
+    CHECK(wc.opcode == TMX_WC_RDMA_READ);
+    for (size_t i = 0; i < 8191; i++) {
+        CHECK(l[8192 + i] == pattern(8192 + i, 5));
+    }
+    CHECK(node_barrier(n, 3) == 0);
+    n->ops->mr_dereg(mr);
+    free(l);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, rdma_cma_min, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, 1, 65536);
+    cfg.soft_cma_min = 8192;
+    run_pair(cma_min_target, cma_min_initiator, &cfg);
 }
 
 Test(soft, rdma_fallback, .timeout = 30)

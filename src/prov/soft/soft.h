@@ -77,10 +77,28 @@
  * while the sender writes the next, so a message above it moves in a pipeline instead of in
  * two serial copies (tmx_soft_send_direct). A message in pieces is not received in place (the
  * receiver gathers them into its receive buffer first: one copy more), so a message up to
- * TMX_SOFT_FRAG_SLACK above it, e.g. 8 KiB of payload behind the core's header, stays whole,
- * and the pieces of a longer one are of even size. */
+ * TMX_SOFT_WHOLE_MAX stays whole, and the pieces of a longer one are of even size, none
+ * more than TMX_SOFT_FRAG_SLACK above TMX_SOFT_FRAG. */
 #define TMX_SOFT_FRAG       8192
 #define TMX_SOFT_FRAG_SLACK 1024
+/* The largest SEND that stays one record: a 16 KiB eager message (TMX_EAGER_MAX's default)
+ * behind the core's header. Whole and received in place, a 16 KiB ping-pong took 1.43-1.65 us
+ * against 2.48-3.25 in two pieces, and streamed 26.6-28.3 GB/s against 10.6-13.0 (2-core VM,
+ * 3-5 interleaved rounds in its fast mode). At least TMX_SOFT_FRAG + TMX_SOFT_FRAG_SLACK. */
+#define TMX_SOFT_WHOLE_MAX  (16384 + 1024)
+
+/*
+ * Bytes of data per RRESP record of an RDMA READ answered through the rings (the target's
+ * progress copies, the reader copies out as each record lands). Smaller records overlap the
+ * two copies more; ping-pong latency on a 2-core VM, 4 interleaved rounds, 64 KiB records
+ * against 16 KiB: 32 KiB 3.5-4.3 against 2.6-3.0 us, 64 KiB 6.7-7.8 against 3.7-3.9, 1 MiB
+ * 50-58 against 41-43 (8 KiB records: level with 16 KiB up to 128 KiB, then slower).
+ */
+#define TMX_SOFT_RRESP_CHUNK 16384
+/* Reads through the rings from this size (two records and more) measure the target's copy
+ * mode; every TMX_SOFT_RD_PROBE-th tries the other one (tmx_soft_rd_mode). */
+#define TMX_SOFT_RD_MEASURE_MIN (2 * TMX_SOFT_RRESP_CHUNK)
+#define TMX_SOFT_RD_PROBE       128
 
 /* ---------------------------------------------------------------- shared memory (the wire) */
 
@@ -211,6 +229,7 @@ enum tmx_soft_rec_flags {
     TMX_SOFT_REC_FIRST = 1u << 0,
     TMX_SOFT_REC_LAST  = 1u << 1,
     TMX_SOFT_REC_IMM   = 1u << 2,
+    TMX_SOFT_REC_NT    = 1u << 3, /* RREQ: answer with non-temporal stores (a hint) */
 };
 
 /* 32 bytes, so that an 8-byte SEND behind the core's 24-byte header fits in one line. */
@@ -390,6 +409,9 @@ typedef struct tmx_soft_swr {
     uint8_t         tm_kind;  /* TMX_SOFT_TM_WR_*: the device's own WR on a TM QP */
     uint32_t        tm_handle; /* the entry it finishes */
     uint32_t        tm_len;    /* rendezvous length (the DATA_VALID byte_len) */
+    uint8_t         nt;        /* READ through the rings: asked with TMX_SOFT_REC_NT */
+    size_t          first_len; /* READ through the rings: bytes of its first response */
+    uint64_t        first_ns;  /* and when we took it */
 } tmx_soft_swr_t;
 
 /* WRs a TM QP's send queue carries for rendezvous offload (never the user's). */
@@ -404,6 +426,7 @@ typedef struct tmx_soft_resp {
     uint32_t seq;
     uint32_t status;
     int      is_read;
+    int      nt;    /* copy with non-temporal stores (the reader's TMX_SOFT_REC_NT) */
     uint64_t addr;  /* local address to read from */
     uint64_t total;
     uint64_t off;
@@ -480,6 +503,12 @@ typedef struct tmx_soft_qp {
     uint64_t              out_consumed; /* cached */
     uint64_t              ibx_tail;     /* inbox tail while its lock is held */
     int                   cma;
+    size_t                cma_min;      /* RDMA this large goes by CMA (0 on an XRC route:
+                                         * its target serves no RDMA through the rings) */
+    uint64_t              rd_cost[2];   /* reads through the rings: ps per byte, moving
+                                         * average, by ordinary [0] and streaming [1] stores
+                                         * of the target (0: not measured yet) */
+    uint32_t              rd_count;     /* reads through the rings measured or asked */
     int                   ooo;          /* OOO placement enabled (at INIT -> RTR) */
     int                   in_post;      /* OOO: sq_progress called from post_send */
     int                   hold_on;      /* OOO: the WR of hold_seq is held back until */

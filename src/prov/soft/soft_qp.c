@@ -20,6 +20,9 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -822,6 +825,44 @@ static inline void tmx_soft_qp_publish_part(tmx_soft_qp_t *qp, tmx_soft_rec_t *r
     }
 }
 
+/*
+ * The data of a read response, copied into the ring with non-temporal stores (the lines go to
+ * memory, not into our cache): the reader then takes them from memory instead of from our
+ * core, and our stores need not first take lines the reader may still hold. With ordinary
+ * stores this 2-core VM sometimes (under other load) moved a read through the rings at 2.3
+ * GB/s (1 MiB ping-pong 400-470 us against 85 for the peers' cross-memory attach); with these
+ * 13-20 GB/s and 53-63 us in the same minutes. In its good phases ordinary stores were faster
+ * (1 MiB 38 us against 67): the reader picks (tmx_soft_rd_mode). The sfence orders the
+ * streaming stores before the record's stamp (tmx_soft_qp_commit's release).
+ */
+static void tmx_soft_copy_nt(void *dst, const void *src, size_t n)
+{
+#if defined(__SSE2__)
+    uint8_t       *d = dst;
+    const uint8_t *s = src;
+
+    while (n > 0 && ((uintptr_t)d & 15) != 0) {
+        *d++ = *s++;
+        n--;
+    }
+    for (; n >= 64; n -= 64, d += 64, s += 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)s);
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
+        __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(s + 48));
+
+        _mm_stream_si128((__m128i *)(void *)d, a);
+        _mm_stream_si128((__m128i *)(void *)(d + 16), b);
+        _mm_stream_si128((__m128i *)(void *)(d + 32), c);
+        _mm_stream_si128((__m128i *)(void *)(d + 48), e);
+    }
+    memcpy(d, s, n);
+    _mm_sfence();
+#else
+    memcpy(dst, src, n);
+#endif
+}
+
 /* Serves the responses this QP owes its peer (fallback RDMA); 0 when the ring is full. */
 static int tmx_soft_resp_progress(tmx_soft_qp_t *qp)
 {
@@ -841,7 +882,12 @@ static int tmx_soft_resp_progress(tmx_soft_qp_t *qp)
             r->status  = TMX_WC_REM_ACCESS_ERR;
         }
         if (r->is_read) {
-            n = r->total - r->off < dev->max_payload ? r->total - r->off : dev->max_payload;
+            /* records of TMX_SOFT_RRESP_CHUNK: the reader copies one out while we write the
+             * next, so a read costs about one copy and a chunk, not two copies */
+            size_t chunk = TMX_SOFT_RRESP_CHUNK < dev->max_payload ? TMX_SOFT_RRESP_CHUNK
+                                                                   : dev->max_payload;
+
+            n = r->total - r->off < chunk ? r->total - r->off : chunk;
         }
         rec = tmx_soft_qp_reserve(qp, TMX_SOFT_HDR_EXT + n);
         if (rec == NULL) {
@@ -856,7 +902,11 @@ static int tmx_soft_resp_progress(tmx_soft_qp_t *qp)
             rec->op    = TMX_SOFT_OP_RRESP;
             ext->raddr = r->off;
             ext->total = r->total;
-            memcpy(ext + 1, (const uint8_t *)(uintptr_t)r->addr + r->off, n);
+            if (r->nt) {
+                tmx_soft_copy_nt(ext + 1, (const uint8_t *)(uintptr_t)r->addr + r->off, n);
+            } else {
+                memcpy(ext + 1, (const uint8_t *)(uintptr_t)r->addr + r->off, n);
+            }
             r->off += n;
             if (r->off == r->total) {
                 rec->flags = TMX_SOFT_REC_LAST;
@@ -1175,6 +1225,67 @@ static int tmx_soft_tx_cma(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
     return tmx_soft_tx_notice(qp, swr);
 }
 
+/*
+ * How the target copies a read through the rings into its ring: ordinary stores (the reader
+ * then takes the lines from the target's cache) or non-temporal ones (from memory; see
+ * tmx_soft_copy_nt). Which is faster changes with the machine's phase: on a 2-core VM in its
+ * good phases ordinary stores moved a 1 MiB ping-pong in 38 us against 67, in its bad ones
+ * (moving a cache line between the cores slow, under other load) in 400-470 us against
+ * 53-63. So the reader measures: each read of TMX_SOFT_RD_MEASURE_MIN bytes or more in
+ * several records costs (last record - first record) / (bytes after the first), a moving
+ * average per mode (half the last sample), and asks for the cheaper mode, the other one
+ * every TMX_SOFT_RD_PROBE-th read so that a change of phase is seen; ordinary stores only
+ * when a quarter cheaper. Streaming until both are measured: it is never far behind.
+ */
+static int tmx_soft_rd_plain_better(const tmx_soft_qp_t *qp)
+{
+    /* by a quarter at least: a noisy probe does not flip the choice back and forth */
+    return qp->rd_cost[0] != 0 && qp->rd_cost[0] + qp->rd_cost[0] / 4 < qp->rd_cost[1];
+}
+
+static int tmx_soft_rd_mode(tmx_soft_qp_t *qp, const tmx_soft_swr_t *swr)
+{
+    int best;
+
+    if (swr->total < TMX_SOFT_RD_MEASURE_MIN) { /* too short to measure: the best known */
+        return !tmx_soft_rd_plain_better(qp);
+    }
+    qp->rd_count++;
+    if (qp->rd_cost[1] == 0) {
+        return 1;
+    }
+    if (qp->rd_cost[0] == 0) {
+        return (qp->rd_count % TMX_SOFT_RD_PROBE) != 0;
+    }
+    best = tmx_soft_rd_plain_better(qp) ? 0 : 1;
+    return (qp->rd_count % TMX_SOFT_RD_PROBE) == 0 ? !best : best;
+}
+
+static void tmx_soft_rd_measure(tmx_soft_qp_t *qp, const tmx_soft_swr_t *swr)
+{
+    uint64_t  dt   = tmx_time_ns() - swr->first_ns;
+    uint64_t  ps   = dt * 1000 / (uint64_t)(swr->total - swr->first_len);
+    uint64_t *cost = &qp->rd_cost[swr->nt ? 1 : 0];
+
+    if (ps == 0) {
+        ps = 1;
+    }
+    *cost = *cost == 0 ? ps : (*cost + ps) / 2;
+}
+
+/*
+ * Whether an RDMA READ or WRITE goes by cross-memory attach rather than through the rings
+ * (TMX_SOFT_CMA_MIN). Through the rings the target copies into its ring and we copy out, a
+ * record at a time, both cores at once; CMA is one copy by one core, but pins and maps every
+ * page: on a 2-core VM it moved 13 GB/s at most, the rings 22-35 GB/s from 32 KiB to 4 MiB in
+ * the VM's good phases and 12-20 in its bad ones (tmx_soft_rd_mode, doc/man/tmx_config.7.md).
+ * The rings need the target's progress.
+ */
+static inline int tmx_soft_by_cma(const tmx_soft_qp_t *qp, const tmx_soft_swr_t *swr)
+{
+    return qp->cma && swr->total >= qp->cma_min;
+}
+
 /* A WR with FENCE waits until the earlier RDMA READs of the QP completed. */
 static int tmx_soft_fenced(tmx_soft_qp_t *qp, const tmx_soft_swr_t *swr)
 {
@@ -1231,7 +1342,7 @@ static int tmx_soft_tx_one(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
         if ((dst = tmx_soft_dm_target(qp->rseg, swr->raddr, swr->total)) != NULL) {
             return tmx_soft_tx_dm(qp, swr, dst);
         }
-        if (qp->cma) {
+        if (tmx_soft_by_cma(qp, swr)) {
             return tmx_soft_tx_cma(qp, swr);
         }
         if (!tmx_soft_tx_chunks(qp, swr, TMX_SOFT_OP_WDATA)) {
@@ -1240,16 +1351,17 @@ static int tmx_soft_tx_one(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
         swr->state = TMX_SOFT_SWR_WAIT;
         return 1;
     case TMX_WR_RDMA_READ:
-        if (qp->cma) {
+        if (tmx_soft_by_cma(qp, swr)) {
             return tmx_soft_tx_cma(qp, swr);
         }
         rec = tmx_soft_qp_reserve(qp, TMX_SOFT_HDR_EXT);
         if (rec == NULL) {
             return 0;
         }
+        swr->nt                  = (uint8_t)tmx_soft_rd_mode(qp, swr);
         rec->len                 = 0;
         rec->op                  = TMX_SOFT_OP_RREQ;
-        rec->flags               = 0;
+        rec->flags               = swr->nt ? TMX_SOFT_REC_NT : 0;
         rec->seq                 = swr->seq;
         tmx_soft_ext(rec)->raddr = swr->raddr;
         tmx_soft_ext(rec)->total = swr->total;
@@ -1859,6 +1971,7 @@ static int tmx_soft_rx_rreq(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
         return TMX_SOFT_RX_DONE;
     }
     r->is_read = 1;
+    r->nt      = (rec->flags & TMX_SOFT_REC_NT) != 0;
     r->status  = ext->rkey; /* kept to re-check the key before each chunk */
     r->addr    = ext->raddr;
     r->total   = ext->total;
@@ -1888,10 +2001,17 @@ static int tmx_soft_rx_rresp(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
     }
     tmx_soft_sge_scatter(swr->sge, swr->num_sge, swr->off, (const uint8_t *)rec +
                          TMX_SOFT_HDR_EXT, len);
+    if (swr->off == 0) {
+        swr->first_len = len;
+        swr->first_ns  = swr->total >= TMX_SOFT_RD_MEASURE_MIN ? tmx_time_ns() : 0;
+    }
     swr->off += len;
     if (flags & TMX_SOFT_REC_LAST) {
         swr->state  = TMX_SOFT_SWR_DONE;
         swr->status = swr->off == swr->total ? TMX_WC_SUCCESS : TMX_WC_REM_INV_REQ_ERR;
+        if (swr->first_ns != 0 && swr->off == swr->total && swr->total > swr->first_len) {
+            tmx_soft_rd_measure(qp, swr);
+        }
     }
     return TMX_SOFT_RX_DONE;
 }
@@ -2746,6 +2866,7 @@ static tmx_status_t tmx_soft_qp_connect(tmx_soft_qp_t *qp, const tmx_qp_attr_t *
         goto err_put;
     }
     qp->cma = tmx_soft_rseg_cma(dev, r);
+    qp->cma_min = dev->cfg->soft_cma_min;
     if (!qp->cma && dev->cfg->soft_cma == 1) {
         tmx_error("qp %u: cross-memory attach to pid %d required (TMX_SOFT_CMA=1) but it "
                   "does not work", qp->super.qp_num, (int)r->pid);
@@ -3009,7 +3130,7 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
 }
 
 /*
- * A direct SEND above TMX_SOFT_FRAG + TMX_SOFT_FRAG_SLACK: one reservation for all its
+ * A direct SEND above TMX_SOFT_WHOLE_MAX: one reservation for all its
  * records, each published as soon as it is written, so that the receiver copies one out while
  * we write the next. Taken at once like the single record it replaces (it goes out whole or
  * not at all), and only when the records fit where that one record would: the bound on a
@@ -3019,7 +3140,8 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
 static int tmx_soft_send_frags(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, size_t total,
                                uint8_t flags)
 {
-    /* total > TMX_SOFT_FRAG + TMX_SOFT_FRAG_SLACK: k >= 2 pieces of at most about
+    /* total > TMX_SOFT_WHOLE_MAX >= TMX_SOFT_FRAG + TMX_SOFT_FRAG_SLACK: k >= 2 pieces of
+     * at most about
      * TMX_SOFT_FRAG, even (whole lines but the last), so none is a header's worth */
     size_t          k     = (total - TMX_SOFT_FRAG_SLACK + TMX_SOFT_FRAG - 1) / TMX_SOFT_FRAG;
     size_t          piece = ((total + k - 1) / k + 63) & ~(size_t)63;
@@ -3084,7 +3206,7 @@ static int tmx_soft_send_direct(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, size
     } else if (wr->opcode != TMX_WR_SEND) {
         return 0;
     }
-    if (total > TMX_SOFT_FRAG + TMX_SOFT_FRAG_SLACK) {
+    if (total > TMX_SOFT_WHOLE_MAX) {
         int r = tmx_soft_send_frags(qp, wr, total, flags);
 
         if (r == 0) {

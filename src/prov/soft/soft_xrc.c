@@ -1357,6 +1357,7 @@ static tmx_soft_qp_t *tmx_soft_xroute_new(tmx_soft_qp_t *ini, uint32_t srqn,
     rt->out_gen       = (uint32_t)line_gen;
     rt->out_grant     = atomic_load(&line->grant) & ~(uint64_t)UINT32_MAX;
     rt->cma           = tmx_soft_rseg_cma(dev, r);
+    rt->cma_min       = 0; /* an XRC target serves no RDMA through the rings */
     rt->super.pd      = ini->super.pd;
     rt->super.type    = TMX_QPT_RC; /* the RC send machinery, aimed at a stream line */
     rt->super.state   = TMX_QPS_RTS;

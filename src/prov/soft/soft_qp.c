@@ -332,8 +332,8 @@ static void tmx_soft_dm_store(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr, uint8_t *d
  * would store, in one pass: every byte but the aligned tail, then the tail in ascending order
  * with release (tmx_soft_store_tail). total > 0; the sges hold total bytes.
  */
-static void tmx_soft_dm_store_whole(const tmx_sge_t *sge, int n, uint64_t raddr, size_t total,
-                                    uint8_t *dst)
+static inline __attribute__((always_inline)) void
+tmx_soft_dm_store_whole(const tmx_sge_t *sge, int n, uint64_t raddr, size_t total, uint8_t *dst)
 {
     size_t         tail = tmx_soft_tail(raddr, raddr + total);
     size_t         body = total - tail, off = 0;
@@ -3294,9 +3294,8 @@ static inline int tmx_soft_write_small(tmx_soft_qp_t *qp, const tmx_send_wr_t *w
 {
     const tmx_sge_t *sge = wr->sg_list;
     tmx_soft_rseg_t *r;
-    const uint8_t   *src;
     uint8_t         *dst;
-    size_t           total, tail, body;
+    size_t           total;
 
     if (wr->next != NULL || wr->opcode != TMX_WR_RDMA_WRITE || wr->num_sge != 1 || sge == NULL ||
         (wr->send_flags & (TMX_SEND_INLINE | TMX_SEND_SIGNALED)) != TMX_SEND_INLINE ||
@@ -3314,14 +3313,7 @@ static inline int tmx_soft_write_small(tmx_soft_qp_t *qp, const tmx_send_wr_t *w
         r->dead) {
         return 0;
     }
-    /* tmx_soft_dm_store_whole of one sge: the body, then the tail */
-    tail = tmx_soft_tail(wr->rdma.remote_addr, wr->rdma.remote_addr + total);
-    body = total - tail;
-    src  = (const uint8_t *)(uintptr_t)sge->addr;
-    tmx_copy(dst, src, body);
-    TMX_SOFT_RELEASE_FENCE();
-    tmx_soft_store_tail(dst + body, src + body, tail);
-    TMX_SOFT_RELEASE_FENCE();
+    tmx_soft_dm_store_whole(sge, 1, wr->rdma.remote_addr, total, dst);
     /* the queue was empty: head, tx and next were equal and stay so */
     qp->next_seq++;
     qp->tx_seq++;

@@ -3102,8 +3102,12 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
             tmx_soft_qp_gone(qp); /* the WR is posted: it completes with the error */
             return TMX_OK;
         }
-        if (rc == 0 && swr->off == 0 && !swr->cma_done) {
-            /* The ring is full and nothing of the WR went out: take it back. */
+        if (rc == 0 && swr->off == 0 && !swr->cma_done && wr->opcode != TMX_WR_RDMA_READ) {
+            /* The ring is full and nothing of the WR went out: take it back. Not a READ: it
+             * is signaled and waits in the queue for room, which cq_poll makes, as behind
+             * any other WR (a read through the rings needs a request record; the core has no
+             * retry for a read it could not post, and a job of 64 ranks failed its receives
+             * with "resource temporarily unavailable"). */
             qp->next_seq--;
             qp->sq_count--;
             tmx_soft_qp_peer_dead(qp, 1);

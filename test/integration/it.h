@@ -1,6 +1,7 @@
 /*
  * Checks shared by the integration test programs. The including file defines `rank` (its job
- * rank, for the messages) and, to use EXPECT, `bad` (failed expectations).
+ * rank, for the messages) and, to use EXPECT, `bad` (failed expectations). CHECK and REQUIRE
+ * end the process at the first failure; EXPECT counts it and goes on.
  */
 #ifndef TMX_TEST_INTEGRATION_IT_H
 #define TMX_TEST_INTEGRATION_IT_H
@@ -29,6 +30,15 @@
             fprintf(stderr, "rank %d line %d: ", rank, __LINE__);                                 \
             fprintf(stderr, __VA_ARGS__);                                                         \
             fputc('\n', stderr);                                                                  \
+        }                                                                                         \
+    } while (0)
+
+/* A condition the test cannot go on without: the process exits 1 at once. */
+#define REQUIRE(cond)                                                                             \
+    do {                                                                                          \
+        if (!(cond)) {                                                                            \
+            fprintf(stderr, "rank %d line %d: check failed: %s\n", rank, __LINE__, #cond);       \
+            exit(1);                                                                              \
         }                                                                                         \
     } while (0)
 

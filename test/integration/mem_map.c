@@ -19,21 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(call)                                                                               \
-    do {                                                                                          \
-        tmx_status_t s_ = (call);                                                                 \
-        if (s_ < 0) {                                                                             \
-            fprintf(stderr, "line %d: %s: %s\n", __LINE__, #call, tmx_status_string(s_));        \
-            exit(1);                                                                              \
-        }                                                                                         \
-    } while (0)
-#define EXPECT(cond)                                                                              \
-    do {                                                                                          \
-        if (!(cond)) {                                                                            \
-            fprintf(stderr, "line %d: check failed: %s\n", __LINE__, #cond);                     \
-            exit(1);                                                                              \
-        }                                                                                         \
-    } while (0)
+#include "it.h"
+
+static int rank = -1; /* for the messages of it.h */
+
 
 #define POOL   (4u << 20)
 #define MSG    (64u << 10)
@@ -57,18 +46,18 @@ static void check(const uint8_t *p, size_t n, unsigned seed)
     }
 }
 
-static void xfer(int rank, tmx_worker_h worker, tmx_ep_h peer, uint8_t *sbuf, uint8_t *rbuf,
+static void xfer(int me, tmx_worker_h worker, tmx_ep_h peer, uint8_t *sbuf, uint8_t *rbuf,
                  unsigned seed)
 {
     tmx_tag_recv_info_t info;
 
-    if (rank == 0) {
+    if (me == 0) {
         fill(sbuf, MSG, seed);
         CHECK(tmx_tag_send(peer, sbuf, MSG, seed));
     } else {
         memset(rbuf, 0, MSG);
         CHECK(tmx_tag_recv(worker, rbuf, MSG, seed, ~(tmx_tag_t)0, &info));
-        EXPECT(info.length == MSG);
+        REQUIRE(info.length == MSG);
         check(rbuf, MSG, seed);
     }
 }
@@ -84,22 +73,21 @@ int main(void)
     uint8_t      *other = malloc(MSG);
     uint8_t      *pool2 = malloc(MSG);
     unsigned      seed  = 1;
-    int           rank;
 
-    EXPECT(pool != NULL && other != NULL && pool2 != NULL);
+    REQUIRE(pool != NULL && other != NULL && pool2 != NULL);
     CHECK(tmx_job_init(&job));
     rank = tmx_job_rank(job);
-    EXPECT(tmx_job_size(job) == 2);
+    REQUIRE(tmx_job_size(job) == 2);
     CHECK(tmx_context_create(NULL, &ctx));
     CHECK(tmx_worker_create(ctx, NULL, &worker));
     CHECK(tmx_job_connect(job, worker, eps));
 
-    EXPECT(tmx_mem_map(NULL, pool, POOL, &memh) == TMX_ERR_INVALID_PARAM);
-    EXPECT(tmx_mem_map(worker, NULL, POOL, &memh) == TMX_ERR_INVALID_PARAM);
-    EXPECT(tmx_mem_map(worker, pool, 0, &memh) == TMX_ERR_INVALID_PARAM);
-    EXPECT(tmx_mem_map(worker, pool, POOL, NULL) == TMX_ERR_INVALID_PARAM);
-    EXPECT(tmx_mem_map(worker, (void *)(uintptr_t)-4096, 8192, &memh) == TMX_ERR_INVALID_PARAM);
-    EXPECT(tmx_mem_unmap(NULL) == TMX_ERR_INVALID_PARAM);
+    REQUIRE(tmx_mem_map(NULL, pool, POOL, &memh) == TMX_ERR_INVALID_PARAM);
+    REQUIRE(tmx_mem_map(worker, NULL, POOL, &memh) == TMX_ERR_INVALID_PARAM);
+    REQUIRE(tmx_mem_map(worker, pool, 0, &memh) == TMX_ERR_INVALID_PARAM);
+    REQUIRE(tmx_mem_map(worker, pool, POOL, NULL) == TMX_ERR_INVALID_PARAM);
+    REQUIRE(tmx_mem_map(worker, (void *)(uintptr_t)-4096, 8192, &memh) == TMX_ERR_INVALID_PARAM);
+    REQUIRE(tmx_mem_unmap(NULL) == TMX_ERR_INVALID_PARAM);
     CHECK(tmx_mem_map(worker, pool, POOL, &memh));
     CHECK(tmx_job_barrier(job));
 
@@ -113,7 +101,7 @@ int main(void)
     /* the last half of the message lies past the pool: not in the mapping */
     {
         uint8_t *straddle = malloc(POOL + MSG);
-        EXPECT(straddle != NULL);
+        REQUIRE(straddle != NULL);
         CHECK(tmx_mem_unmap(memh));
         CHECK(tmx_mem_map(worker, straddle, POOL + MSG / 2, &memh));
         xfer(rank, worker, eps[1], straddle + POOL, straddle + POOL, seed++);
@@ -130,7 +118,7 @@ int main(void)
         CHECK(tmx_mem_map(worker, pool2, MSG, &memh2));
         fill(pool2, MSG, seed);
         st = tmx_tag_send_nb(eps[1], pool2, MSG, seed, NULL, &req);
-        EXPECT(st == TMX_INPROGRESS);
+        REQUIRE(st == TMX_INPROGRESS);
         CHECK(tmx_mem_unmap(memh2));
         CHECK(tmx_request_wait(req, NULL));
         tmx_request_free(req);

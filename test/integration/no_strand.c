@@ -23,14 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(call)                                                                               \
-    do {                                                                                          \
-        tmx_status_t s_ = (call);                                                                 \
-        if (s_ < 0) {                                                                             \
-            fprintf(stderr, "rank %d: %s: %s\n", rank, #call, tmx_status_string(s_));            \
-            exit(1);                                                                              \
-        }                                                                                         \
-    } while (0)
+#include "it.h"
+
 
 static int          rank;
 static tmx_worker_h worker;

@@ -24,18 +24,12 @@
 #include <tmx/tmx.h>
 #include <tmx/tmx_job.h>
 
+#include "it.h"
+
 #define MSG_LEN 48
 
 static int rank = -1, size = -1, checks = 0, errors = 0;
 
-#define CHECK(call)                                                                                \
-    do {                                                                                           \
-        tmx_status_t s_ = (call);                                                                  \
-        if (s_ < 0) {                                                                              \
-            fprintf(stderr, "scale_job: rank %d: %s: %s\n", rank, #call, tmx_status_string(s_));   \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static void nap(void)
 {

@@ -50,21 +50,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(call)                                                                               \
-    do {                                                                                          \
-        tmx_status_t s_ = (call);                                                                 \
-        if (s_ < 0) {                                                                             \
-            fprintf(stderr, "line %d: %s: %s\n", __LINE__, #call, tmx_status_string(s_));        \
-            exit(1);                                                                              \
-        }                                                                                         \
-    } while (0)
-#define EXPECT(cond)                                                                              \
-    do {                                                                                          \
-        if (!(cond)) {                                                                            \
-            fprintf(stderr, "line %d: check failed: %s\n", __LINE__, #cond);                     \
-            exit(1);                                                                              \
-        }                                                                                         \
-    } while (0)
+#include "it.h"
+
+static int rank = -1; /* for the messages of it.h */
+
 
 #define BIG (1u << 20) /* rendezvous at the default eager limit */
 
@@ -91,8 +80,8 @@ static void check_slept(const char *what, double w0, double c0)
     double w = wall() - w0, c = cpu() - c0;
 
     printf("%s: waited %.3f s, processor %.3f s\n", what, w, c);
-    EXPECT(w > 0.5);
-    EXPECT(c < w / 4);
+    REQUIRE(w > 0.5);
+    REQUIRE(c < w / 4);
 }
 
 static void pause_1s(void)
@@ -111,13 +100,12 @@ static int run_block(void)
     tmx_tag_recv_info_t info;
     uint8_t            *big = malloc(BIG);
     char                small[64];
-    int                 rank;
     double              w0, c0;
 
-    EXPECT(big != NULL);
+    REQUIRE(big != NULL);
     CHECK(tmx_job_init(&job));
     rank = tmx_job_rank(job);
-    EXPECT(tmx_job_size(job) == 2);
+    REQUIRE(tmx_job_size(job) == 2);
     CHECK(tmx_context_create(NULL, &ctx));
     CHECK(tmx_worker_create(ctx, NULL, &worker));
     CHECK(tmx_job_connect(job, worker, eps));
@@ -138,8 +126,8 @@ static int run_block(void)
         CHECK(tmx_request_wait(req, &info));
         check_slept("rank 1 in tmx_request_wait", w0, c0);
         tmx_request_free(req);
-        EXPECT(info.tag == 7 && info.length == sizeof(small));
-        EXPECT(strcmp(small, "the eager message") == 0);
+        REQUIRE(info.tag == 7 && info.length == sizeof(small));
+        REQUIRE(strcmp(small, "the eager message") == 0);
     }
 
     /* 2: rank 0 waits in a blocking rendezvous send whose receive is posted a second late */
@@ -156,9 +144,9 @@ static int run_block(void)
         pause_1s();
         memset(big, 0, BIG);
         CHECK(tmx_tag_recv(worker, big, BIG, 8, ~(tmx_tag_t)0, &info));
-        EXPECT(info.length == BIG);
+        REQUIRE(info.length == BIG);
         for (unsigned i = 0; i < BIG; i++) {
-            EXPECT(big[i] == (uint8_t)(i * 7 + 3));
+            REQUIRE(big[i] == (uint8_t)(i * 7 + 3));
         }
     }
 
@@ -239,9 +227,9 @@ static int run_efd(void)
     CHECK(tmx_worker_create(ctx, NULL, &b));
     CHECK(tmx_worker_get_efd(b, &fd));
     CHECK(tmx_worker_get_efd(b, &fd2));
-    EXPECT(fd >= 0 && fd == fd2);
-    EXPECT(tmx_worker_get_efd(NULL, &fd) == TMX_ERR_INVALID_PARAM);
-    EXPECT(tmx_worker_wait(b, -2) == TMX_ERR_INVALID_PARAM);
+    REQUIRE(fd >= 0 && fd == fd2);
+    REQUIRE(tmx_worker_get_efd(NULL, &fd) == TMX_ERR_INVALID_PARAM);
+    REQUIRE(tmx_worker_wait(b, -2) == TMX_ERR_INVALID_PARAM);
 
     /* connect a -> b and get one message through (wire-up needs both to progress) */
     CHECK(tmx_worker_get_address(b, &addr, &addr_len));
@@ -252,8 +240,8 @@ static int run_efd(void)
     /* connecting, the peer silent: a waits for its reply, an arrival, so it may sleep */
     while (tmx_worker_progress(a) > 0) {
     }
-    EXPECT(tmx_worker_arm(a) == TMX_OK);
-    EXPECT(tmx_worker_wait(a, 10) == TMX_ERR_TIMED_OUT);
+    REQUIRE(tmx_worker_arm(a) == TMX_OK);
+    REQUIRE(tmx_worker_wait(a, 10) == TMX_ERR_TIMED_OUT);
     CHECK(tmx_tag_recv_nb(b, in, sizeof(in), 1, ~(tmx_tag_t)0, NULL, &req));
     sreq = NULL;
     CHECK(tmx_tag_send_nb(ep, msg, sizeof(msg), 1, NULL, &sreq));
@@ -274,42 +262,42 @@ static int run_efd(void)
 
     /* nothing pending: arm says OK, the fd stays quiet, a wait times out */
     CHECK(tmx_worker_arm(b));
-    EXPECT(tmx_worker_arm(b) == TMX_OK);
-    EXPECT(!readable(fd, 0));
-    EXPECT(tmx_worker_wait(b, 10) == TMX_ERR_TIMED_OUT);
+    REQUIRE(tmx_worker_arm(b) == TMX_OK);
+    REQUIRE(!readable(fd, 0));
+    REQUIRE(tmx_worker_wait(b, 10) == TMX_ERR_TIMED_OUT);
 
     /* a message arrives: readable; unprogressed, arm says BUSY (and wait returns at once) */
-    EXPECT(tmx_worker_arm(b) == TMX_OK);
+    REQUIRE(tmx_worker_arm(b) == TMX_OK);
     snprintf(msg, sizeof(msg), "wake up");
     CHECK(tmx_tag_send(ep, msg, sizeof(msg), 2));
     t0 = wall();
-    EXPECT(readable(fd, 5000));
-    EXPECT(wall() - t0 < 4);
-    EXPECT(tmx_worker_arm(b) == TMX_ERR_BUSY);
-    EXPECT(tmx_worker_arm(b) == TMX_ERR_BUSY);
-    EXPECT(tmx_worker_wait(b, 5000) == TMX_OK);
-    EXPECT(wall() - t0 < 4);
+    REQUIRE(readable(fd, 5000));
+    REQUIRE(wall() - t0 < 4);
+    REQUIRE(tmx_worker_arm(b) == TMX_ERR_BUSY);
+    REQUIRE(tmx_worker_arm(b) == TMX_ERR_BUSY);
+    REQUIRE(tmx_worker_wait(b, 5000) == TMX_OK);
+    REQUIRE(wall() - t0 < 4);
     while (tmx_worker_progress(b) > 0) {
     }
-    EXPECT(tmx_worker_arm(b) == TMX_OK);
-    EXPECT(!readable(fd, 0)); /* arming took the wakeup */
+    REQUIRE(tmx_worker_arm(b) == TMX_OK);
+    REQUIRE(!readable(fd, 0)); /* arming took the wakeup */
 
     /* a stray datagram: readable, nothing to progress, arm again, quiet again */
-    EXPECT(poke_wake_sockets() >= 1);
-    EXPECT(readable(fd, 5000));
-    EXPECT(tmx_worker_progress(b) == 0);
-    EXPECT(tmx_worker_arm(b) == TMX_OK);
-    EXPECT(!readable(fd, 0));
+    REQUIRE(poke_wake_sockets() >= 1);
+    REQUIRE(readable(fd, 5000));
+    REQUIRE(tmx_worker_progress(b) == 0);
+    REQUIRE(tmx_worker_arm(b) == TMX_OK);
+    REQUIRE(!readable(fd, 0));
 
     /* the message is intact, and tmx_worker_wait wakes for the next one */
     CHECK(tmx_tag_recv(b, in, sizeof(in), 2, ~(tmx_tag_t)0, &info));
-    EXPECT(strcmp(in, "wake up") == 0 && info.tag == 2);
+    REQUIRE(strcmp(in, "wake up") == 0 && info.tag == 2);
     progress_all(a, b);
     snprintf(msg, sizeof(msg), "third");
     CHECK(tmx_tag_send(ep, msg, sizeof(msg), 3));
-    EXPECT(tmx_worker_wait(b, 5000) == TMX_OK);
+    REQUIRE(tmx_worker_wait(b, 5000) == TMX_OK);
     CHECK(tmx_tag_recv(b, in, sizeof(in), 3, ~(tmx_tag_t)0, &info));
-    EXPECT(strcmp(in, "third") == 0);
+    REQUIRE(strcmp(in, "third") == 0);
 
     /* close: the peer worker must progress for the disconnect, so close with FORCE */
     CHECK(tmx_ep_close(ep, TMX_EP_CLOSE_FORCE));
@@ -382,7 +370,7 @@ static int run_yield(void)
             quiet = (tmx_worker_progress(a) + tmx_worker_progress(b) == 0) ? quiet + 1 : 0;
         }
         for (int i = 0; i < phase; i++) {
-            EXPECT(tmx_worker_progress(b) == 0);
+            REQUIRE(tmx_worker_progress(b) == 0);
         }
         memset(out, 'a' + phase, sizeof(out));
         CHECK(tmx_tag_recv_nb(b, in, sizeof(in), 2, ~(tmx_tag_t)0, NULL, &req));
@@ -394,14 +382,14 @@ static int run_yield(void)
             most = yields - y0;
         }
         tmx_request_free(req);
-        EXPECT(info.length == sizeof(in) && memcmp(in, out, sizeof(in)) == 0);
+        REQUIRE(info.length == sizeof(in) && memcmp(in, out, sizeof(in)) == 0);
         if (sreq != NULL) {
             CHECK(tmx_request_wait(sreq, NULL));
             tmx_request_free(sreq);
         }
     }
     printf("yield: at most %lu yields before a queued message was taken\n", most);
-    EXPECT(most <= 1);
+    REQUIRE(most <= 1);
 
     CHECK(tmx_ep_close(ep, TMX_EP_CLOSE_FORCE));
     CHECK(tmx_worker_destroy(a));
@@ -432,14 +420,13 @@ static int run_nearmiss(void)
     tmx_tag_recv_info_t info;
     char                msg[8] = "ping";
     unsigned long       s0, slept = 0;
-    int                 rank;
     double              w0, c0;
 
     setenv("TMX_WAIT", "auto", 1);
     setenv("TMX_WAIT_SPIN", "1000", 1);
     CHECK(tmx_job_init(&job));
     rank = tmx_job_rank(job);
-    EXPECT(tmx_job_size(job) == 2);
+    REQUIRE(tmx_job_size(job) == 2);
     CHECK(tmx_context_create(NULL, &ctx));
     CHECK(tmx_worker_create(ctx, NULL, &worker));
     CHECK(tmx_job_connect(job, worker, eps));
@@ -461,7 +448,7 @@ static int run_nearmiss(void)
     if (rank == 0) {
         printf("nearmiss: %lu of %d waits of %.0f ms slept\n", slept, NEARMISS_ITERS,
                NEARMISS_DELAY_MS);
-        EXPECT(slept <= NEARMISS_ITERS / 2);
+        REQUIRE(slept <= NEARMISS_ITERS / 2);
     }
     /* idle after the ping-pong: rank 0 waits a second for a message, and sleeps */
     CHECK(tmx_job_barrier(job));

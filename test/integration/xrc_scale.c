@@ -21,19 +21,13 @@
 #include <tmx/tmx.h>
 #include <tmx/tmx_job.h>
 
+#include "it.h"
+
 #define SMALL 64
 #define BIG   (256 * 1024) /* above the eager limit, and two stripes of 64 KiB at least */
 
 static int rank = -1, size = -1;
 
-#define CHECK(call)                                                                                \
-    do {                                                                                           \
-        tmx_status_t s_ = (call);                                                                  \
-        if (s_ < 0) {                                                                              \
-            fprintf(stderr, "xrc_scale: rank %d: %s: %s\n", rank, #call, tmx_status_string(s_));   \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static void wait_all(tmx_worker_h worker, tmx_request_h *reqs, tmx_tag_recv_info_t *infos, int n)
 {

@@ -111,6 +111,8 @@ void tmx_ring_ep_connected(tmx_ep_t *ep)
     const char *why = "";
 
     ep->ring_choice = (uint8_t)tmx_ring_choose(ep, &why);
+    /* none to lend: the receive path does not count messages towards one (ring_tried) */
+    ep->ring_tried = ep->ring_choice == TMX_RING_MODE_NONE;
     if (ep->passive) {
         tmx_info("endpoint from %016llx: eager-RDMA ring %s (%s)",
                  (unsigned long long)ep->remote_uuid, tmx_ring_mode_name(ep->ring_choice), why);

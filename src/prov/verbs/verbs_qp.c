@@ -942,6 +942,7 @@ tmx_status_t tmx_verbs_qp_modify(tmx_qp_t *q, const tmx_qp_attr_t *attr, unsigne
         if (q->state == TMX_QPS_RTS) {
             qp->ka_on = 0;
             dev->ka_waiting++;
+            dev->ka_on_qpn = 0; /* it may have the number of one destroyed */
         }
     }
     return status;
@@ -1518,8 +1519,12 @@ static int tmx_verbs_convert(tmx_verbs_dev_t *dev, const tmx_verbs_raw_t *r, tmx
         tmx_verbs_rslot_put(&srq->rs, slot);
         tmx_verbs_recv_fields(r, wc, srq->tm != NULL);
         if (r->status == IBV_WC_SUCCESS) {
-            if (dev->ka_waiting > 0 && (qp = tmx_verbs_qp_by_num(dev, r->qp_num)) != NULL) {
+            /* a QP that never sees traffic (the connection of a worker to itself) keeps
+             * ka_waiting above 0: the QP these receives come from is looked up once */
+            if (dev->ka_waiting > 0 && r->qp_num != dev->ka_on_qpn &&
+                (qp = tmx_verbs_qp_by_num(dev, r->qp_num)) != NULL) {
                 tmx_verbs_ka_seen(qp);
+                dev->ka_on_qpn = r->qp_num;
             }
         } else if (r->status != IBV_WC_WR_FLUSH_ERR &&
                    (qp = tmx_verbs_qp_by_num(dev, r->qp_num)) != NULL) {

@@ -161,6 +161,10 @@ typedef struct tmx_worker {
     /* Rendezvous sends waiting for a memory registration: logged once, then counted. */
     uint64_t          reg_waits;      /* registration attempts refused, since the last log */
     double            reg_wait_logged; /* when the last line said so (0: never) */
+    /* Rendezvous reads that found the send queue full (tmx_proto_rndv_read_post): they wait
+     * on ep->read_pending; the first is logged, every one counted. */
+    uint64_t          read_waits;     /* posts refused with TMX_ERR_NO_RESOURCE */
+    uint64_t          read_waits_logged; /* read_waits when the line was logged (0: never) */
     uint64_t          stat_ooo_eps;   /* endpoints connected with OOO placement on */
     /* Eager-RDMA rings (src/proto/ring.h) */
     tmx_list_t        ring_polled;    /* rings lent to senders that we poll */
@@ -178,6 +182,7 @@ typedef struct tmx_worker {
     uint64_t          compact_rx;     /* ... and received */
     struct {
         uint64_t sent, received, full, asleep, wakes;
+        uint64_t report_waits; /* credit reports that found the send queue full (retried) */
     } ring_stats;
     uint64_t          ring_idle_ns;   /* when the lent rings were last looked at for idleness */
     unsigned          ring_revoking;  /* rings asked back whose RING_RETURN has not come */
@@ -222,6 +227,8 @@ typedef struct tmx_ep {
     tmx_list_t     pending;        /* send requests waiting for connection/credits/space */
     tmx_list_t     outstanding_list; /* sends posted, waiting for ACK/FIN */
     tmx_list_t     ctrl_pending;   /* control messages waiting for room on the wire */
+    tmx_list_t     read_pending;   /* receives whose rendezvous reads wait for room in the send
+                                    * queue (tmx_request_t.pending_link) */
     size_t         eager_max;      /* min of both sides' eager limits (agreed at wire-up) */
     int            credits;        /* eager messages we may still send */
     unsigned       credits_owed;   /* credits to give back to the peer */
@@ -318,14 +325,23 @@ typedef struct tmx_request {
      * touch them until it completes), put back past a short message whose rendezvous-form
      * header the device wrote there (tm.c); read only for an offered receive */
     uint8_t             tm_saved[TMX_TM_SAVED];
-    tmx_list_t          pending_link; /* send: ep->pending */
+    tmx_list_t          pending_link; /* send: ep->pending; receive: ep->read_pending */
     uint64_t            id;           /* send: key in worker->sreq_by_id */
     tmx_mr_t           *mr;           /* rendezvous registration */
     struct tmx_mem     *memh;         /* the user's mapping mr belongs to, or NULL (mem.c) */
     uint64_t            rndv_sreq_id; /* receive of a rendezvous: the sender's request id */
     uint64_t            rndv_ep_id;   /* receive of a rendezvous: where the FIN goes */
-    unsigned            reads_left;
+    unsigned            reads_left;   /* reads posted and not completed */
     tmx_status_t        rndv_status;
+    /* receive of a rendezvous: what is read (rndv_n bytes from rndv_raddr, rndv_rkey, in
+     * pieces of rndv_chunk) and how far the posts got (rndv_off, rndv_piece): a read the send
+     * queue refused is posted again from there (tmx_proto_rndv_read_post) */
+    uint64_t            rndv_raddr;
+    uint32_t            rndv_rkey;
+    unsigned            rndv_piece;
+    size_t              rndv_n;
+    size_t              rndv_off;
+    size_t              rndv_chunk;
     atomic_uint         fail_epoch;   /* receive: worker->fail_epoch its user was told about */
     uint64_t            imm;          /* send: TMX_PROTO_IMM(its immediate data), or 0 */
 } tmx_request_t;

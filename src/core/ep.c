@@ -135,7 +135,7 @@ static tmx_status_t tmx_ep_qp_create(tmx_ep_t *ep)
             return TMX_OK;
         }
     }
-    status = tmx_ep_qp_new(ep, 256, &ep->qp);
+    status = tmx_ep_qp_new(ep, ep->worker->ctx->cfg.send_queue, &ep->qp);
 
     if (status != TMX_OK || !ep->iface->tm_on) {
         return status;
@@ -251,6 +251,7 @@ static tmx_ep_t *tmx_ep_alloc(tmx_worker_t *w, tmx_iface_t *iface)
     tmx_list_init(&ep->pending_link);
     tmx_list_init(&ep->outstanding_list);
     tmx_list_init(&ep->ctrl_pending);
+    tmx_list_init(&ep->read_pending);
     return ep;
 }
 
@@ -414,6 +415,7 @@ void tmx_ep_destroy(tmx_ep_t *ep)
     tmx_hash_del(&w->ep_by_id, ep->id);
     tmx_list_del(&ep->list);
     tmx_list_del(&ep->pending_link);
+    tmx_proto_rndv_read_drop(ep, TMX_ERR_PEER_FAILED);
     tmx_proto_ctrl_drop(ep);
     tmx_ring_ep_cleanup(ep);
     ep->magic = TMX_MAGIC_DEAD;
@@ -451,6 +453,7 @@ void tmx_ep_fail(tmx_ep_t *ep, tmx_status_t status)
     ep->state = TMX_EP_FAILED;
     tmx_ring_ep_failed(ep);
     tmx_ep_fail_sends(ep, status);
+    tmx_proto_rndv_read_drop(ep, status); /* never posted now: those receives fail */
     tmx_proto_ctrl_drop(ep); /* never sent now: the receives waiting on them complete */
     tmx_list_del(&ep->pending_link);
 }

@@ -71,6 +71,8 @@ tmx_request_t *tmx_request_alloc(tmx_worker_t *w, tmx_req_type_t type,
     req->rndv_ep_id        = 0;
     req->reads_left        = 0;
     req->rndv_status       = TMX_OK;
+    req->rndv_n            = 0;
+    req->rndv_off          = 0;
     req->tme.state         = TMX_TM_NONE;
     req->tm_held           = NULL;
     req->tm_cancel         = 0;

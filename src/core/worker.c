@@ -574,11 +574,13 @@ TMX_API tmx_status_t tmx_worker_destroy(tmx_worker_h w)
     tmx_worker_lock(w);
     if (w->ring_stats.sent + w->ring_stats.received > 0) {
         tmx_info("eager-RDMA rings: %llu messages sent, %llu received; sends by the queue: "
-                 "%llu (ring full), %llu (receiver asleep); %llu wake notices",
+                 "%llu (ring full), %llu (receiver asleep); %llu wake notices; %llu credit "
+                 "reports waited for the send queue",
                  (unsigned long long)w->ring_stats.sent,
                  (unsigned long long)w->ring_stats.received,
                  (unsigned long long)w->ring_stats.full, (unsigned long long)w->ring_stats.asleep,
-                 (unsigned long long)w->ring_stats.wakes);
+                 (unsigned long long)w->ring_stats.wakes,
+                 (unsigned long long)w->ring_stats.report_waits);
     }
     if (w->compact_tx + w->compact_rx > 0) {
         tmx_info("compact eager messages (no header): %llu sent, %llu received",
@@ -597,6 +599,10 @@ TMX_API tmx_status_t tmx_worker_destroy(tmx_worker_h w)
     if (w->reg_waits > 0) {
         tmx_info("%llu more registration attempts of rendezvous sends were refused (device "
                  "limit) since the last report", (unsigned long long)w->reg_waits);
+    }
+    if (w->read_waits > w->read_waits_logged) {
+        tmx_info("rendezvous reads waited for room in a send queue: %llu posts refused in all "
+                 "(retried)", (unsigned long long)w->read_waits);
     }
     while (!tmx_list_is_empty(&w->failures)) {
         free(tmx_container_of(tmx_list_pop_head(&w->failures), tmx_peer_failure_t, list));
@@ -1318,8 +1324,7 @@ static int tmx_worker_sends_queued(tmx_worker_t *w)
 
     tmx_list_for_each(l, &w->pending_eps) {
         tmx_ep_t *ep = tmx_container_of(l, tmx_ep_t, pending_link);
-        if (ep->state == TMX_EP_CONNECTED &&
-            (!tmx_list_is_empty(&ep->pending) || !tmx_list_is_empty(&ep->ctrl_pending))) {
+        if (ep->state == TMX_EP_CONNECTED && tmx_proto_ep_queued(ep)) {
             return 1;
         }
     }

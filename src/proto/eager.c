@@ -456,9 +456,18 @@ void tmx_proto_ep_queue(tmx_ep_t *ep, tmx_request_t *req)
     tmx_proto_ep_schedule(ep);
 }
 
+int tmx_proto_ep_queued(const tmx_ep_t *ep)
+{
+    return !tmx_list_is_empty(&ep->pending) || !tmx_list_is_empty(&ep->ctrl_pending) ||
+           !tmx_list_is_empty(&ep->read_pending) ||
+           (ep->ring_rx != NULL && ep->ring_rx->report_due);
+}
+
 static void tmx_proto_ep_progress(tmx_ep_t *ep)
 {
     tmx_list_t *l;
+
+    tmx_ring_rx_report_retry(ep); /* one word, ahead of the rest: the sender's ring waits on it */
 
     while ((l = ep->ctrl_pending.next) != &ep->ctrl_pending) {
         tmx_proto_ctrl_t *c = tmx_container_of(l, tmx_proto_ctrl_t, list);
@@ -470,6 +479,9 @@ static void tmx_proto_ep_progress(tmx_ep_t *ep)
             tmx_request_complete(c->rreq, c->rstatus);
         }
         free(c);
+    }
+    if (tmx_proto_rndv_read_progress(ep) == TMX_ERR_NO_RESOURCE) {
+        return; /* reads of matched receives go before new sends */
     }
     while ((l = ep->pending.next) != &ep->pending) {
         tmx_request_t *req = tmx_container_of(l, tmx_request_t, pending_link);
@@ -503,7 +515,7 @@ void tmx_proto_progress_pending(tmx_worker_t *w)
             tmx_proto_ep_progress(ep);
         }
         if (ep->state != TMX_EP_CONNECTED ||
-            (tmx_list_is_empty(&ep->pending) && tmx_list_is_empty(&ep->ctrl_pending))) {
+            !tmx_proto_ep_queued(ep)) {
             tmx_list_del(&ep->pending_link);
         }
     }

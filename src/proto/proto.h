@@ -188,6 +188,15 @@ tmx_status_t tmx_proto_rndv_send(tmx_ep_t *ep, tmx_request_t *req);
 void tmx_proto_rndv_recv(tmx_request_t *rreq, tmx_ep_t *ep, uint64_t sreq_id, uint64_t addr,
                          uint64_t length, uint32_t rkey);
 void tmx_proto_rndv_read_done(tmx_iface_t *iface, const tmx_wc_t *wc);
+/* Whether ep has something waiting for room on the wire: queued sends, control messages,
+ * rendezvous reads, a ring credit report. */
+int tmx_proto_ep_queued(const tmx_ep_t *ep);
+/* Posts the rendezvous reads queued on ep (the send queue was full); TMX_ERR_NO_RESOURCE when
+ * some still wait. */
+tmx_status_t tmx_proto_rndv_read_progress(tmx_ep_t *ep);
+/* The endpoint fails or goes: its queued reads never will be posted, their receives complete
+ * with status (once the reads already posted are done). */
+void tmx_proto_rndv_read_drop(tmx_ep_t *ep, tmx_status_t status);
 void tmx_proto_rndv_fin(tmx_ep_t *ep, uint64_t sreq_id, int32_t status);
 /* A posted send now waits for its ACK or FIN (moved off ep->pending if queued). */
 void tmx_proto_outstanding_add(tmx_ep_t *ep, tmx_request_t *req);

@@ -111,6 +111,8 @@ void tmx_ring_ep_connected(tmx_ep_t *ep)
     const char *why = "";
 
     ep->ring_choice = (uint8_t)tmx_ring_choose(ep, &why);
+    /* none to lend: the receive path does not count messages towards one (ring_tried) */
+    ep->ring_tried = ep->ring_choice == TMX_RING_MODE_NONE;
     if (ep->passive) {
         tmx_info("endpoint from %016llx: eager-RDMA ring %s (%s)",
                  (unsigned long long)ep->remote_uuid, tmx_ring_mode_name(ep->ring_choice), why);
@@ -187,13 +189,38 @@ static tmx_status_t tmx_ring_rx_write(tmx_ep_t *ep, tmx_ring_rx_t *rx, uint64_t 
     return status;
 }
 
-/* The sender learns how many messages we took: its slots are free again. */
+/* The sender learns how many messages we took: its slots are free again. A send queue that is
+ * full now makes the endpoint's progress try again: the sender, whose ring may be full, would
+ * wait for this word for ever (its messages would all go through the queue, none through the
+ * ring, whose next message is what would report again). */
 static void tmx_ring_rx_report(tmx_ep_t *ep, tmx_ring_rx_t *rx)
 {
-    if (tmx_ring_rx_write(ep, rx, TMX_RING_CREDIT_OFF, tmx_ring_credit_pack(rx->head, 0), 0) ==
-        TMX_OK) {
-        rx->reported = rx->head;
+    tmx_status_t st;
+
+    st = tmx_ring_rx_write(ep, rx, TMX_RING_CREDIT_OFF, tmx_ring_credit_pack(rx->head, 0), 0);
+    if (st == TMX_OK) {
+        rx->reported   = rx->head;
+        rx->report_due = 0;
+    } else if (st == TMX_ERR_NO_RESOURCE && !rx->report_due) {
+        rx->report_due = 1;
+        ep->worker->ring_stats.report_waits++;
+        tmx_proto_ep_schedule(ep);
     }
+}
+
+tmx_status_t tmx_ring_rx_report_retry(tmx_ep_t *ep)
+{
+    tmx_ring_rx_t *rx = ep->ring_rx;
+
+    if (rx == NULL || !rx->report_due) {
+        return TMX_OK;
+    }
+    if (!rx->active) {
+        rx->report_due = 0;
+        return TMX_OK;
+    }
+    tmx_ring_rx_report(ep, rx);
+    return rx->report_due ? TMX_ERR_NO_RESOURCE : TMX_OK;
 }
 
 /* The sender's sleep word: asleep (signaled: its completion says it is in place) or awake. */

@@ -80,6 +80,8 @@ typedef struct tmx_ring_rx {
     const uint8_t *poll_at;
     uint8_t    poll_marker;
     uint64_t   reported;   /* head last written into the sender's control word */
+    int        report_due; /* that write found the send queue full: ep's progress retries
+                            * it (tmx_ring_rx_report_retry) */
     uint32_t   expected;   /* polling modes: sequence number of the sender's next message */
     int        seq_seen;   /* a numbered queue message came: expected is valid */
     int        active;     /* the sender took it (RING_ACK) */
@@ -130,6 +132,9 @@ void tmx_ring_rx_counted(tmx_ep_t *ep);
 /* Receiver: before the queue message of wc on ep is handled, the ring messages numbered before
  * it are; then its number is the last one seen. -1 when ep failed meanwhile (drop it). */
 int tmx_ring_rx_seq(tmx_ep_t *ep, const tmx_wc_t *wc);
+/* Receiver: the credit report the send queue refused, posted again (from the endpoint's
+ * pending progress); TMX_ERR_NO_RESOURCE while it still waits. */
+tmx_status_t tmx_ring_rx_report_retry(tmx_ep_t *ep);
 /* ep failed: its ring is no longer polled. */
 void tmx_ring_ep_failed(tmx_ep_t *ep);
 /* Receiver, IMM mode: a ring message's completion. */

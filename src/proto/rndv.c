@@ -131,6 +131,88 @@ static void tmx_proto_rndv_finish(tmx_request_t *rreq)
     tmx_proto_send_ctrl_then(ep, TMX_PROTO_FIN, rreq->rndv_sreq_id, fin, rreq, rreq->rndv_status);
 }
 
+/*
+ * The send queue was full: the read waits on ep->read_pending for the completions that make
+ * room (tmx_proto_ep_progress posts it again). Said once per worker, with the count of refused
+ * posts; the rest are counted quietly and reported when the worker is destroyed.
+ */
+static void tmx_proto_rndv_read_wait(tmx_ep_t *ep, const tmx_request_t *rreq)
+{
+    tmx_worker_t *w = ep->worker;
+
+    if (w->read_waits++ == 0) {
+        tmx_warn("rendezvous read of %zu bytes from %016llx waits for room in the send queue "
+                 "(%u work requests of ours in it; TMX_SEND_QUEUE=%u); it is retried quietly",
+                 rreq->rndv_n - rreq->rndv_off, (unsigned long long)ep->remote_uuid,
+                 ep->sq_busy, w->ctx->cfg.send_queue);
+        w->read_waits_logged = w->read_waits;
+    }
+}
+
+/*
+ * Posts rreq's reads from where the last post stopped. TMX_OK: all posted, or a post failed
+ * for good (rndv_status says so, and nothing more is posted); TMX_ERR_NO_RESOURCE: the send
+ * queue is full, the rest waits.
+ */
+static tmx_status_t tmx_proto_rndv_read_post(tmx_ep_t *ep, tmx_request_t *rreq)
+{
+    tmx_worker_t *w     = ep->worker;
+    tmx_iface_t  *iface = ep->iface;
+    tmx_status_t  status;
+
+    while (rreq->rndv_off < rreq->rndv_n) {
+        size_t        off = rreq->rndv_off;
+        size_t        len = rreq->rndv_n - off < rreq->rndv_chunk ? rreq->rndv_n - off
+                                                                    : rreq->rndv_chunk;
+        tmx_sge_t     sge = {.addr   = (uintptr_t)rreq->buf + off,
+                             .length = (uint32_t)len,
+                             .lkey   = rreq->mr->lkey};
+        tmx_send_wr_t wr, *bad;
+
+        memset(&wr, 0, sizeof(wr));
+        wr.wr_id            = TMX_WRID(TMX_WRID_RNDV_RD, rreq->id);
+        wr.sg_list          = &sge;
+        wr.num_sge          = 1;
+        wr.opcode           = TMX_WR_RDMA_READ;
+        wr.send_flags       = TMX_SEND_SIGNALED |
+                              tmx_fence_flags_for_step(ep->ooo, TMX_FENCE_STEP_RNDV_READ,
+                                                       w->ctx->cfg.fence_drop);
+        wr.rdma.remote_addr = rreq->rndv_raddr + off;
+        wr.rdma.rkey        = rreq->rndv_rkey;
+        if (ep->xrc) {
+            status = tmx_xrc_post(ep, (unsigned)((ep->xdom + rreq->rndv_piece) % iface->xrc_ndom),
+                                  &wr);
+        } else {
+            status = iface->ops->post_send(ep->qp, &wr, &bad);
+        }
+        if (status == TMX_ERR_NO_RESOURCE) {
+            tmx_proto_rndv_read_wait(ep, rreq);
+            return status;
+        }
+        if (status != TMX_OK) {
+            tmx_error("rendezvous read of %zu bytes from %016llx could not be posted: %s", len,
+                      (unsigned long long)ep->remote_uuid, tmx_status_string(status));
+            rreq->rndv_status = status;
+            rreq->rndv_off    = rreq->rndv_n;
+            break;
+        }
+        rreq->reads_left++;
+        ep->sq_busy++;
+        rreq->rndv_off += len;
+        rreq->rndv_piece++;
+    }
+    return TMX_OK;
+}
+
+/* Every read posted (or none will be) and none in flight: the FIN goes. */
+static void tmx_proto_rndv_read_check(tmx_request_t *rreq)
+{
+    if (rreq->reads_left == 0 && rreq->rndv_off >= rreq->rndv_n) {
+        tmx_hash_del(&rreq->worker->sreq_by_id, rreq->id);
+        tmx_proto_rndv_finish(rreq);
+    }
+}
+
 void tmx_proto_rndv_recv(tmx_request_t *rreq, tmx_ep_t *ep, uint64_t sreq_id, uint64_t addr,
                          uint64_t length, uint32_t rkey)
 {
@@ -178,40 +260,48 @@ void tmx_proto_rndv_recv(tmx_request_t *rreq, tmx_ep_t *ep, uint64_t sreq_id, ui
         }
         w->stat_xrc_striped += n > chunk;
     }
-    for (size_t off = 0, i = 0; off < n; off += chunk, i++) {
-        size_t        len = n - off < chunk ? n - off : chunk;
-        tmx_sge_t     sge = {.addr   = (uintptr_t)rreq->buf + off,
-                             .length = (uint32_t)len,
-                             .lkey   = rreq->mr->lkey};
-        tmx_send_wr_t wr, *bad;
-
-        memset(&wr, 0, sizeof(wr));
-        wr.wr_id            = TMX_WRID(TMX_WRID_RNDV_RD, rreq->id);
-        wr.sg_list          = &sge;
-        wr.num_sge          = 1;
-        wr.opcode           = TMX_WR_RDMA_READ;
-        wr.send_flags       = TMX_SEND_SIGNALED |
-                              tmx_fence_flags_for_step(ep->ooo, TMX_FENCE_STEP_RNDV_READ,
-                                                       w->ctx->cfg.fence_drop);
-        wr.rdma.remote_addr = addr + off;
-        wr.rdma.rkey        = rkey;
-        if (ep->xrc) {
-            status = tmx_xrc_post(ep, (unsigned)((ep->xdom + i) % iface->xrc_ndom), &wr);
-        } else {
-            status = iface->ops->post_send(ep->qp, &wr, &bad);
-        }
-        if (status != TMX_OK) {
-            tmx_error("rendezvous read of %zu bytes from %016llx could not be posted: %s", len,
-                      (unsigned long long)ep->remote_uuid, tmx_status_string(status));
-            rreq->rndv_status = status;
-            break;
-        }
-        rreq->reads_left++;
-        ep->sq_busy++;
+    rreq->rndv_raddr = addr;
+    rreq->rndv_rkey  = rkey;
+    rreq->rndv_n     = n;
+    rreq->rndv_off   = 0;
+    rreq->rndv_chunk = chunk;
+    rreq->rndv_piece = 0;
+    /* reads queued before this one go first: they were matched earlier */
+    if (!tmx_list_is_empty(&ep->read_pending) ||
+        tmx_proto_rndv_read_post(ep, rreq) == TMX_ERR_NO_RESOURCE) {
+        tmx_list_add_tail(&ep->read_pending, &rreq->pending_link);
+        tmx_proto_ep_schedule(ep);
+        return;
     }
-    if (rreq->reads_left == 0) {
-        tmx_hash_del(&w->sreq_by_id, rreq->id);
-        tmx_proto_rndv_finish(rreq);
+    tmx_proto_rndv_read_check(rreq);
+}
+
+tmx_status_t tmx_proto_rndv_read_progress(tmx_ep_t *ep)
+{
+    tmx_list_t *l;
+
+    while ((l = ep->read_pending.next) != &ep->read_pending) {
+        tmx_request_t *rreq = tmx_container_of(l, tmx_request_t, pending_link);
+
+        if (tmx_proto_rndv_read_post(ep, rreq) == TMX_ERR_NO_RESOURCE) {
+            return TMX_ERR_NO_RESOURCE;
+        }
+        tmx_list_del(l);
+        tmx_proto_rndv_read_check(rreq);
+    }
+    return TMX_OK;
+}
+
+void tmx_proto_rndv_read_drop(tmx_ep_t *ep, tmx_status_t status)
+{
+    tmx_list_t *l;
+
+    while ((l = tmx_list_pop_head(&ep->read_pending)) != NULL) {
+        tmx_request_t *rreq = tmx_container_of(l, tmx_request_t, pending_link);
+
+        rreq->rndv_status = status;
+        rreq->rndv_off    = rreq->rndv_n; /* nothing more is posted */
+        tmx_proto_rndv_read_check(rreq);
     }
 }
 
@@ -230,8 +320,6 @@ void tmx_proto_rndv_read_done(tmx_iface_t *iface, const tmx_wc_t *wc)
         rreq->rndv_status = wc->status == TMX_WC_REM_ACCESS_ERR ? TMX_ERR_REMOTE_ACCESS
                                                                  : TMX_ERR_PEER_FAILED;
     }
-    if (--rreq->reads_left == 0) {
-        tmx_hash_del(&w->sreq_by_id, rreq->id);
-        tmx_proto_rndv_finish(rreq);
-    }
+    --rreq->reads_left;
+    tmx_proto_rndv_read_check(rreq);
 }

@@ -115,6 +115,10 @@ static const tmx_config_field_t tmx_config_table[] = {
     {TMX_CONFIG_FIELD("EAGER_CREDITS", TMX_CONFIG_UINT, "64", eager_credits,
                       "Eager messages in flight per endpoint before the sender waits for credits."),
      .flags = TMX_CONFIG_F_MIN, .min = 1},
+    {TMX_CONFIG_FIELD("SEND_QUEUE", TMX_CONFIG_UINT, "256", send_queue,
+                      "Work requests each connection's send queue holds (the RC QP's depth); "
+                      "posts that find it full wait in tmx's queues and are retried."),
+     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX, .min = 4, .max = 65536},
     {TMX_CONFIG_FIELD("TAG_HASH_BITS", TMX_CONFIG_UINT, "10", tag_hash_bits,
                       "Log2 of the initial number of tag matching hash bins (they grow)."),
      .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX, .min = 1, .max = 24},

@@ -13,6 +13,15 @@
  *  stats   the worker query says that rings carried messages, filled up, met a sleeper, and
  *          what mode the connections into rank 1 have (RING_EXPECT_MODE)
  *
+ * `ring report` (test/integration/sq_full.sh, TMX_SEND_QUEUE=4, 8 slots) runs only this:
+ *
+ *  report  rank 1's send queue is full of rendezvous reads that wait for rank 0 (which does
+ *          not call tmx meanwhile) when rank 0's 8 ring messages come: the credit word rank 1
+ *          owes after 4 finds no room. Once the reads are done it must still go: rank 0's
+ *          next 8 small messages go through the ring (at least half: meet()'s answer takes a
+ *          slot), not all by the queue as "ring full" (the word was written only when the next
+ *          ring message came, and none could)
+ *
  * Prints "rank N: ... ok" lines and exits 0 when everything held.
  */
 #include <tmx/tmx.h>
@@ -253,7 +262,117 @@ static void phase_sleep(tmx_job_h job, tmx_ep_h ep)
     CHECK(tmx_job_barrier(job));
 }
 
-int main(void)
+#define NREP 8 /* rendezvous messages, and small ones of the second burst: a ring of 8 */
+#define NFILL 16 /* small messages of the first burst: more than the ring holds */
+
+static tmx_worker_attr_t ring_query(void)
+{
+    tmx_worker_attr_t a;
+
+    memset(&a, 0, sizeof(a));
+    a.field_mask = TMX_WORKER_ATTR_RING;
+    CHECK(tmx_worker_query(worker, &a));
+    return a;
+}
+
+/* Rank 1 says it is there and rank 0 answers: both sides polling, neither asleep. */
+static void meet(tmx_ep_h ep)
+{
+    unsigned char b[8] = {0};
+
+    if (rank == 1) {
+        CHECK(tmx_tag_send(ep, b, sizeof(b), TAG + 4));
+        CHECK(tmx_tag_recv(worker, b, sizeof(b), TAG + 5, ~(tmx_tag_t)0, NULL));
+    } else {
+        CHECK(tmx_tag_recv(worker, b, sizeof(b), TAG + 4, ~(tmx_tag_t)0, NULL));
+        CHECK(tmx_tag_send(ep, b, sizeof(b), TAG + 5));
+    }
+}
+
+static void phase_report(tmx_job_h job, tmx_ep_h ep)
+{
+    static unsigned char big[NREP][MAXLEN], small[NFILL][8];
+    tmx_request_h        big_r[NREP], small_r[NFILL];
+    tmx_worker_attr_t    a0, a1;
+
+    /* the ring lent and taken (TMX_RING=yes: from the first message). The two sides meet by
+     * messages, not job barriers, in this phase: a barrier may sleep, and a receiver asleep
+     * has its senders send by the queue */
+    for (unsigned i = 0; i < 8; i++) {
+        if (rank == 0) {
+            CHECK(tmx_tag_send(ep, small[0], 8, TAG + 1));
+        } else {
+            CHECK(tmx_tag_recv(worker, small[0], 8, TAG + 1, ~(tmx_tag_t)0, NULL));
+        }
+    }
+    meet(ep);
+    if (rank == 0) {
+        for (unsigned i = 0; i < NREP; i++) {
+            big_r[i] = send_msg(ep, big[i], i, MAXLEN, 0, 0); /* RTS: rendezvous */
+        }
+        usleep(200000); /* rank 1 takes the RTSs: its reads wait for us (no tmx call here;
+                         * a job barrier would progress this worker) */
+        a0 = ring_query();
+        for (unsigned i = 0; i < NFILL; i++) {
+            /* through the ring until it is full (done when written), then the queue */
+            CHECK(tmx_tag_send(ep, small[i], 8, TAG + 2));
+        }
+        a1 = ring_query();
+        EXPECT(a1.ring.sent > a0.ring.sent, "report: no message of the first burst in the ring");
+        usleep(300000); /* no tmx call: rank 1's reads cannot finish */
+        for (unsigned i = 0; i < NREP; i++) {
+            if (big_r[i] != NULL) {
+                CHECK(tmx_request_wait(big_r[i], NULL));
+                tmx_request_free(big_r[i]);
+            }
+        }
+        meet(ep); /* rank 1 has every message; the word is written */
+        a0 = ring_query();
+        for (unsigned i = 0; i < NREP; i++) {
+            CHECK(tmx_tag_send(ep, small[i], 8, TAG + 3));
+        }
+        a1 = ring_query();
+        /* all but the slots meet()'s answer took: without the word, none */
+        EXPECT(a1.ring.sent - a0.ring.sent >= NREP / 2,
+               "report: %llu of the next %d small messages through the ring, %llu by the "
+               "queue as ring full: the receiver's credit word never came",
+               (unsigned long long)(a1.ring.sent - a0.ring.sent), NREP,
+               (unsigned long long)(a1.ring.full - a0.ring.full));
+    } else {
+        for (unsigned i = 0; i < NREP; i++) {
+            CHECK(tmx_tag_recv_nb(worker, big[i], MAXLEN, TAG, ~(tmx_tag_t)0, NULL, &big_r[i]));
+        }
+        for (unsigned i = 0; i < NFILL; i++) {
+            CHECK(tmx_tag_recv_nb(worker, small[i], 8, TAG + 2, ~(tmx_tag_t)0, NULL,
+                                  &small_r[i]));
+        }
+        /* the RTSs match: 4 reads posted, the rest queued; then the small messages come */
+        for (unsigned i = 0; i < NFILL; i++) {
+            CHECK(tmx_request_wait(small_r[i], NULL));
+            tmx_request_free(small_r[i]);
+        }
+        for (unsigned i = 0; i < NREP; i++) {
+            tmx_tag_recv_info_t info;
+            tmx_status_t        s = tmx_request_wait(big_r[i], &info);
+
+            tmx_request_free(big_r[i]);
+            check_msg("report", i, s, &info, big[i], MAXLEN, 0);
+            EXPECT(info.length != MAXLEN || intact(big[i], MAXLEN, i), "report %u: torn", i);
+        }
+        for (int k = 0; k < 200; k++) { /* what is still queued goes */
+            tmx_worker_progress(worker);
+            usleep(100);
+        }
+        meet(ep);
+        for (unsigned i = 0; i < NREP; i++) {
+            CHECK(tmx_tag_recv(worker, small[i], 8, TAG + 3, ~(tmx_tag_t)0, NULL));
+        }
+    }
+    CHECK(tmx_job_barrier(job));
+    printf("rank %d: report %s\n", rank, bad ? "FAILED" : "ok");
+}
+
+int main(int argc, char **argv)
 {
     tmx_job_h         job;
     tmx_context_h     ctx;
@@ -274,6 +393,10 @@ int main(void)
     CHECK(tmx_worker_create(ctx, NULL, &worker));
     CHECK(tmx_job_connect(job, worker, eps));
 
+    if (argc > 1 && strcmp(argv[1], "report") == 0) {
+        phase_report(job, eps[1 - rank]);
+        goto out;
+    }
     phase_order(job, eps[1 - rank]);
     printf("rank %d: order %s\n", rank, bad ? "FAILED" : "ok");
     phase_full(job, eps[1 - rank]);
@@ -308,6 +431,7 @@ int main(void)
                "rank 1 received %llu messages through rings",
                (unsigned long long)attr.ring.received);
     }
+out:
     CHECK(tmx_job_barrier(job));
     tmx_ep_close(eps[0], TMX_EP_CLOSE_FLUSH);
     tmx_ep_close(eps[1], TMX_EP_CLOSE_FLUSH);

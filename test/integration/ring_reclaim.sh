@@ -9,7 +9,9 @@
 prog="$B/test/integration/ring_reclaim"
 small="TMX_RING=yes TMX_RING_PEERS=1 TMX_RING_SLOTS=8 TMX_RING_SLOT_SIZE=256"
 
-for run in whole:auto aligned128:auto none:auto whole:sleep; do
+# RING_RECLAIM_RUNS / RING_RECLAIM_DEAD: the runs (test/verbs/ring_reclaim.sh: over verbs,
+# where TMX_SOFT_DATA_IN_ORDER means nothing, fewer)
+for run in ${RING_RECLAIM_RUNS:-whole:auto aligned128:auto none:auto whole:sleep}; do
     dio=${run%%:*}
     wait=${run#*:}
     what="TMX_SOFT_DATA_IN_ORDER=$dio TMX_WAIT=$wait"
@@ -32,7 +34,7 @@ for run in whole:auto aligned128:auto none:auto whole:sleep; do
 done
 # the holder stops progressing (the request to give the ring back stays unanswered) and dies:
 # its ring must come back and go to rank 2
-for dio in whole aligned128; do
+for dio in ${RING_RECLAIM_DEAD:-whole aligned128}; do
     what="dead holder, TMX_SOFT_DATA_IN_ORDER=$dio"
     run 150 env $small TMX_SOFT_DATA_IN_ORDER=$dio TMX_LOG_LEVEL=info \
         TMX_LOG_FILE="$T/log.%p" "$TMXRUN" -n 3 --timeout 120 "$prog" dead

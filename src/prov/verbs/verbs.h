@@ -130,6 +130,9 @@ struct tmx_verbs_dev {
     unsigned                  poll_count;
     uint64_t                  ka_ns;       /* the last keepalive round */
     unsigned                  ka_waiting;  /* QPs in RTS not yet ka_on */
+    uint32_t                  ka_on_qpn;   /* the last QP an SRQ receive found ka_on: its
+                                            * receives skip the lookup; 0 (never an RC QP's
+                                            * number) whenever a QP enters RTS */
     /* QP number -> object index (open addressing, keys qpn + 1, 0 empty) */
     uint32_t                 *qpn_key;
     uint32_t                 *qpn_obj;

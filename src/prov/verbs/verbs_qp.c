@@ -942,6 +942,7 @@ tmx_status_t tmx_verbs_qp_modify(tmx_qp_t *q, const tmx_qp_attr_t *attr, unsigne
         if (q->state == TMX_QPS_RTS) {
             qp->ka_on = 0;
             dev->ka_waiting++;
+            dev->ka_on_qpn = 0; /* it may have the number of one destroyed */
         }
     }
     return status;
@@ -1063,6 +1064,121 @@ static tmx_status_t tmx_verbs_bounce(tmx_verbs_qp_t *qp, uint32_t seq, const tmx
     return TMX_OK;
 }
 
+/*
+ * Work request w at send queue position seq, checked and translated into x (its gather list in
+ * sge; x zeroed by the caller); *run counts the unsignaled ones since the last signaled one.
+ * TMX_OK, or what is wrong (TMX_ERR_NO_RESOURCE: the queue is full; poll, then post again).
+ */
+static inline __attribute__((always_inline)) tmx_status_t
+tmx_verbs_send_fill(tmx_verbs_qp_t *qp, tmx_send_wr_t *w, uint32_t seq, uint32_t *run,
+                    struct ibv_send_wr *x, struct ibv_sge *sge)
+{
+    tmx_qp_t          *q = &qp->super;
+    tmx_verbs_sslot_t *s;
+    tmx_status_t       status;
+    int                sig;
+
+    if (q->state != TMX_QPS_RTS || qp->no_sq) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    status = tmx_verbs_send_check(qp, w);
+    if (status != TMX_OK) {
+        return status;
+    }
+    if (seq - qp->sq_tail >= qp->sq_depth) {
+        return TMX_ERR_NO_RESOURCE;
+    }
+    sig = (w->send_flags & TMX_SEND_SIGNALED) || qp->sig_all;
+    s           = &qp->sq[seq & (qp->sq_depth - 1)];
+    s->wr_id    = w->wr_id;
+    s->seq      = seq;
+    s->opcode   = (uint8_t)w->opcode;
+    s->signaled = (uint8_t)sig;
+    s->internal = 0;
+    x->wr_id  = TMX_VERBS_WRID(TMX_VERBS_WR_SEND, qp->gen, qp->obj, seq);
+    x->opcode = tmx_verbs_ibv_op(w->opcode);
+    /* one in every half queue is signaled, so unsignaled ones never fill it */
+    if (sig || ++*run >= qp->sq_depth / 2) {
+        x->send_flags |= IBV_SEND_SIGNALED;
+        *run = 0;
+    }
+    if (w->send_flags & TMX_SEND_FENCE) {
+        x->send_flags |= IBV_SEND_FENCE;
+    }
+    x->sg_list = sge;
+    x->num_sge = w->num_sge;
+    if ((w->send_flags & TMX_SEND_INLINE) && q->type == TMX_QPT_UD) {
+        uint64_t total = 0;
+        for (int i = 0; i < w->num_sge; i++) {
+            total += w->sg_list[i].length;
+        }
+        if (total > qp->max_inline) {
+            status = tmx_verbs_bounce(qp, seq, w, &sge[0]);
+            if (status != TMX_OK) {
+                return status;
+            }
+            x->num_sge = 1;
+            goto filled;
+        }
+    }
+    if (w->send_flags & TMX_SEND_INLINE) {
+        x->send_flags |= IBV_SEND_INLINE;
+    }
+    for (int i = 0; i < w->num_sge; i++) {
+        sge[i].addr   = w->sg_list[i].addr;
+        sge[i].length = w->sg_list[i].length;
+        sge[i].lkey   = w->sg_list[i].lkey;
+    }
+filled:
+    if (w->opcode == TMX_WR_SEND_WITH_IMM || w->opcode == TMX_WR_RDMA_WRITE_WITH_IMM) {
+        x->imm_data = htonl(w->imm_data);
+    }
+    if (w->opcode == TMX_WR_RDMA_WRITE || w->opcode == TMX_WR_RDMA_WRITE_WITH_IMM ||
+        w->opcode == TMX_WR_RDMA_READ) {
+        x->wr.rdma.remote_addr = w->rdma.remote_addr;
+        x->wr.rdma.rkey        = w->rdma.rkey;
+    } else if (q->type == TMX_QPT_UD) {
+        x->wr.ud.ah          = ((tmx_verbs_ah_t *)w->ud.ah)->ibah;
+        x->wr.ud.remote_qpn  = w->ud.remote_qpn;
+        x->wr.ud.remote_qkey = TMX_VERBS_QKEY;
+    }
+#ifdef TMX_VERBS_HAVE_XRC
+    if (q->type == TMX_QPT_XRC_INI) {
+        x->qp_type.xrc.remote_srqn = w->remote_srqn;
+    }
+#endif
+    return TMX_OK;
+}
+
+/* One work request (almost every post of the core): one ibv_send_wr on the stack, not the
+ * batch's arrays (cg: 8-byte ping-pong over rxe, the provider's share of a post). */
+static tmx_status_t tmx_verbs_post_one(tmx_verbs_qp_t *qp, tmx_send_wr_t *wr,
+                                       tmx_send_wr_t **bad_p)
+{
+    struct ibv_send_wr  x, *ibad;
+    struct ibv_sge      sge[TMX_VERBS_MAX_SGE];
+    uint32_t            run = qp->unsig_run;
+    tmx_status_t        status;
+    int                 err;
+
+    memset(&x, 0, sizeof(x));
+    status = tmx_verbs_send_fill(qp, wr, qp->sq_head, &run, &x, sge);
+    if (status != TMX_OK) {
+        *bad_p = wr;
+        return status;
+    }
+    err = ibv_post_send(qp->ibqp, &x, &ibad);
+    if (err != 0) {
+        qp->unsig_run = 0;
+        *bad_p        = wr;
+        return err == ENOMEM ? TMX_ERR_NO_RESOURCE : tmx_verbs_status(err);
+    }
+    qp->sq_head++;
+    qp->unsig_run = run;
+    tmx_verbs_ka_seen(qp); /* a send would time out all the same if the peer were not up */
+    return TMX_OK;
+}
+
 tmx_status_t tmx_verbs_post_send(tmx_qp_t *q, tmx_send_wr_t *wr, tmx_send_wr_t **bad_p)
 {
     tmx_verbs_qp_t     *qp = (tmx_verbs_qp_t *)q;
@@ -1076,6 +1192,9 @@ tmx_status_t tmx_verbs_post_send(tmx_qp_t *q, tmx_send_wr_t *wr, tmx_send_wr_t *
     if (qp == NULL) {
         return TMX_ERR_INVALID_PARAM;
     }
+    if (wr != NULL && wr->next == NULL) {
+        return tmx_verbs_post_one(qp, wr, bad_p);
+    }
     while (wr != NULL) {
         tmx_status_t   status = TMX_OK;
         tmx_send_wr_t *w      = wr;
@@ -1083,86 +1202,14 @@ tmx_status_t tmx_verbs_post_send(tmx_qp_t *q, tmx_send_wr_t *wr, tmx_send_wr_t *
         int            n      = 0, err;
 
         for (; w != NULL && n < TMX_VERBS_POLL_BATCH; w = w->next, n++) {
-            struct ibv_send_wr *x   = &iwr[n];
-            uint32_t            seq = qp->sq_head + (uint32_t)n;
-            tmx_verbs_sslot_t  *s;
-            int                 sig;
-
-            if (q->state != TMX_QPS_RTS || qp->no_sq) {
-                status = TMX_ERR_INVALID_PARAM;
-                break;
-            }
-            status = tmx_verbs_send_check(qp, w);
+            memset(&iwr[n], 0, sizeof(iwr[n]));
+            status = tmx_verbs_send_fill(qp, w, qp->sq_head + (uint32_t)n, &run, &iwr[n],
+                                         isge[n]);
             if (status != TMX_OK) {
                 break;
             }
-            if (seq - qp->sq_tail >= qp->sq_depth) {
-                status = TMX_ERR_NO_RESOURCE; /* poll, then post again */
-                break;
-            }
-            sig = (w->send_flags & TMX_SEND_SIGNALED) || qp->sig_all;
-            s           = &qp->sq[seq & (qp->sq_depth - 1)];
-            s->wr_id    = w->wr_id;
-            s->seq      = seq;
-            s->opcode   = (uint8_t)w->opcode;
-            s->signaled = (uint8_t)sig;
-            s->internal = 0;
-            memset(x, 0, sizeof(*x));
-            x->wr_id  = TMX_VERBS_WRID(TMX_VERBS_WR_SEND, qp->gen, qp->obj, seq);
-            x->opcode = tmx_verbs_ibv_op(w->opcode);
-            /* one in every half queue is signaled, so unsignaled ones never fill it */
-            if (sig || ++run >= qp->sq_depth / 2) {
-                x->send_flags |= IBV_SEND_SIGNALED;
-                run = 0;
-            }
-            if (w->send_flags & TMX_SEND_FENCE) {
-                x->send_flags |= IBV_SEND_FENCE;
-            }
-            x->sg_list = isge[n];
-            x->num_sge = w->num_sge;
-            if ((w->send_flags & TMX_SEND_INLINE) && q->type == TMX_QPT_UD) {
-                uint64_t total = 0;
-                for (int i = 0; i < w->num_sge; i++) {
-                    total += w->sg_list[i].length;
-                }
-                if (total > qp->max_inline) {
-                    status = tmx_verbs_bounce(qp, seq, w, &isge[n][0]);
-                    if (status != TMX_OK) {
-                        break;
-                    }
-                    x->num_sge = 1;
-                    goto filled;
-                }
-            }
-            if (w->send_flags & TMX_SEND_INLINE) {
-                x->send_flags |= IBV_SEND_INLINE;
-            }
-            for (int i = 0; i < w->num_sge; i++) {
-                isge[n][i].addr   = w->sg_list[i].addr;
-                isge[n][i].length = w->sg_list[i].length;
-                isge[n][i].lkey   = w->sg_list[i].lkey;
-            }
-filled:
-            if (w->opcode == TMX_WR_SEND_WITH_IMM || w->opcode == TMX_WR_RDMA_WRITE_WITH_IMM) {
-                x->imm_data = htonl(w->imm_data);
-            }
-            if (w->opcode == TMX_WR_RDMA_WRITE || w->opcode == TMX_WR_RDMA_WRITE_WITH_IMM ||
-                w->opcode == TMX_WR_RDMA_READ) {
-                x->wr.rdma.remote_addr = w->rdma.remote_addr;
-                x->wr.rdma.rkey        = w->rdma.rkey;
-            }
-            if (q->type == TMX_QPT_UD) {
-                x->wr.ud.ah          = ((tmx_verbs_ah_t *)w->ud.ah)->ibah;
-                x->wr.ud.remote_qpn  = w->ud.remote_qpn;
-                x->wr.ud.remote_qkey = TMX_VERBS_QKEY;
-            }
-#ifdef TMX_VERBS_HAVE_XRC
-            if (q->type == TMX_QPT_XRC_INI) {
-                x->qp_type.xrc.remote_srqn = w->remote_srqn;
-            }
-#endif
             if (n > 0) {
-                iwr[n - 1].next = x;
+                iwr[n - 1].next = &iwr[n];
             }
         }
         if (n > 0) {
@@ -1472,8 +1519,12 @@ static int tmx_verbs_convert(tmx_verbs_dev_t *dev, const tmx_verbs_raw_t *r, tmx
         tmx_verbs_rslot_put(&srq->rs, slot);
         tmx_verbs_recv_fields(r, wc, srq->tm != NULL);
         if (r->status == IBV_WC_SUCCESS) {
-            if (dev->ka_waiting > 0 && (qp = tmx_verbs_qp_by_num(dev, r->qp_num)) != NULL) {
+            /* a QP that never sees traffic (the connection of a worker to itself) keeps
+             * ka_waiting above 0: the QP these receives come from is looked up once */
+            if (dev->ka_waiting > 0 && r->qp_num != dev->ka_on_qpn &&
+                (qp = tmx_verbs_qp_by_num(dev, r->qp_num)) != NULL) {
                 tmx_verbs_ka_seen(qp);
+                dev->ka_on_qpn = r->qp_num;
             }
         } else if (r->status != IBV_WC_WR_FLUSH_ERR &&
                    (qp = tmx_verbs_qp_by_num(dev, r->qp_num)) != NULL) {

@@ -431,6 +431,59 @@ static ssize_t tmx_fi_send_one(tmx_fi_ep_t *ep, const void *buf, size_t len, fi_
     return -tmx_fi_errno(s);
 }
 
+/*
+ * fi_inject and friends (Open MPI's MPI_Send up to inject_size): first a send straight from the
+ * caller's buffer that tmx must finish in place or refuse (TMX_SEND_FLAG_TRY), which needs no
+ * operation and no copy of ours; only when tmx refuses (no eager credit, sends queued before
+ * it) the general path copies the data into an operation (FI_INJECT) and tmx queues that.
+ * kind: FI_TAGGED or FI_MSG; with FI_REMOTE_CQ_DATA in cq_data, data goes as immediate data.
+ */
+static ssize_t tmx_fi_inject_one(tmx_fi_ep_t *ep, const void *buf, size_t len, fi_addr_t dest,
+                                 uint64_t tag, uint64_t kind, uint64_t cq_data, uint64_t data)
+{
+    tmx_request_params_t params;
+    tmx_request_h        req = NULL;
+    tmx_ep_h             peer;
+    tmx_status_t         s;
+    ssize_t              r;
+
+    if (!ep->enabled || (buf == NULL && len > 0) || len > TMX_FI_INJECT_SIZE ||
+        (cq_data && data > UINT32_MAX)) {
+        return -FI_EINVAL;
+    }
+    tmx_fi_lock(ep->dom);
+    peer = tmx_fi_ep_peer(ep, dest);
+    if (peer == NULL) {
+        tmx_fi_unlock(ep->dom);
+        return -FI_EINVAL;
+    }
+    params.field_mask = TMX_REQ_PARAM_FLAGS;
+    params.flags      = TMX_SEND_FLAG_TRY;
+    if (cq_data) {
+        params.field_mask |= TMX_REQ_PARAM_IMM;
+        params.imm = (uint32_t)data;
+    }
+    s = (cq_data && !ep->cq_data_said) ? TMX_ERR_NO_RESOURCE /* the general path logs it */
+                                       : tmx_tag_send_nb(peer, buf, len, tag, &params, &req);
+    if (s == TMX_OK) {
+        if (ep->tx_cntr != NULL) {
+            ep->tx_cntr->val++;
+        }
+        tmx_fi_unlock(ep->dom);
+        return 0;
+    }
+    if (s != TMX_ERR_NO_RESOURCE) {
+        tmx_fi_unlock(ep->dom);
+        return -tmx_fi_errno(s);
+    }
+    {
+        struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+        r = tmx_fi_send_unlocked(ep, &iov, 1, dest, tag, NULL, kind | FI_INJECT | cq_data, data);
+    }
+    tmx_fi_unlock(ep->dom);
+    return r;
+}
+
 static ssize_t tmx_fi_send(tmx_fi_ep_t *ep, const struct iovec *iov, size_t count,
                            fi_addr_t dest, uint64_t tag, void *context, uint64_t flags,
                            uint64_t data)
@@ -813,8 +866,14 @@ static ssize_t tmx_fi_tsendmsg(struct fid_ep *fep, const struct fi_msg_tagged *m
 static ssize_t tmx_fi_tinject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest,
                               uint64_t tag)
 {
-    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
-    return tmx_fi_tsendv_flags(tmx_fi_ep_of(fep), &iov, 1, dest, tag, NULL, FI_INJECT, 0);
+    tmx_fi_ep_t *ep = tmx_fi_ep_of(fep);
+    if (!(ep->caps & FI_TAGGED)) {
+        return -FI_ENOSYS;
+    }
+    if (!tmx_fi_tag_ok(ep, tag)) {
+        return -FI_EINVAL;
+    }
+    return tmx_fi_inject_one(ep, buf, len, dest, tag, FI_TAGGED, 0, 0);
 }
 
 static ssize_t tmx_fi_tsenddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
@@ -832,9 +891,14 @@ static ssize_t tmx_fi_tsenddata(struct fid_ep *fep, const void *buf, size_t len,
 static ssize_t tmx_fi_tinjectdata(struct fid_ep *fep, const void *buf, size_t len,
                                   uint64_t data, fi_addr_t dest, uint64_t tag)
 {
-    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
-    return tmx_fi_tsendv_flags(tmx_fi_ep_of(fep), &iov, 1, dest, tag, NULL,
-                               FI_INJECT | FI_REMOTE_CQ_DATA, data);
+    tmx_fi_ep_t *ep = tmx_fi_ep_of(fep);
+    if (!(ep->caps & FI_TAGGED)) {
+        return -FI_ENOSYS;
+    }
+    if (!tmx_fi_tag_ok(ep, tag)) {
+        return -FI_EINVAL;
+    }
+    return tmx_fi_inject_one(ep, buf, len, dest, tag, FI_TAGGED, FI_REMOTE_CQ_DATA, data);
 }
 
 static struct fi_ops_tagged tmx_fi_tagged_ops = {
@@ -939,8 +1003,11 @@ static ssize_t tmx_fi_msendmsg(struct fid_ep *fep, const struct fi_msg *msg, uin
 
 static ssize_t tmx_fi_minject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest)
 {
-    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
-    return tmx_fi_msendv_flags(tmx_fi_ep_of(fep), &iov, 1, dest, NULL, FI_INJECT, 0);
+    tmx_fi_ep_t *ep = tmx_fi_ep_of(fep);
+    if (!(ep->caps & FI_MSG)) {
+        return -FI_ENOSYS;
+    }
+    return tmx_fi_inject_one(ep, buf, len, dest, TMX_FI_MSG_BIT, FI_MSG, 0, 0);
 }
 
 static ssize_t tmx_fi_msenddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
@@ -958,9 +1025,12 @@ static ssize_t tmx_fi_msenddata(struct fid_ep *fep, const void *buf, size_t len,
 static ssize_t tmx_fi_minjectdata(struct fid_ep *fep, const void *buf, size_t len,
                                   uint64_t data, fi_addr_t dest)
 {
-    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
-    return tmx_fi_msendv_flags(tmx_fi_ep_of(fep), &iov, 1, dest, NULL,
-                               FI_INJECT | FI_REMOTE_CQ_DATA, data);
+    tmx_fi_ep_t *ep = tmx_fi_ep_of(fep);
+    if (!(ep->caps & FI_MSG)) {
+        return -FI_ENOSYS;
+    }
+    return tmx_fi_inject_one(ep, buf, len, dest, TMX_FI_MSG_BIT, FI_MSG, FI_REMOTE_CQ_DATA,
+                             data);
 }
 
 static struct fi_ops_msg tmx_fi_msg_ops = {

@@ -587,6 +587,55 @@ static void test_inject(void)
     sync_peers();
 }
 
+/* A burst of injects to a receiver that posted nothing: past tmx's eager credits the provider
+ * must copy (tmx refuses to send in place, TMX_SEND_FLAG_TRY); every inject reuses one buffer,
+ * rewritten after each call, so data kept instead of copied arrives with a later value. */
+static void test_inject_many(void)
+{
+    enum { N = 1000 };
+    static int vals[N], ctxs[N];
+    int        v;
+    if (rank == 1) {
+        sync_peers();
+        /* posted while the burst runs: no progress until the last is posted, so most come
+         * unexpected and the sender runs out of credits */
+        for (int i = 0; i < N; i++) {
+            CHECK(fi_trecv(ep, &vals[i], sizeof(int), NULL, FI_ADDR_UNSPEC, 0x17, 0, &ctxs[i]) ==
+                      0,
+                  "trecv %d", i);
+        }
+        for (int i = 0; i < N; i++) {
+            struct fi_cq_tagged_entry e;
+            if (get_comp(&e, 20) != 1) {
+                CHECK(0, "inject completion %d missing", i);
+                break;
+            }
+            CHECK(e.op_context == &ctxs[i] && vals[i] == 1000 + i,
+                  "inject %d: context %p, value %d", i, e.op_context, vals[i]);
+        }
+    } else {
+        uint64_t base = fi_cntr_read(txc);
+        double   t0;
+        sync_peers();
+        for (int i = 0; i < N; i++) {
+            ssize_t r;
+            v = 1000 + i;
+            while ((r = fi_tinject(ep, &v, sizeof(v), peer, 0x17)) == -FI_EAGAIN) {
+            }
+            CHECK(r == 0, "tinject %d: %zd", i, r);
+            v = -1; /* ours again */
+        }
+        /* the injects tmx queued go out as credits come back: progress (the counter) */
+        t0 = now();
+        while (fi_cntr_read(txc) < base + N && now() - t0 < 20) {
+        }
+        CHECK(fi_cntr_read(txc) == base + N, "injects counted: %llu of %d",
+              (unsigned long long)(fi_cntr_read(txc) - base), N);
+        expect_nothing("injects have no completion");
+    }
+    sync_peers();
+}
+
 /* FI_SELECTIVE_COMPLETION: *msg calls without FI_COMPLETION complete silently (counters
  * still count); errors are reported all the same */
 static void test_selective(void)
@@ -858,6 +907,7 @@ int main(void)
     test_truncation(100, 40);
     test_truncation(1 << 20, 1000);
     test_inject();
+    test_inject_many();
     test_selective();
     test_many();
     test_cancel();

@@ -21,7 +21,7 @@ TMX_API tmx_status_t tmx_tag_send_nb(tmx_ep_h ep, const void *buf, size_t len, t
     tmx_worker_t *w;
     tmx_request_t *req;
     tmx_status_t status;
-    int sync, try_only;
+    int sync;
     uint64_t imm;
 
     if (ep == NULL || request_p == NULL) {
@@ -42,8 +42,6 @@ TMX_API tmx_status_t tmx_tag_send_nb(tmx_ep_h ep, const void *buf, size_t len, t
            (params->flags & TMX_SEND_FLAG_SYNC);
     imm  = params != NULL && (params->field_mask & TMX_REQ_PARAM_IMM) ? TMX_PROTO_IMM(params->imm)
                                                                       : 0;
-    try_only = params != NULL && (params->field_mask & TMX_REQ_PARAM_FLAGS) &&
-               (params->flags & TMX_SEND_FLAG_TRY);
     tmx_worker_lock(w);
     if (ep->state == TMX_EP_FAILED) {
         status = TMX_ERR_PEER_FAILED;
@@ -61,7 +59,8 @@ TMX_API tmx_status_t tmx_tag_send_nb(tmx_ep_h ep, const void *buf, size_t len, t
             goto out;
         }
     }
-    if (try_only) {
+    if (params != NULL && (params->field_mask & TMX_REQ_PARAM_FLAGS) &&
+        (params->flags & TMX_SEND_FLAG_TRY)) {
         /* TMX_SEND_FLAG_TRY: not in place, so not at all (nothing posted, buf not kept) */
         status = TMX_ERR_NO_RESOURCE;
         goto out;

@@ -124,10 +124,8 @@ enum {
 
 typedef struct tmx_fi_op {
     struct tmx_fi_op *next;             /* free list, done list */
-    struct tmx_fi_op *pprev, *pnext;    /* posted receives (for fi_cancel) */
     struct tmx_fi_ep *ep;
     int               kind;
-    int               posted;
     uint64_t          flags;   /* FI_TAGGED or FI_MSG, FI_COMPLETION, FI_DISCARD */
     void             *context;
     tmx_request_h     req;
@@ -168,7 +166,6 @@ typedef struct tmx_fi_ep {
     void           **chunks;
     size_t           nchunks, nops;
     tmx_fi_op_t     *done_head, *done_tail;
-    tmx_fi_op_t     *posted;
     tmx_fi_claim_t  *claims;
 } tmx_fi_ep_t;
 

@@ -7,37 +7,44 @@
 
 /* ---------------------------------------------------------------- operations */
 
-static tmx_fi_op_t *tmx_fi_op_get(tmx_fi_ep_t *ep)
+/* tmx_fi_op_get when the free list is empty: a new chunk of operations (NULL at
+ * TMX_FI_QUEUE_SIZE or without memory). */
+static __attribute__((noinline)) tmx_fi_op_t *tmx_fi_op_grow(tmx_fi_ep_t *ep)
+{
+    enum { CHUNK = 64 };
+    void       **chunks;
+    tmx_fi_op_t *ops;
+
+    if (ep->nops >= TMX_FI_QUEUE_SIZE) {
+        return NULL;
+    }
+    chunks = realloc(ep->chunks, (ep->nchunks + 1) * sizeof(*chunks));
+    if (chunks == NULL) {
+        return NULL;
+    }
+    ep->chunks = chunks;
+    ops        = calloc(CHUNK, sizeof(*ops));
+    if (ops == NULL) {
+        return NULL;
+    }
+    ep->chunks[ep->nchunks++] = ops;
+    ep->nops += CHUNK;
+    for (int i = 0; i < CHUNK; i++) {
+        ops[i].ep    = ep; /* calloc'd: req, bounce NULL, iov_count 0 */
+        ops[i].next  = ep->free_ops;
+        ep->free_ops = &ops[i];
+    }
+    return ep->free_ops;
+}
+
+static inline tmx_fi_op_t *tmx_fi_op_get(tmx_fi_ep_t *ep)
 {
     tmx_fi_op_t *op = ep->free_ops;
 
-    if (op == NULL) {
-        enum { CHUNK = 64 };
-        void       **chunks;
-        tmx_fi_op_t *ops;
-
-        if (ep->nops >= TMX_FI_QUEUE_SIZE) {
-            return NULL;
-        }
-        chunks = realloc(ep->chunks, (ep->nchunks + 1) * sizeof(*chunks));
-        if (chunks == NULL) {
-            return NULL;
-        }
-        ep->chunks = chunks;
-        ops        = calloc(CHUNK, sizeof(*ops));
-        if (ops == NULL) {
-            return NULL;
-        }
-        ep->chunks[ep->nchunks++] = ops;
-        ep->nops += CHUNK;
-        for (int i = 0; i < CHUNK; i++) {
-            ops[i].ep    = ep; /* calloc'd: req, bounce NULL, iov_count, posted 0 */
-            ops[i].next  = ep->free_ops;
-            ep->free_ops = &ops[i];
-        }
-        op = ep->free_ops;
+    if (op == NULL && (op = tmx_fi_op_grow(ep)) == NULL) {
+        return NULL;
     }
-    /* a free operation has ep set, req and bounce NULL, iov_count and posted 0 (op_put) */
+    /* a free operation has ep set, req and bounce NULL, iov_count 0 (op_put) */
     ep->free_ops = op->next;
     op->next     = NULL;
     op->status   = TMX_INPROGRESS;
@@ -56,33 +63,6 @@ static void tmx_fi_op_put(tmx_fi_op_t *op)
     op->iov_count = 0;
     op->next      = ep->free_ops;
     ep->free_ops  = op;
-}
-
-static void tmx_fi_posted_add(tmx_fi_ep_t *ep, tmx_fi_op_t *op)
-{
-    op->pprev = NULL;
-    op->pnext = ep->posted;
-    if (ep->posted != NULL) {
-        ep->posted->pprev = op;
-    }
-    ep->posted = op;
-    op->posted = 1;
-}
-
-static void tmx_fi_posted_del(tmx_fi_ep_t *ep, tmx_fi_op_t *op)
-{
-    if (!op->posted) {
-        return;
-    }
-    if (op->pprev != NULL) {
-        op->pprev->pnext = op->pnext;
-    } else {
-        ep->posted = op->pnext;
-    }
-    if (op->pnext != NULL) {
-        op->pnext->pprev = op->pprev;
-    }
-    op->posted = 0;
 }
 
 /* tmx callbacks: record only (no tmx calls from a callback); tmx_fi_ep_drain acts. */
@@ -115,6 +95,8 @@ static void tmx_fi_recv_cb(tmx_request_h req, tmx_status_t status,
     op->status      = status;
     if (info != NULL) {
         op->info = *info;
+    } else {
+        memset(&op->info, 0, sizeof(op->info)); /* no message: nothing to report */
     }
     tmx_fi_done(op);
 }
@@ -223,7 +205,6 @@ void tmx_fi_ep_drain(tmx_fi_ep_t *ep)
         if (ep->done_head == NULL) {
             ep->done_tail = NULL;
         }
-        tmx_fi_posted_del(ep, op);
         tmx_fi_op_complete(op);
         if (op->req != NULL) {
             tmx_request_free(op->req);
@@ -589,7 +570,6 @@ static inline ssize_t tmx_fi_recv_post(tmx_fi_ep_t *ep, tmx_fi_op_t *op, void *b
     if (source != NULL) {
         params.field_mask |= TMX_REQ_PARAM_SOURCE;
     }
-    tmx_fi_posted_add(ep, op);
     if (cp != NULL) {
         tmx_fi_claim_t *claim = *cp;
         *cp                   = claim->next;
@@ -600,7 +580,6 @@ static inline ssize_t tmx_fi_recv_post(tmx_fi_ep_t *ep, tmx_fi_op_t *op, void *b
         s = tmx_tag_recv_nb(ep->worker, buf, len, tag, mask, &params, &req);
     }
     if (s != TMX_INPROGRESS) {
-        tmx_fi_posted_del(ep, op);
         tmx_fi_op_put(op);
         return -tmx_fi_errno(s);
     }
@@ -655,7 +634,6 @@ static ssize_t tmx_fi_recv_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
     op->kind    = TMX_FI_OP_RECV;
     op->flags   = flags | kind;
     op->context = context;
-    memset(&op->info, 0, sizeof(op->info));
     if (flags & FI_DISCARD) {
         buf = op->inl;
         len = 0;
@@ -697,7 +675,6 @@ static ssize_t tmx_fi_recv_one(tmx_fi_ep_t *ep, void *buf, size_t len, uint64_t 
     op->kind    = TMX_FI_OP_RECV;
     op->flags   = flags;
     op->context = context;
-    memset(&op->info, 0, sizeof(op->info));
     return tmx_fi_recv_post(ep, op, buf, len, tag, mask, source, NULL);
 }
 
@@ -1053,11 +1030,19 @@ static ssize_t tmx_fi_cancel_unlocked(fid_t fid, void *context)
     tmx_fi_ep_t *ep = (tmx_fi_ep_t *)fid;
     tmx_status_t s;
 
-    for (tmx_fi_op_t *op = ep->posted; op != NULL; op = op->pnext) {
-        if (op->context == context && op->req != NULL && op->status == TMX_INPROGRESS) {
-            s = tmx_request_cancel(op->req);
-            tmx_fi_ep_drain(ep); /* the canceled receive completes with FI_ECANCELED */
-            return s == TMX_OK || s == TMX_ERR_BUSY ? 0 : -tmx_fi_errno(s);
+    /* a receive waiting for its message: a tmx request that has not completed (free
+     * operations have none; completed ones wait for tmx_fi_ep_drain with another status).
+     * A scan of every operation: cancel is rare, and no list costs the data path. */
+    for (size_t c = 0; c < ep->nchunks; c++) {
+        tmx_fi_op_t *ops = ep->chunks[c];
+        for (int i = 0; i < 64; i++) {
+            tmx_fi_op_t *op = &ops[i];
+            if (op->kind == TMX_FI_OP_RECV && op->context == context && op->req != NULL &&
+                op->status == TMX_INPROGRESS) {
+                s = tmx_request_cancel(op->req);
+                tmx_fi_ep_drain(ep); /* the canceled receive completes with FI_ECANCELED */
+                return s == TMX_OK || s == TMX_ERR_BUSY ? 0 : -tmx_fi_errno(s);
+            }
         }
     }
     return -FI_ENOENT;
@@ -1237,11 +1222,34 @@ static struct fi_ops_cm tmx_fi_cm_ops = {
     .join     = tmx_fi_no_join,
 };
 
+/* FI_LOG_LEVEL=info: what the endpoint's traffic did, for telling a benchmark's paths apart
+ * (eager-RDMA ring or the queue, and why) without timing. */
+static void tmx_fi_ep_log_stats(tmx_fi_ep_t *ep)
+{
+    tmx_worker_attr_t a;
+
+    if (!fi_log_enabled(&tmx_fi_prov, FI_LOG_INFO, FI_LOG_EP_DATA)) {
+        return;
+    }
+    memset(&a, 0, sizeof(a));
+    a.field_mask = TMX_WORKER_ATTR_RING;
+    if (tmx_worker_query(ep->worker, &a) != TMX_OK) {
+        return;
+    }
+    fi_log(&tmx_fi_prov, FI_LOG_INFO, FI_LOG_EP_DATA, __func__, __LINE__,
+           "endpoint closed: ring messages sent %llu received %llu; sends by the queue: ring "
+           "full %llu, receiver asleep %llu; wake notices %llu; operations allocated %zu\n",
+           (unsigned long long)a.ring.sent, (unsigned long long)a.ring.received,
+           (unsigned long long)a.ring.full, (unsigned long long)a.ring.asleep,
+           (unsigned long long)a.ring.wakes, ep->nops);
+}
+
 static int tmx_fi_ep_close(struct fid *fid)
 {
     tmx_fi_ep_t *ep = (tmx_fi_ep_t *)fid;
 
     if (ep->worker != NULL) {
+        tmx_fi_ep_log_stats(ep);
         tmx_fi_ep_drain(ep);
         for (size_t i = 0; i < ep->npeers; i++) {
             if (ep->peers[i] != NULL) {

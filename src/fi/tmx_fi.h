@@ -33,7 +33,12 @@
 /* An endpoint name: one length byte, the compact tmx worker address, zeros to the end. A fixed
  * length, because Open MPI inserts the names of all ranks with one stride. */
 #define TMX_FI_NAME_LEN    FI_NAME_MAX
-#define TMX_FI_INJECT_SIZE 512
+/* fi_inject's limit: tmx's default eager limit (TMX_EAGER_MAX), so that Open MPI sends every
+ * eager MPI_Send by fi_tinject, which tmx completes in place from the caller's buffer
+ * (TMX_SEND_FLAG_TRY) with no CQ entry to wait for; only a send tmx refuses is copied, into
+ * the operation (TMX_FI_INL_SIZE) or, longer, into a buffer of its own. */
+#define TMX_FI_INJECT_SIZE 16384
+#define TMX_FI_INL_SIZE    512
 #define TMX_FI_IOV_LIMIT   8
 #define TMX_FI_QUEUE_SIZE  65536 /* operations in flight per endpoint */
 #define TMX_FI_MAX_MSG     ((size_t)1 << 40)
@@ -136,7 +141,7 @@ typedef struct tmx_fi_op {
     void             *bounce;  /* iov count > 1: gathered send or scattered receive */
     struct iovec      iov[TMX_FI_IOV_LIMIT];
     size_t            iov_count;
-    char              inl[TMX_FI_INJECT_SIZE];
+    char              inl[TMX_FI_INL_SIZE];
 } tmx_fi_op_t;
 
 typedef struct tmx_fi_claim {

@@ -288,7 +288,7 @@ static ssize_t tmx_fi_send_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
     op->kind    = TMX_FI_OP_SEND;
     op->flags   = flags;
     op->context = context;
-    if (flags & FI_INJECT) {
+    if ((flags & FI_INJECT) && len <= TMX_FI_INL_SIZE) {
         size_t off = 0;
         for (size_t i = 0; i < count; i++) {
             if (iov[i].iov_len > 0) { /* a zero-byte element may be NULL */
@@ -297,7 +297,7 @@ static ssize_t tmx_fi_send_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
             }
         }
         buf = op->inl;
-    } else if (count > 1) {
+    } else if (count > 1 || (flags & FI_INJECT)) { /* gathered, or a long inject's copy */
         size_t off = 0;
         op->bounce = malloc(len ? len : 1);
         if (op->bounce == NULL) {

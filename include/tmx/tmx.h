@@ -506,7 +506,9 @@ TMX_API tmx_status_t tmx_request_wait(tmx_request_h request, tmx_tag_recv_info_t
 TMX_API tmx_status_t tmx_request_cancel(tmx_request_h request);
 
 /** Releases the request; if it is still in progress it is released when it completes (the
- *  callback still runs). */
+ *  callback still runs). (API 1.5) Until its callback has run, a receive freed in progress may
+ *  still be canceled with tmx_request_cancel: a caller that completes everything in callbacks
+ *  frees each request right after posting it and keeps the handle only for cancel. */
 TMX_API void tmx_request_free(tmx_request_h request);
 
 /* ---------------------------------------------------------------- blocking helpers */

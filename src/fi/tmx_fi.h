@@ -4,9 +4,10 @@
  * Objects: a fabric; a domain owns one tmx context; an endpoint owns one tmx worker and one
  * tmx endpoint per address-vector entry it sends to (made on first use); a CQ progresses the
  * workers of the endpoints bound to it (manual progress inside fi_cq_read). Every operation is
- * a tmx_fi_op_t from the endpoint's free list; tmx completion callbacks only record (tmx's
- * rule: no calls on the worker from a callback), the endpoint then turns recorded operations
- * into CQ entries and counter increments after the tmx call returns (tmx_fi_ep_drain).
+ * a tmx_fi_op_t from the endpoint's free list. The poster frees the tmx request at once
+ * (tmx releases a request freed in progress after its callback); the tmx completion callback
+ * makes the CQ entry and the counter increment and puts the operation back, calling nothing of
+ * tmx (tmx's rule for callbacks).
  * See doc/man/tmx_fi.7.md.
  */
 #ifndef TMX_FI_H
@@ -170,7 +171,7 @@ typedef struct tmx_fi_ep {
     tmx_fi_op_t     *free_ops;
     void           **chunks;
     size_t           nchunks, nops;
-    tmx_fi_op_t     *done_head, *done_tail;
+    int              closing; /* tmx_fi_ep_close: completions make no CQ entries */
     tmx_fi_claim_t  *claims;
 } tmx_fi_ep_t;
 
@@ -211,18 +212,12 @@ void         tmx_fi_cntr_detach(tmx_fi_cntr_t *cntr, tmx_fi_ep_t *ep);
 /* tmx_fi_ep.c */
 int          tmx_fi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
                              void *context);
-/* Turns the operations tmx completed into CQ entries and counter increments. */
-void         tmx_fi_ep_drain(tmx_fi_ep_t *ep);
-
-/* Manual progress: the worker's round, then what it completed. Inline: the loop of every
- * caller waiting in fi_cq_read runs it. */
+/* Manual progress: the worker's round, whose callbacks complete operations. Inline: the loop
+ * of every caller waiting in fi_cq_read runs it. */
 static inline void tmx_fi_ep_progress(tmx_fi_ep_t *ep)
 {
     if (ep->worker != NULL) {
         tmx_worker_progress(ep->worker);
-        if (ep->done_head != NULL) {
-            tmx_fi_ep_drain(ep);
-        }
     }
 }
 

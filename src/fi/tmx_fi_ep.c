@@ -65,42 +65,6 @@ static void tmx_fi_op_put(tmx_fi_op_t *op)
     ep->free_ops  = op;
 }
 
-/* tmx callbacks: record only (no tmx calls from a callback); tmx_fi_ep_drain acts. */
-static void tmx_fi_done(tmx_fi_op_t *op)
-{
-    tmx_fi_ep_t *ep = op->ep;
-
-    op->next = NULL;
-    if (ep->done_tail != NULL) {
-        ep->done_tail->next = op;
-    } else {
-        ep->done_head = op;
-    }
-    ep->done_tail = op;
-}
-
-static void tmx_fi_send_cb(tmx_request_h req, tmx_status_t status, void *user_data)
-{
-    tmx_fi_op_t *op = user_data;
-    op->req         = req;
-    op->status      = status;
-    tmx_fi_done(op);
-}
-
-static void tmx_fi_recv_cb(tmx_request_h req, tmx_status_t status,
-                           const tmx_tag_recv_info_t *info, void *user_data)
-{
-    tmx_fi_op_t *op = user_data;
-    op->req         = req;
-    op->status      = status;
-    if (info != NULL) {
-        op->info = *info;
-    } else {
-        memset(&op->info, 0, sizeof(op->info)); /* no message: nothing to report */
-    }
-    tmx_fi_done(op);
-}
-
 /* The user's view of a tag: with FI_MSG the top bit is the provider's. */
 static uint64_t tmx_fi_user_tag(const tmx_fi_ep_t *ep, uint64_t tag)
 {
@@ -197,22 +161,44 @@ static inline void tmx_fi_op_complete(tmx_fi_op_t *op)
     }
 }
 
-void tmx_fi_ep_drain(tmx_fi_ep_t *ep)
+/*
+ * tmx callbacks complete their operation at once: the CQ entry or error entry, the counter,
+ * and the operation back on the free list. None calls tmx (tmx's rule for callbacks): the
+ * poster freed the request already (tmx_request_free of a request in progress: tmx releases
+ * it after this callback), so there is nothing left to do after the tmx call returns. While
+ * the endpoint closes (ep->closing) operations only go back to the free list.
+ */
+static void tmx_fi_op_finish(tmx_fi_op_t *op)
 {
-    while (ep->done_head != NULL) {
-        tmx_fi_op_t *op = ep->done_head;
-        ep->done_head   = op->next;
-        if (ep->done_head == NULL) {
-            ep->done_tail = NULL;
-        }
+    if (!op->ep->closing) {
         tmx_fi_op_complete(op);
-        if (op->req != NULL) {
-            tmx_request_free(op->req);
-        }
-        tmx_fi_op_put(op);
     }
+    tmx_fi_op_put(op);
 }
 
+static void tmx_fi_send_cb(tmx_request_h req, tmx_status_t status, void *user_data)
+{
+    tmx_fi_op_t *op = user_data;
+
+    (void)req;
+    op->status = status;
+    tmx_fi_op_finish(op);
+}
+
+static void tmx_fi_recv_cb(tmx_request_h req, tmx_status_t status,
+                           const tmx_tag_recv_info_t *info, void *user_data)
+{
+    tmx_fi_op_t *op = user_data;
+
+    (void)req;
+    op->status = status;
+    if (info != NULL) {
+        op->info = *info;
+    } else {
+        memset(&op->info, 0, sizeof(op->info)); /* no message: nothing to report */
+    }
+    tmx_fi_op_finish(op);
+}
 
 /* ---------------------------------------------------------------- sending */
 
@@ -339,7 +325,7 @@ static ssize_t tmx_fi_send_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
         return 0;
     }
     if (s == TMX_INPROGRESS) {
-        op->req = req;
+        tmx_request_free(req); /* released after its callback, which completes op */
         return 0;
     }
     tmx_fi_op_put(op);
@@ -350,11 +336,10 @@ static ssize_t tmx_fi_send_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
 }
 
 /*
- * tmx_fi_send_unlocked's common case, one buffer without inject or CQ data (fi_tsend): the
- * operation at the head of the free list carries the callback's user data, and stays there when
- * the send completes in place (an eager send: the CQ entry is made at once); only a send in
- * progress takes it. A tmx callback never runs inside tmx_tag_send_nb for its own send, and
- * others' callbacks only queue their operations for tmx_fi_ep_drain, so the head stays put.
+ * tmx_fi_send_unlocked's common case, one buffer without inject or CQ data (fi_tsend): an
+ * operation carries the callback's user data and goes back to the free list at once when the
+ * send completes in place (an eager send: the CQ entry is made here); only a send in progress
+ * keeps it, until its callback.
  */
 static ssize_t tmx_fi_send_one(tmx_fi_ep_t *ep, const void *buf, size_t len, fi_addr_t dest,
                                uint64_t tag, void *context, uint64_t flags)
@@ -372,15 +357,11 @@ static ssize_t tmx_fi_send_one(tmx_fi_ep_t *ep, const void *buf, size_t len, fi_
     if (peer == NULL) {
         return -FI_EINVAL;
     }
-    if (ep->free_ops == NULL) {
-        op = tmx_fi_op_get(ep); /* a new chunk */
-        if (op == NULL) {
-            tmx_fi_ep_progress(ep);
-            return -FI_EAGAIN;
-        }
-        tmx_fi_op_put(op);
+    op = tmx_fi_op_get(ep);
+    if (op == NULL) {
+        tmx_fi_ep_progress(ep);
+        return -FI_EAGAIN;
     }
-    op                = ep->free_ops;
     op->kind          = TMX_FI_OP_SEND;
     op->flags         = flags;
     op->context       = context;
@@ -390,6 +371,10 @@ static ssize_t tmx_fi_send_one(tmx_fi_ep_t *ep, const void *buf, size_t len, fi_
     params.cb.send    = tmx_fi_send_cb;
     params.user_data  = op;
     s                 = tmx_tag_send_nb(peer, buf, len, tag, &params, &req);
+    if (s != TMX_INPROGRESS) {
+        op->next     = ep->free_ops; /* unused: back (op_get left it clean) */
+        ep->free_ops = op;
+    }
     if (s == TMX_OK) {
         if (ep->tx_cntr != NULL) {
             ep->tx_cntr->val++;
@@ -401,9 +386,7 @@ static ssize_t tmx_fi_send_one(tmx_fi_ep_t *ep, const void *buf, size_t len, fi_
         return 0;
     }
     if (s == TMX_INPROGRESS) {
-        ep->free_ops = op->next;
-        op->next     = NULL;
-        op->req      = req;
+        tmx_request_free(req); /* released after its callback, which completes op */
         return 0;
     }
     if (s == TMX_ERR_NO_RESOURCE) {
@@ -583,9 +566,11 @@ static inline ssize_t tmx_fi_recv_post(tmx_fi_ep_t *ep, tmx_fi_op_t *op, void *b
         tmx_fi_op_put(op);
         return -tmx_fi_errno(s);
     }
-    op->req = req;
-    if (ep->done_head != NULL) {
-        tmx_fi_ep_drain(ep); /* it matched an unexpected message at once */
+    /* released after its callback (at once if it matched an unexpected message and completed
+     * op already); until then fi_cancel may cancel it (tmx(3), tmx_request_free) */
+    tmx_request_free(req);
+    if (op->status == TMX_INPROGRESS) {
+        op->req = req;
     }
     return 0;
 }
@@ -1030,17 +1015,17 @@ static ssize_t tmx_fi_cancel_unlocked(fid_t fid, void *context)
     tmx_fi_ep_t *ep = (tmx_fi_ep_t *)fid;
     tmx_status_t s;
 
-    /* a receive waiting for its message: a tmx request that has not completed (free
-     * operations have none; completed ones wait for tmx_fi_ep_drain with another status).
-     * A scan of every operation: cancel is rare, and no list costs the data path. */
+    /* a receive waiting for its message: one with a tmx request (free operations have none;
+     * op_put clears it). A scan of every operation: cancel is rare, and no list costs the data
+     * path. */
     for (size_t c = 0; c < ep->nchunks; c++) {
         tmx_fi_op_t *ops = ep->chunks[c];
         for (int i = 0; i < 64; i++) {
             tmx_fi_op_t *op = &ops[i];
             if (op->kind == TMX_FI_OP_RECV && op->context == context && op->req != NULL &&
                 op->status == TMX_INPROGRESS) {
+                /* the canceled receive completes (FI_ECANCELED) in its callback */
                 s = tmx_request_cancel(op->req);
-                tmx_fi_ep_drain(ep); /* the canceled receive completes with FI_ECANCELED */
                 return s == TMX_OK || s == TMX_ERR_BUSY ? 0 : -tmx_fi_errno(s);
             }
         }
@@ -1250,14 +1235,14 @@ static int tmx_fi_ep_close(struct fid *fid)
 
     if (ep->worker != NULL) {
         tmx_fi_ep_log_stats(ep);
-        tmx_fi_ep_drain(ep);
         for (size_t i = 0; i < ep->npeers; i++) {
             if (ep->peers[i] != NULL) {
                 tmx_ep_close(ep->peers[i], TMX_EP_CLOSE_FLUSH);
             }
         }
-        tmx_fi_ep_drain(ep);
-        /* receives still posted and claimed messages go with the worker */
+        /* receives still posted and claimed messages go with the worker: whatever tmx
+         * completes from here on makes no CQ entry */
+        ep->closing = 1;
         tmx_worker_destroy(ep->worker);
     }
     while (ep->claims != NULL) {

@@ -6,7 +6,10 @@
  * refused once the credits or ring slots run out, and then exactly the accepted messages
  * arrive, in order, each with the value its buffer held at the call (the buffer is rewritten
  * right after each call, so a send that kept it would deliver a later value), followed by a
- * normal send queued behind them; TRY with SYNC, and TRY on a receive, are invalid.
+ * normal send queued behind them; TRY with SYNC, and TRY on a receive, are invalid. Also
+ * (API 1.5 too) a receive freed right after posting can still be canceled: its callback runs
+ * once with TMX_ERR_CANCELED; and one freed right after posting completes through its callback
+ * with the data.
  *
  * Prints "send_try: N checks ok" and exits 0 when everything held; 77 without a soft device.
  */
@@ -33,6 +36,18 @@ static tmx_ep_h     ep[2]; /* ep[i]: worker i to the other */
             fputc('\n', stderr);                                                                  \
         }                                                                                         \
     } while (0)
+
+static int          cb_seen;
+static tmx_status_t cb_status;
+
+static void cb_recv(tmx_request_h req, tmx_status_t status, const tmx_tag_recv_info_t *info,
+                    void *user_data)
+{
+    (void)req;
+    (void)info;
+    ++*(int *)user_data;
+    cb_status = status;
+}
 
 #define TAG   5
 #define BURST 100000 /* far more than any credit window or ring */
@@ -185,6 +200,38 @@ int main(void)
     s = tmx_tag_probe(wk[1], 0, 0, TMX_PROBE_PEEK, &info, NULL);
     EXPECT(s == TMX_ERR_NO_MESSAGE, "a message more: %s (tag %llu)", tmx_status_string(s),
            (unsigned long long)info.tag);
+
+    /* freed right after posting: cancel still works, the callback runs once */
+    {
+        tmx_request_params_t p = {.field_mask = TMX_REQ_PARAM_CALLBACK | TMX_REQ_PARAM_USER_DATA,
+                                  .cb.recv    = cb_recv, .user_data = &cb_seen};
+        cb_seen = 0;
+        s       = tmx_tag_recv_nb(wk[1], &got, sizeof(got), TAG + 1, ~(tmx_tag_t)0, &p, &req);
+        EXPECT(s == TMX_INPROGRESS, "recv to cancel: %s", tmx_status_string(s));
+        tmx_request_free(req);
+        s = tmx_request_cancel(req);
+        EXPECT(s == TMX_OK, "cancel after free: %s", tmx_status_string(s));
+        EXPECT(cb_seen == 1 && cb_status == TMX_ERR_CANCELED,
+               "canceled callback: %d times, %s", cb_seen, tmx_status_string(cb_status));
+        /* and one that completes with data */
+        cb_seen = 0;
+        got     = 0;
+        s       = tmx_tag_recv_nb(wk[1], &got, sizeof(got), TAG, ~(tmx_tag_t)0, &p, &req);
+        EXPECT(s == TMX_INPROGRESS, "recv freed at once: %s", tmx_status_string(s));
+        tmx_request_free(req);
+        v = 77;
+        s = send_try(ep[0], &v, sizeof(v), 0, &queued);
+        EXPECT(s == TMX_OK || s == TMX_INPROGRESS, "send: %s", tmx_status_string(s));
+        for (long k = 0; k < 10000000L && cb_seen == 0; k++) {
+            tmx_worker_progress(wk[1]);
+            tmx_worker_progress(wk[0]);
+        }
+        EXPECT(cb_seen == 1 && cb_status == TMX_OK && got == 77, "freed receive: %d, %s, %u",
+               cb_seen, tmx_status_string(cb_status), got);
+        if (s == TMX_INPROGRESS) {
+            tmx_request_free(queued);
+        }
+    }
 
     for (int i = 0; i < 2; i++) {
         tmx_ep_close(ep[i], TMX_EP_CLOSE_FORCE);

@@ -202,7 +202,8 @@ static void tmx_fi_recv_cb(tmx_request_h req, tmx_status_t status,
 
 /* ---------------------------------------------------------------- sending */
 
-static tmx_ep_h tmx_fi_ep_peer(tmx_fi_ep_t *ep, fi_addr_t addr)
+/* tmx_fi_ep_peer for an entry not connected yet: the tmx endpoint, made now (NULL: invalid) */
+static __attribute__((noinline)) tmx_ep_h tmx_fi_ep_peer_new(tmx_fi_ep_t *ep, fi_addr_t addr)
 {
     tmx_fi_av_t    *av = ep->av;
     tmx_ep_params_t p;
@@ -211,9 +212,6 @@ static tmx_ep_h tmx_fi_ep_peer(tmx_fi_ep_t *ep, fi_addr_t addr)
 
     if (av == NULL || addr >= av->count || !av->valid[addr]) {
         return NULL;
-    }
-    if (addr < ep->npeers && ep->peers[addr] != NULL) {
-        return ep->peers[addr];
     }
     if (addr >= ep->npeers) {
         size_t    n     = av->cap > addr ? av->cap : addr + 1;
@@ -234,6 +232,18 @@ static tmx_ep_h tmx_fi_ep_peer(tmx_fi_ep_t *ep, fi_addr_t addr)
     }
     ep->peers[addr] = tep;
     return tep;
+}
+
+/* The tmx endpoint of an address-vector entry (NULL: no valid entry). Inline: every send and
+ * every directed receive looks its peer up. */
+static inline tmx_ep_h tmx_fi_ep_peer(tmx_fi_ep_t *ep, fi_addr_t addr)
+{
+    tmx_fi_av_t *av = ep->av;
+
+    if (addr < ep->npeers && ep->peers[addr] != NULL && addr < av->count && av->valid[addr]) {
+        return ep->peers[addr]; /* peers exist only with an av */
+    }
+    return tmx_fi_ep_peer_new(ep, addr);
 }
 
 /* flags with FI_REMOTE_CQ_DATA: data goes as tmx's immediate data (TMX_FI_CQ_DATA_SIZE bytes) */
@@ -470,8 +480,6 @@ static tmx_fi_claim_t **tmx_fi_claim_find(tmx_fi_ep_t *ep, void *context)
     }
     return pp;
 }
-
-static tmx_ep_h tmx_fi_ep_peer(tmx_fi_ep_t *ep, fi_addr_t addr);
 
 /* FI_DIRECTED_RECV: the receive's source, the tmx endpoint of its AV entry (connected on
  * first use, as for a send), whose remote worker tmx matches messages by; NULL for any source

@@ -129,7 +129,7 @@ enum {
 };
 
 typedef struct tmx_fi_op {
-    struct tmx_fi_op *next;             /* free list, done list */
+    struct tmx_fi_op *next;             /* free list */
     struct tmx_fi_ep *ep;
     int               kind;
     uint64_t          flags;   /* FI_TAGGED or FI_MSG, FI_COMPLETION, FI_DISCARD */

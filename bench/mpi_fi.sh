@@ -49,7 +49,8 @@ echo "# $(mpirun --version 2>/dev/null | head -1); raw outputs in $out"
 record() { # stack round test file
     awk -F, -v s="$1" -v r="$2" -v t="$3" '
         /^#/ || /^size/ { next }
-        NF >= 2 { print s, t, $1, r, $2 }' "$4" >> "$data"
+        NF >= 2 { print s, t, $1, r, $2 }
+        t == "lat" && NF >= 3 { print s, "latm", $1, r, $3 }' "$4" >> "$data"
 }
 
 for r in $(seq "$rounds"); do
@@ -57,7 +58,7 @@ for r in $(seq "$rounds"); do
         for t in lat bw; do
             f="$out/r$r-$s-$t"
             # shellcheck disable=SC2086
-            if timeout -s KILL 300 mpirun "${common[@]}" ${args[$s]} "$out/osu" -t $t \
+            if timeout -s KILL 300 mpirun "${common[@]}" ${args[$s]} "$out/osu" -t $t -M \
                     -m 8:4194304 -f csv > "$f.csv" 2> "$f.err"; then
                 if [ "$s" = tmx ] && [ "$(grep -c 'mtl:ofi:provider: tmx' "$f.err")" -ne 2 ]; then
                     echo "round $r: $s $t did not run over provider tmx, see $f.err" >&2
@@ -97,7 +98,7 @@ table() { # test unit
                 for (i = 1; i <= ns; i++) {
                     m = median(st[i] SUBSEP z); med[i] = m
                     printf " %12s", m == "" ? "-" : sprintf("%.2f", m)
-                    if (i > 1 && m != "" && (best == "" || (t == "lat" ? m < best : m > best)))
+                    if (i > 1 && m != "" && (best == "" || (t != "bw" ? m < best : m > best)))
                         best = m
                 }
                 ratio = "-"
@@ -109,6 +110,10 @@ table() { # test unit
 echo
 echo "## MPI latency (us, median of $rounds), osu_pingpong_mpi -t lat"
 table lat us
+echo
+echo "## MPI latency, median half round trip (us, median of $rounds), osu_pingpong_mpi -t lat -M"
+echo "## (a preempted iteration does not move it: read this one on a loaded machine)"
+table latm us
 echo
 echo "## MPI bandwidth (MB/s, median of $rounds), osu_pingpong_mpi -t bw"
 table bw MB/s

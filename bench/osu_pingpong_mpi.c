@@ -5,9 +5,11 @@
  *   mpicc -O2 -o osu_pingpong_mpi osu_pingpong_mpi.c
  *   mpirun -np 2 --bind-to core ./osu_pingpong_mpi [-t lat|bw|rate|all] [-m min:max]
  *                                                   [-n iters] [-w warmup] [-W window]
- *                                                   [-f table|csv]
+ *                                                   [-f table|csv] [-M]
  *
  * latency   = half of the mean round trip of MPI_Send/MPI_Recv, in microseconds (osu_latency);
+ *             with -M also half of the median round trip (tmx_pingpong -M, perftest's
+ *             "typical"), which a preempted iteration on a loaded machine does not move;
  * bandwidth = rank 0 posts W MPI_Isend, rank 1 W MPI_Irecv into one buffer, then a 0-byte
  *             ack; MB/s with 1 MB = 10^6 bytes (osu_bw, except that OSU's ack is 4 bytes);
  * rate      = the same loop in millions of messages per second.
@@ -38,6 +40,9 @@ static long     iters_opt  = -1;
 static long     warmup_opt = -1;
 static int      window     = 64;
 static int      csv;
+static int      median;   /* -M */
+static double   lat_med;  /* -M: of the last latency test, us */
+static double  *rtt;      /* -M: round trips of rank 0, s */
 static int      rank;
 static unsigned char *sbuf;
 static unsigned char *rbuf;
@@ -46,7 +51,7 @@ static MPI_Request   *reqs;
 static void usage(FILE *f)
 {
     fprintf(f, "usage: mpirun -np 2 osu_pingpong_mpi [-t lat|bw|rate|all] [-m min:max] "
-               "[-n iters] [-w warmup] [-W window] [-f table|csv]\n");
+               "[-n iters] [-w warmup] [-W window] [-f table|csv] [-M]\n");
 }
 
 static int parse_size(const char *s, size_t *out)
@@ -80,7 +85,7 @@ static int parse_opts(int argc, char **argv)
     char *colon, *end, *tok, *save = NULL;
     int   c;
 
-    while ((c = getopt(argc, argv, "t:m:n:w:W:f:h")) != -1) {
+    while ((c = getopt(argc, argv, "t:m:n:w:W:f:Mh")) != -1) {
         switch (c) {
         case 't':
             tests = 0;
@@ -120,6 +125,9 @@ static int parse_opts(int argc, char **argv)
             if (!strcmp(optarg, "csv")) csv = 1;
             else if (!strcmp(optarg, "table")) csv = 0;
             else return 2;
+            break;
+        case 'M':
+            median = 1;
             break;
         case 'h':
             return -1;
@@ -181,6 +189,12 @@ static int agree(int ok)
     return all;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 static double lat_test(size_t size)
 {
     long       iters = count(iters_opt, 10000, 10, size), warm = count(warmup_opt, 100, 10, size);
@@ -199,20 +213,38 @@ static double lat_test(size_t size)
     if (!agree(verify(size, peer, &st, "latency"))) {
         return -1.0;
     }
+    if (median && rank == 0) {
+        free(rtt);
+        rtt = malloc((size_t)(iters > 0 ? iters : 1) * sizeof(*rtt));
+        if (rtt == NULL) {
+            fprintf(stderr, "osu_pingpong_mpi: out of memory\n");
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     for (long i = 0; i < warm + iters; i++) {
         if (i == warm) {
             t0 = MPI_Wtime();
         }
         if (rank == 0) {
+            double t1 = median ? MPI_Wtime() : 0.0;
             MPI_Send(sbuf, n, MPI_BYTE, peer, TAG_LAT, MPI_COMM_WORLD);
             MPI_Recv(rbuf, n, MPI_BYTE, peer, TAG_LAT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            if (median && i >= warm) {
+                rtt[i - warm] = MPI_Wtime() - t1;
+            }
         } else {
             MPI_Recv(rbuf, n, MPI_BYTE, peer, TAG_LAT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             MPI_Send(sbuf, n, MPI_BYTE, peer, TAG_LAT, MPI_COMM_WORLD);
         }
     }
-    return (MPI_Wtime() - t0) * 1e6 / (2.0 * (double)iters);
+    t0 = (MPI_Wtime() - t0) * 1e6 / (2.0 * (double)iters);
+    if (median && rank == 0 && iters > 0) {
+        qsort(rtt, (size_t)iters, sizeof(*rtt), cmp_double);
+        lat_med = (iters % 2 ? rtt[iters / 2] : (rtt[iters / 2 - 1] + rtt[iters / 2]) / 2.0) * 1e6 /
+                  2.0;
+    }
+    return t0;
 }
 
 static void bw_window(size_t size)
@@ -309,11 +341,13 @@ int main(int argc, char **argv)
                    "MB/s, 1 MB = 10^6 bytes\n", window);
         if (tests & T_RATE) printf("# rate: messages of that window loop, millions per second\n");
         if (csv) {
-            printf("size%s%s%s\n", (tests & T_LAT) ? ",latency_us" : "",
+            printf("size%s%s%s%s\n", (tests & T_LAT) ? ",latency_us" : "",
+                   (tests & T_LAT) && median ? ",latency_median_us" : "",
                    (tests & T_BW) ? ",bandwidth_MBps" : "", (tests & T_RATE) ? ",rate_Mmsgps" : "");
         } else {
             printf("%-12s", "# Size");
             if (tests & T_LAT) printf("%16s", "Latency(us)");
+            if ((tests & T_LAT) && median) printf("%16s", "Median(us)");
             if (tests & T_BW) printf("%18s", "Bandwidth(MB/s)");
             if (tests & T_RATE) printf("%16s", "Rate(Mmsg/s)");
             printf("\n");
@@ -336,6 +370,7 @@ int main(int argc, char **argv)
         if (rank == 0) {
             printf(csv ? "%zu" : "%-12zu", size);
             if (tests & T_LAT) printf(csv ? ",%.3f" : "%16.2f", lat);
+            if ((tests & T_LAT) && median) printf(csv ? ",%.3f" : "%16.2f", lat_med);
             if (tests & T_BW) printf(csv ? ",%.2f" : "%18.2f", (double)size * window / win / 1e6);
             if (tests & T_RATE) printf(csv ? ",%.4f" : "%16.4f", (double)window / win / 1e6);
             printf("\n");
@@ -350,6 +385,7 @@ int main(int argc, char **argv)
         }
     }
     free(reqs);
+    free(rtt);
     free(sbuf);
     free(rbuf);
     MPI_Finalize();

@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 #define TMX_API_MAJOR   1
-#define TMX_API_MINOR   4
+#define TMX_API_MINOR   5
 #define TMX_API_VERSION ((TMX_API_MAJOR << 16) | TMX_API_MINOR)
 
 /** Status codes: TMX_OK, TMX_INPROGRESS, or a negative error. */
@@ -392,6 +392,13 @@ enum tmx_request_params_field {
 enum tmx_request_flags {
     /** Send completes only after the receiver matched it (MPI_Ssend). */
     TMX_SEND_FLAG_SYNC = 1u << 0,
+    /** (API 1.5) Complete in place or not at all: tmx_tag_send_nb returns TMX_OK (sent, the
+     *  buffer is the caller's again) or TMX_ERR_NO_RESOURCE (nothing was sent or queued, no
+     *  request, the buffer was not kept; e.g. no eager credit, sends queued before it, or
+     *  longer than the eager limit). For callers that must not lend their buffer, such as
+     *  libfabric's fi_inject: they try, and copy only when refused. Not with
+     *  TMX_SEND_FLAG_SYNC (TMX_ERR_INVALID_PARAM). */
+    TMX_SEND_FLAG_TRY = 1u << 1,
 };
 
 typedef struct tmx_request_params {
@@ -499,7 +506,9 @@ TMX_API tmx_status_t tmx_request_wait(tmx_request_h request, tmx_tag_recv_info_t
 TMX_API tmx_status_t tmx_request_cancel(tmx_request_h request);
 
 /** Releases the request; if it is still in progress it is released when it completes (the
- *  callback still runs). */
+ *  callback still runs). (API 1.5) Until its callback has run, a receive freed in progress may
+ *  still be canceled with tmx_request_cancel: a caller that completes everything in callbacks
+ *  frees each request right after posting it and keeps the handle only for cancel. */
 TMX_API void tmx_request_free(tmx_request_h request);
 
 /* ---------------------------------------------------------------- blocking helpers */

@@ -26,8 +26,10 @@ tmx_status_t tmx_request_params_check(const tmx_request_params_t *params, int is
         return TMX_ERR_INVALID_PARAM; /* asked for a callback but gave none */
     }
     if (params->field_mask & TMX_REQ_PARAM_FLAGS) {
-        unsigned allowed = is_send ? TMX_SEND_FLAG_SYNC : 0;
-        if (params->flags & ~allowed) {
+        unsigned allowed = is_send ? TMX_SEND_FLAG_SYNC | TMX_SEND_FLAG_TRY : 0;
+        if ((params->flags & ~allowed) ||
+            (params->flags & (TMX_SEND_FLAG_SYNC | TMX_SEND_FLAG_TRY)) ==
+                (TMX_SEND_FLAG_SYNC | TMX_SEND_FLAG_TRY)) {
             return TMX_ERR_INVALID_PARAM;
         }
     }

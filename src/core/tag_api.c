@@ -59,6 +59,12 @@ TMX_API tmx_status_t tmx_tag_send_nb(tmx_ep_h ep, const void *buf, size_t len, t
             goto out;
         }
     }
+    if (params != NULL && (params->field_mask & TMX_REQ_PARAM_FLAGS) &&
+        (params->flags & TMX_SEND_FLAG_TRY)) {
+        /* TMX_SEND_FLAG_TRY: not in place, so not at all (nothing posted, buf not kept) */
+        status = TMX_ERR_NO_RESOURCE;
+        goto out;
+    }
     req = tmx_request_alloc(w, TMX_REQ_SEND, params);
     if (req == NULL) {
         status = TMX_ERR_NO_MEMORY;

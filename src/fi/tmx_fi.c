@@ -674,20 +674,11 @@ int tmx_fi_cq_push_err(tmx_fi_cq_t *cq, void *context, uint64_t flags, size_t le
     return 0;
 }
 
-static ssize_t tmx_fi_cq_read_unlocked(struct fid_cq *fcq, void *buf, size_t count)
+/* Copies up to count ready entries (count > 0, buf not NULL) in the CQ's format. */
+static __attribute__((noinline)) ssize_t tmx_fi_cq_copy(tmx_fi_cq_t *cq, void *buf, size_t count)
 {
-    tmx_fi_cq_t *cq = (tmx_fi_cq_t *)fcq;
-    size_t       n  = 0;
+    size_t n = 0;
 
-    if (buf == NULL && count > 0) {
-        return -FI_EINVAL;
-    }
-    if (cq->count == 0 && cq->err_head == NULL) {
-        tmx_fi_cq_progress(cq);
-    }
-    if (cq->err_head != NULL) {
-        return -FI_EAVAIL;
-    }
     while (n < count && cq->count > 0) {
         const struct fi_cq_tagged_entry *e = &cq->ring[cq->head];
         /* each format is a prefix of the tagged entry: copies of a constant size (no call) */
@@ -712,14 +703,31 @@ static ssize_t tmx_fi_cq_read_unlocked(struct fid_cq *fcq, void *buf, size_t cou
     return n > 0 ? (ssize_t)n : -FI_EAGAIN;
 }
 
+/* fi_cq_read: manual progress when nothing is ready, then the entries; an error entry first
+ * makes -FI_EAVAIL (fi_cq_readerr). The idle poll of a waiting caller (Open MPI's progress
+ * loop) only checks, progresses and returns: no registers saved for the copy. */
 static ssize_t tmx_fi_cq_read(struct fid_cq *fcq, void *buf, size_t count)
 {
-    tmx_fi_domain_t *dom_ = ((tmx_fi_cq_t *)fcq)->dom;
-    ssize_t r_;
-    tmx_fi_lock(dom_);
-    r_ = tmx_fi_cq_read_unlocked(fcq, buf, count);
-    tmx_fi_unlock(dom_);
-    return r_;
+    tmx_fi_cq_t     *cq  = (tmx_fi_cq_t *)fcq;
+    tmx_fi_domain_t *dom = cq->dom;
+    ssize_t          r;
+
+    if (buf == NULL && count > 0) {
+        return -FI_EINVAL;
+    }
+    tmx_fi_lock(dom);
+    if (cq->count == 0 && cq->err_head == NULL) {
+        tmx_fi_cq_progress(cq);
+    }
+    if (cq->err_head != NULL) {
+        r = -FI_EAVAIL;
+    } else if (cq->count == 0 || count == 0) {
+        r = -FI_EAGAIN;
+    } else {
+        r = tmx_fi_cq_copy(cq, buf, count);
+    }
+    tmx_fi_unlock(dom);
+    return r;
 }
 
 static ssize_t tmx_fi_cq_readfrom(struct fid_cq *cq, void *buf, size_t count,

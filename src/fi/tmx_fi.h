@@ -4,9 +4,10 @@
  * Objects: a fabric; a domain owns one tmx context; an endpoint owns one tmx worker and one
  * tmx endpoint per address-vector entry it sends to (made on first use); a CQ progresses the
  * workers of the endpoints bound to it (manual progress inside fi_cq_read). Every operation is
- * a tmx_fi_op_t from the endpoint's free list; tmx completion callbacks only record (tmx's
- * rule: no calls on the worker from a callback), the endpoint then turns recorded operations
- * into CQ entries and counter increments after the tmx call returns (tmx_fi_ep_drain).
+ * a tmx_fi_op_t from the endpoint's free list. The poster frees the tmx request at once
+ * (tmx releases a request freed in progress after its callback); the tmx completion callback
+ * makes the CQ entry and the counter increment and puts the operation back, calling nothing of
+ * tmx (tmx's rule for callbacks).
  * See doc/man/tmx_fi.7.md.
  */
 #ifndef TMX_FI_H
@@ -33,7 +34,12 @@
 /* An endpoint name: one length byte, the compact tmx worker address, zeros to the end. A fixed
  * length, because Open MPI inserts the names of all ranks with one stride. */
 #define TMX_FI_NAME_LEN    FI_NAME_MAX
-#define TMX_FI_INJECT_SIZE 512
+/* fi_inject's limit: tmx's default eager limit (TMX_EAGER_MAX), so that Open MPI sends every
+ * eager MPI_Send by fi_tinject, which tmx completes in place from the caller's buffer
+ * (TMX_SEND_FLAG_TRY) with no CQ entry to wait for; only a send tmx refuses is copied, into
+ * the operation (TMX_FI_INL_SIZE) or, longer, into a buffer of its own. */
+#define TMX_FI_INJECT_SIZE 16384
+#define TMX_FI_INL_SIZE    512
 #define TMX_FI_IOV_LIMIT   8
 #define TMX_FI_QUEUE_SIZE  65536 /* operations in flight per endpoint */
 #define TMX_FI_MAX_MSG     ((size_t)1 << 40)
@@ -123,11 +129,9 @@ enum {
 };
 
 typedef struct tmx_fi_op {
-    struct tmx_fi_op *next;             /* free list, done list */
-    struct tmx_fi_op *pprev, *pnext;    /* posted receives (for fi_cancel) */
+    struct tmx_fi_op *next;             /* free list */
     struct tmx_fi_ep *ep;
     int               kind;
-    int               posted;
     uint64_t          flags;   /* FI_TAGGED or FI_MSG, FI_COMPLETION, FI_DISCARD */
     void             *context;
     tmx_request_h     req;
@@ -138,7 +142,7 @@ typedef struct tmx_fi_op {
     void             *bounce;  /* iov count > 1: gathered send or scattered receive */
     struct iovec      iov[TMX_FI_IOV_LIMIT];
     size_t            iov_count;
-    char              inl[TMX_FI_INJECT_SIZE];
+    char              inl[TMX_FI_INL_SIZE];
 } tmx_fi_op_t;
 
 typedef struct tmx_fi_claim {
@@ -167,8 +171,7 @@ typedef struct tmx_fi_ep {
     tmx_fi_op_t     *free_ops;
     void           **chunks;
     size_t           nchunks, nops;
-    tmx_fi_op_t     *done_head, *done_tail;
-    tmx_fi_op_t     *posted;
+    int              closing; /* tmx_fi_ep_close: completions make no CQ entries */
     tmx_fi_claim_t  *claims;
 } tmx_fi_ep_t;
 
@@ -209,18 +212,12 @@ void         tmx_fi_cntr_detach(tmx_fi_cntr_t *cntr, tmx_fi_ep_t *ep);
 /* tmx_fi_ep.c */
 int          tmx_fi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
                              void *context);
-/* Turns the operations tmx completed into CQ entries and counter increments. */
-void         tmx_fi_ep_drain(tmx_fi_ep_t *ep);
-
-/* Manual progress: the worker's round, then what it completed. Inline: the loop of every
- * caller waiting in fi_cq_read runs it. */
+/* Manual progress: the worker's round, whose callbacks complete operations. Inline: the loop
+ * of every caller waiting in fi_cq_read runs it. */
 static inline void tmx_fi_ep_progress(tmx_fi_ep_t *ep)
 {
     if (ep->worker != NULL) {
         tmx_worker_progress(ep->worker);
-        if (ep->done_head != NULL) {
-            tmx_fi_ep_drain(ep);
-        }
     }
 }
 

@@ -581,9 +581,74 @@ static void test_inject(void)
         struct iovec z[2] = {{NULL, 0}, {buf, 8}};
         CHECK(fi_tsendv(ep, z, NULL, 2, peer, 0x14, &ctx) == 0, "tsendv with a NULL element");
         expect_comp(&ctx, FI_SEND | FI_TAGGED, 0, 0, 0, "vector send");
-        char big[1024] = {0};
-        CHECK(fi_tinject(ep, big, sizeof(big), peer, 0x12) == -FI_EINVAL, "inject too big");
+        size_t isz = info->tx_attr->inject_size;
+        char  *big = calloc(1, isz + 1);
+        DIE_IF(big == NULL, "calloc");
+        CHECK(fi_tinject(ep, big, isz + 1, peer, 0x12) == -FI_EINVAL, "inject too big");
+        free(big);
     }
+    sync_peers();
+}
+
+/* A burst of injects of sz bytes to a receiver that posts its receives meanwhile: past tmx's
+ * eager credits the provider must copy (tmx refuses to send in place, TMX_SEND_FLAG_TRY), into
+ * the operation or, above 512 bytes, a buffer of its own; every inject reuses one buffer,
+ * rewritten after each call, so data kept instead of copied arrives with a later value. */
+static void test_inject_many(size_t sz, int n)
+{
+    enum { MAXN = 1000 };
+    static int     ctxs[MAXN];
+    static char    sbuf[4096];
+    char          *vals = malloc((size_t)n * sz);
+    const uint64_t tag  = 0x17 + sz;
+
+    DIE_IF(vals == NULL || n > MAXN || sz < sizeof(int) || sz > sizeof(sbuf), "test setup");
+    if (rank == 1) {
+        sync_peers();
+        /* posted while the burst runs: no progress until the last is posted, so most come
+         * unexpected and the sender runs out of credits */
+        for (int i = 0; i < n; i++) {
+            CHECK(fi_trecv(ep, vals + (size_t)i * sz, sz, NULL, FI_ADDR_UNSPEC, tag, 0,
+                           &ctxs[i]) == 0,
+                  "trecv %d", i);
+        }
+        for (int i = 0; i < n; i++) {
+            struct fi_cq_tagged_entry e;
+            int                       first, last;
+            if (get_comp(&e, 20) != 1) {
+                CHECK(0, "inject %zu B: completion %d missing", sz, i);
+                break;
+            }
+            memcpy(&first, vals + (size_t)i * sz, sizeof(int));
+            memcpy(&last, vals + (size_t)i * sz + sz - sizeof(int), sizeof(int));
+            CHECK(e.op_context == &ctxs[i] && e.len == sz && first == 1000 + i &&
+                      last == 1000 + i,
+                  "inject %zu B %d: context %p, len %zu, values %d %d", sz, i, e.op_context,
+                  e.len, first, last);
+        }
+    } else {
+        uint64_t base = fi_cntr_read(txc);
+        double   t0;
+        sync_peers();
+        for (int i = 0; i < n; i++) {
+            ssize_t r;
+            int     v = 1000 + i;
+            memcpy(sbuf, &v, sizeof(v));
+            memcpy(sbuf + sz - sizeof(v), &v, sizeof(v));
+            while ((r = fi_tinject(ep, sbuf, sz, peer, tag)) == -FI_EAGAIN) {
+            }
+            CHECK(r == 0, "tinject %zu B %d: %zd", sz, i, r);
+            memset(sbuf, 0xff, sz); /* ours again */
+        }
+        /* the injects tmx queued go out as credits come back: progress (the counter) */
+        t0 = now();
+        while (fi_cntr_read(txc) < base + (uint64_t)n && now() - t0 < 20) {
+        }
+        CHECK(fi_cntr_read(txc) == base + (uint64_t)n, "injects of %zu B counted: %llu of %d",
+              sz, (unsigned long long)(fi_cntr_read(txc) - base), n);
+        expect_nothing("injects have no completion");
+    }
+    free(vals);
     sync_peers();
 }
 
@@ -858,6 +923,8 @@ int main(void)
     test_truncation(100, 40);
     test_truncation(1 << 20, 1000);
     test_inject();
+    test_inject_many(sizeof(int), 1000);
+    test_inject_many(4096, 300);
     test_selective();
     test_many();
     test_cancel();

@@ -588,6 +588,8 @@ struct tmx_soft_dev {
     unsigned              num_fast_on;
     unsigned              fast_next;  /* next fit, as for slots */
     uint64_t              win;        /* traffic window number */
+    uint64_t              recs_win;   /* the window recs counts */
+    uint64_t              recs;       /* records read from the inbox in it */
     uint64_t              win_ns;     /* when it started */
     uint64_t              reclaim_ns; /* last time an idle ring was asked back */
     unsigned long         stat_grants, stat_revokes;

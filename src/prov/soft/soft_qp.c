@@ -699,6 +699,13 @@ static tmx_soft_rec_t *tmx_soft_inbox_reserve(tmx_soft_dev_t *dev, tmx_soft_rseg
     consumed = atomic_load_explicit(&ctrl->consumed, memory_order_acquire);
     rec      = tmx_soft_tx_reserve((uint8_t *)(ctrl + 1), r->hdr->inbox_size, ctrl, tail_p,
                                    &consumed, bytes);
+    if (rec != NULL) {
+        /* the record and the line behind it, within the ring (the next lap's start is
+         * touched when a record goes there) */
+        size_t left = r->hdr->inbox_size - (*tail_p & (r->hdr->inbox_size - 1));
+
+        tmx_soft_rseg_touch(r, rec, bytes + TMX_SOFT_LINE < left ? bytes + TMX_SOFT_LINE : left);
+    }
     /* Past a PAD, if one went in: a holder that dies before its commit leaves the tail
      * where the reader will look next (the lock's next holder writes there). */
     atomic_store_explicit(&ctrl->tail, *tail_p, memory_order_relaxed);
@@ -1152,6 +1159,7 @@ static int tmx_soft_tx_dm(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr, uint8_t *dst)
         swr->status = TMX_WC_REM_ACCESS_ERR;
         return 1;
     }
+    tmx_soft_rseg_touch(r, dst, swr->total);
     if (swr->opcode == TMX_WR_RDMA_WRITE_WITH_IMM) {
         /* room for the notice first: all of it goes now, or nothing (an unsignaled one is
          * then taken back by post_send, TMX_DEV_CAP_MANUAL_PROGRESS) */
@@ -3282,6 +3290,7 @@ static int tmx_soft_write_direct(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, siz
         r->dead) {
         return 0;
     }
+    tmx_soft_rseg_touch(r, dst, total);
     if (tmx_soft_write_mode(qp, r->h.data_order) == TMX_SOFT_DIO_WHOLE &&
         tmx_soft_write_hook == NULL) {
         tmx_soft_dm_store_whole(wr->sg_list, wr->num_sge, wr->rdma.remote_addr, total, dst);
@@ -3329,6 +3338,7 @@ static inline int tmx_soft_write_small(tmx_soft_qp_t *qp, const tmx_send_wr_t *w
         r->dead) {
         return 0;
     }
+    tmx_soft_rseg_touch(r, dst, total);
     tmx_soft_dm_store_whole(sge, 1, wr->rdma.remote_addr, total, dst);
     /* the queue was empty: head, tx and next were equal and stay so */
     qp->next_seq++;

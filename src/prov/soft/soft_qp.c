@@ -47,7 +47,7 @@ typedef struct tmx_soft_qp_addr {
 #define TMX_SOFT_HDR_EXT  (sizeof(tmx_soft_rec_t) + sizeof(tmx_soft_rec_ext_t))
 #define TMX_SOFT_DRAIN    64                  /* records per ring per poll */
 #define TMX_SOFT_FAST_AFTER 16                /* inbox records in a window that earn a ring */
-#define TMX_SOFT_FAST_SHARE 8                 /* ... if at least 1/8 of the window's records */
+#define TMX_SOFT_FAST_SHARE 4                 /* ... if at least 1/4 of the window's records */
 #define TMX_SOFT_WIN_NS   (10ull * 1000000)   /* traffic window */
 #define TMX_SOFT_REST_WIN 100                 /* windows a dropped fast ring rests */
 #define TMX_SOFT_CHECK_NS (100ull * 1000000)  /* peer liveness check period */

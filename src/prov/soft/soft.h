@@ -296,10 +296,13 @@ typedef struct tmx_soft_rseg {
  */
 static inline void tmx_soft_rseg_touch(tmx_soft_rseg_t *r, const void *p, size_t len)
 {
-    size_t first = (size_t)((const uint8_t *)p - (const uint8_t *)r->base) >> r->page_shift;
-    size_t last  = (size_t)((const uint8_t *)p + len - 1 - (const uint8_t *)r->base) >>
-                   r->page_shift;
+    size_t first, last;
 
+    if (len == 0) {
+        return;
+    }
+    first = (size_t)((const uint8_t *)p - (const uint8_t *)r->base) >> r->page_shift;
+    last  = (size_t)((const uint8_t *)p + len - 1 - (const uint8_t *)r->base) >> r->page_shift;
     for (size_t i = first; i <= last; i++) {
         if (!(r->touched[i / 64] & (1ull << (i % 64)))) {
             (void)*(volatile const uint8_t *)((const uint8_t *)r->base + (i << r->page_shift));

@@ -98,6 +98,15 @@ static void tmx_context_wait_policy(tmx_context_t *ctx)
 
     ctx->cpus           = tmx_context_cpus();
     ctx->oversubscribed = cfg->local_size > 0 && ctx->cpus > 0 && cfg->local_size > ctx->cpus;
+    /* A connection needs the peer's progress, which an oversubscribed peer makes a turn of
+     * every other process later: the wait for it grows with the processes per CPU (up to
+     * TMX_CONNECT_SCALE_MAX times). 256 ranks on 2 busy cores took connections past 10 s. */
+    ctx->connect_timeout = cfg->peer_timeout;
+    if (ctx->oversubscribed) {
+        int per_cpu = (cfg->local_size + ctx->cpus - 1) / ctx->cpus;
+
+        ctx->connect_timeout *= per_cpu < TMX_CONNECT_SCALE_MAX ? per_cpu : TMX_CONNECT_SCALE_MAX;
+    }
     if (atomic_exchange(&logged, 1) != 0) {
         return;
     }

@@ -22,6 +22,8 @@
 #define TMX_MAGIC_WORKER  0x54575854u
 #define TMX_MAGIC_EP      0x54455854u
 #define TMX_MAGIC_REQ     0x54525854u
+/* most times TMX_PEER_TIMEOUT a connection waits when oversubscribed (tmx_context_wait_policy) */
+#define TMX_CONNECT_SCALE_MAX 16
 #define TMX_MAGIC_MSG     0x544d5854u
 #define TMX_MAGIC_MEM     0x544d4d54u
 #define TMX_MAGIC_DEAD    0xdeadbeefu
@@ -46,6 +48,7 @@ typedef struct tmx_context {
     int               num_provs;
     int               cpus;           /* CPUs of the affinity mask when the context was made */
     int               oversubscribed; /* cfg.local_size > cpus: idle polls yield */
+    double            connect_timeout; /* TMX_PEER_TIMEOUT for connections (tmx_context_wait_policy) */
 } tmx_context_t;
 
 /* One opened device of a worker, with everything the worker needs on it. */

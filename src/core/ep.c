@@ -547,9 +547,10 @@ void tmx_ep_wireup_progress(tmx_ep_t *ep)
 {
     double now = tmx_time_sec();
 
-    if (now - ep->connect_start > ep->worker->ctx->cfg.peer_timeout) {
-        tmx_warn("connection to peer %016llx timed out after %.1f s (TMX_PEER_TIMEOUT)",
-                 (unsigned long long)ep->remote_uuid, ep->worker->ctx->cfg.peer_timeout);
+    if (now - ep->connect_start > ep->worker->ctx->connect_timeout) {
+        tmx_warn("connection to peer %016llx timed out after %.1f s (TMX_PEER_TIMEOUT%s)",
+                 (unsigned long long)ep->remote_uuid, ep->worker->ctx->connect_timeout,
+                 ep->worker->ctx->oversubscribed ? " times the processes per CPU" : "");
         tmx_ep_lost(ep, TMX_ERR_UNREACHABLE);
         return;
     }

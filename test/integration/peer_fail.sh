@@ -14,6 +14,16 @@ done
 run 30 env -u TMX_RANK -u TMX_SIZE -u TMX_BOOT_ADDR TMX_PEER_TIMEOUT=1 "$P" unreachable
 expect_rc 0 "unreachable: a connection that never comes up is a peer failure"
 expect_grep "$T/out" "rank 0 ok" "unreachable: every status checked"
+# oversubscribed (4 processes per CPU, as TMX_LOCAL_SIZE says): the connection waits 4 times
+# TMX_PEER_TIMEOUT, as the peer's progress comes a turn of every other process later
+run 60 env -u TMX_RANK -u TMX_SIZE -u TMX_BOOT_ADDR TMX_PEER_TIMEOUT=1 \
+    TMX_LOCAL_SIZE=$((4 * $(nproc))) "$P" unreachable
+expect_rc 0 "unreachable, 4 processes per CPU: still a peer failure"
+if [ "$secs" -ge 3 ] && [ "$secs" -le 20 ]; then
+    ok "unreachable, 4 processes per CPU: the connection waited 4 x TMX_PEER_TIMEOUT (${secs} s)"
+else
+    fail "unreachable, 4 processes per CPU: gave up after ${secs} s, expected about 4"
+fi
 
 run 60 env TMX_PEER_TIMEOUT=1 "$TMXRUN" -n 2 --timeout 50 "$P" flush
 expect_rc 0 "flush: FLUSH close of an unmatched rendezvous send times out"

@@ -62,6 +62,8 @@ static int tmx_soft_membarrier_register(void);
 /* Reads /proc/<pid>/stat into buf: the text after the command name (from the space before
  * field 3, the state), or NULL when the process is unknown. The command name may hold spaces
  * and parentheses, so it ends at the last ')'. */
+static void tmx_soft_populate(const uint8_t *p, size_t len);
+
 static const char *tmx_soft_proc_stat(pid_t pid, char *buf, size_t len)
 {
     char        path[64];
@@ -542,6 +544,8 @@ static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t
     dev->inbox_ctrl  = tmx_soft_inbox_ctrl(dev->base, dev->hdr);
     dev->inbox       = (uint8_t *)(dev->inbox_ctrl + 1);
     dev->inbox_size  = dev->hdr->inbox_size;
+    /* all its pages now: every sender's first load from one maps 16 (tmx_soft_rseg_touch) */
+    tmx_soft_populate((uint8_t *)dev->inbox_ctrl, sizeof(*dev->inbox_ctrl) + dev->inbox_size);
     /* A record is at most a quarter ring: with the consumer publishing its position every
      * quarter ring, a record and its wrap padding always fit once the ring has drained. */
     dev->max_payload = dev->hdr->ring_size / 4 - sizeof(tmx_soft_rec_t) -
@@ -621,6 +625,7 @@ static void tmx_soft_dev_close(tmx_dev_t *d)
         if (r->pidfd >= 0) {
             close(r->pidfd);
         }
+        free(r->touched);
         free(r);
     }
     if (dev->channel_open) {
@@ -811,6 +816,13 @@ static tmx_status_t tmx_soft_rseg_map(tmx_soft_rseg_t *r, int fd, const tmx_soft
         r->base = NULL;
         return TMX_ERR_NO_MEMORY;
     }
+    r->page_shift = (unsigned)__builtin_ctzl((unsigned long)sysconf(_SC_PAGESIZE));
+    r->touched    = calloc(((r->size >> r->page_shift) + 1 + 63) / 64, sizeof(uint64_t));
+    if (r->touched == NULL) {
+        munmap(r->base, r->size);
+        r->base = NULL;
+        return TMX_ERR_NO_MEMORY;
+    }
     r->hdr   = &r->h;
     r->armed = (_Atomic uint32_t *)((uint8_t *)r->base + offsetof(tmx_soft_seg_hdr_t, armed));
     tmx_soft_wake_name(r->h.uid, r->h.pid, r->h.probe, &r->wake_addr, &r->wake_len);
@@ -908,6 +920,7 @@ err_pidfd:
         close(r->pidfd);
     }
 err_free:
+    free(r->touched);
     free(r);
     r = NULL;
 out:
@@ -1097,21 +1110,25 @@ static void tmx_soft_dm_mark(tmx_soft_dev_t *dev, size_t first, size_t n, int ta
     }
 }
 
-/* Makes the pages of n lines of device memory from line first (an optimization: where
- * MADV_POPULATE_WRITE is missing or fails, the first touches make them). */
-static void tmx_soft_dm_populate(tmx_soft_dev_t *dev, size_t first, size_t n)
+/* Makes the pages of [p, p + len) of our segment (an optimization: where MADV_POPULATE_WRITE
+ * is missing or fails, the first touches make them). */
+static void tmx_soft_populate(const uint8_t *p, size_t len)
 {
 #ifdef MADV_POPULATE_WRITE
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t a    = (uintptr_t)(dev->dm + first * TMX_SOFT_LINE) & ~(page - 1);
-    uintptr_t b    = (uintptr_t)(dev->dm + (first + n) * TMX_SOFT_LINE);
+    uintptr_t a    = (uintptr_t)p & ~(page - 1);
 
-    (void)madvise((void *)a, b - a, MADV_POPULATE_WRITE); /* the segment starts on a page */
+    (void)madvise((void *)a, (uintptr_t)p + len - a, MADV_POPULATE_WRITE);
 #else
-    (void)dev;
-    (void)first;
-    (void)n;
+    (void)p;
+    (void)len;
 #endif
+}
+
+/* Makes the pages of n lines of device memory from line first. */
+static void tmx_soft_dm_populate(tmx_soft_dev_t *dev, size_t first, size_t n)
+{
+    tmx_soft_populate(dev->dm + first * TMX_SOFT_LINE, n * TMX_SOFT_LINE);
 }
 
 /* First fit of len bytes in the device memory's lines, at a TMX_SOFT_DM_ALIGN boundary, zeroed

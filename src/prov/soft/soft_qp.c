@@ -47,6 +47,7 @@ typedef struct tmx_soft_qp_addr {
 #define TMX_SOFT_HDR_EXT  (sizeof(tmx_soft_rec_t) + sizeof(tmx_soft_rec_ext_t))
 #define TMX_SOFT_DRAIN    64                  /* records per ring per poll */
 #define TMX_SOFT_FAST_AFTER 16                /* inbox records in a window that earn a ring */
+#define TMX_SOFT_FAST_SHARE 4                 /* ... if at least 1/4 of the window's records */
 #define TMX_SOFT_WIN_NS   (10ull * 1000000)   /* traffic window */
 #define TMX_SOFT_REST_WIN 100                 /* windows a dropped fast ring rests */
 #define TMX_SOFT_CHECK_NS (100ull * 1000000)  /* peer liveness check period */
@@ -698,6 +699,13 @@ static tmx_soft_rec_t *tmx_soft_inbox_reserve(tmx_soft_dev_t *dev, tmx_soft_rseg
     consumed = atomic_load_explicit(&ctrl->consumed, memory_order_acquire);
     rec      = tmx_soft_tx_reserve((uint8_t *)(ctrl + 1), r->hdr->inbox_size, ctrl, tail_p,
                                    &consumed, bytes);
+    if (rec != NULL) {
+        /* the record and the line behind it, within the ring (the next lap's start is
+         * touched when a record goes there) */
+        size_t left = r->hdr->inbox_size - (*tail_p & (r->hdr->inbox_size - 1));
+
+        tmx_soft_rseg_touch(r, rec, bytes + TMX_SOFT_LINE < left ? bytes + TMX_SOFT_LINE : left);
+    }
     /* Past a PAD, if one went in: a holder that dies before its commit leaves the tail
      * where the reader will look next (the lock's next holder writes there). */
     atomic_store_explicit(&ctrl->tail, *tail_p, memory_order_relaxed);
@@ -1151,6 +1159,7 @@ static int tmx_soft_tx_dm(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr, uint8_t *dst)
         swr->status = TMX_WC_REM_ACCESS_ERR;
         return 1;
     }
+    tmx_soft_rseg_touch(r, dst, swr->total);
     if (swr->opcode == TMX_WR_RDMA_WRITE_WITH_IMM) {
         /* room for the notice first: all of it goes now, or nothing (an unsignaled one is
          * then taken back by post_send, TMX_DEV_CAP_MANUAL_PROGRESS) */
@@ -2188,7 +2197,12 @@ static void tmx_soft_fast_drop(tmx_soft_qp_t *qp)
     tmx_soft_grant_write(qp, 0);
 }
 
-/* Counts a record of qp's peer through the inbox; past a few in one window it gets a ring. */
+/* Counts a record of qp's peer through the inbox; past a few in one window it gets a ring if
+ * it is one of the busiest senders: it carried at least 1 / TMX_SOFT_FAST_SHARE of the
+ * window's inbox records. Without that share, an all-to-all, where every peer sends as much, lent its rings
+ * (2 MiB and 256 KiB, each prefaulted) to whichever peers a descheduled rank happened to find
+ * 16 records of in a window: at 64 ranks on 2 cores 17 of the 64 ranks lent their 2 MiB ring,
+ * more the longer it ran, for traffic the inbox carries as fast. */
 static void tmx_soft_rx_count(tmx_soft_qp_t *qp)
 {
     tmx_soft_dev_t *dev = qp->dev;
@@ -2197,7 +2211,13 @@ static void tmx_soft_rx_count(tmx_soft_qp_t *qp)
         qp->rx_win    = dev->win;
         qp->rx_recent = 0;
     }
-    if (++qp->rx_recent >= TMX_SOFT_FAST_AFTER && qp->rfast == 0 && dev->hdr->max_fast > 0) {
+    if (dev->recs_win != dev->win) {
+        dev->recs_win = dev->win;
+        dev->recs     = 0;
+    }
+    dev->recs++;
+    if (++qp->rx_recent >= TMX_SOFT_FAST_AFTER && qp->rfast == 0 && dev->hdr->max_fast > 0 &&
+        (uint64_t)qp->rx_recent * TMX_SOFT_FAST_SHARE >= dev->recs) {
         tmx_soft_fast_grant(qp);
     }
 }
@@ -3270,6 +3290,7 @@ static int tmx_soft_write_direct(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, siz
         r->dead) {
         return 0;
     }
+    tmx_soft_rseg_touch(r, dst, total);
     if (tmx_soft_write_mode(qp, r->h.data_order) == TMX_SOFT_DIO_WHOLE &&
         tmx_soft_write_hook == NULL) {
         tmx_soft_dm_store_whole(wr->sg_list, wr->num_sge, wr->rdma.remote_addr, total, dst);
@@ -3317,6 +3338,7 @@ static inline int tmx_soft_write_small(tmx_soft_qp_t *qp, const tmx_send_wr_t *w
         r->dead) {
         return 0;
     }
+    tmx_soft_rseg_touch(r, dst, total);
     tmx_soft_dm_store_whole(sge, 1, wr->rdma.remote_addr, total, dst);
     /* the queue was empty: head, tx and next were equal and stay so */
     qp->next_seq++;

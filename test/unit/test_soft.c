@@ -837,7 +837,11 @@ Test(soft, direct_sends_wait_behind_queued, .timeout = 30)
 /* The first fast ring is TMX_SOFT_RING0_SIZE bytes, the others TMX_SOFT_RING_SIZE, and a
  * sender with traffic is lent the first while it is free: 40 sends through the inbox earn the
  * sender a ring, 40 more go through it; the sender must then write a ring of the first's size,
- * and the receiver must have lent the first. */
+ * and the receiver must have lent the first. Independent of the machine's load: the receiver's
+ * traffic window is frozen (a ring is earned by TMX_SOFT_FAST_AFTER records in one window of
+ * 10 ms, which a descheduled receiver missed), and it reads nothing before the sender posted
+ * the first 40 (a receiver that read 16 while the sender was descheduled lent the ring before
+ * the 40th send). */
 #define RING0_SMALL (8 * 1024)
 #define RING0_BIG   (64 * 1024)
 #define RING0_N     40
@@ -850,7 +854,8 @@ static int ring0_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
     tmx_wc_t        wc;
 
     TRY(node_open(n, sh, me, cfg, 1, 1));
-    dev = (tmx_soft_dev_t *)n->dev;
+    dev             = (tmx_soft_dev_t *)n->dev;
+    dev->win_frozen = 1;
     CHECK(dev->hdr->ring0_size == RING0_BIG && dev->hdr->ring_size == RING0_SMALL);
     CHECK(tmx_soft_ring(dev->base, dev->hdr, 1) - tmx_soft_ring(dev->base, dev->hdr, 0) ==
           RING0_BIG);
@@ -862,15 +867,17 @@ static int ring0_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
         CHECK(post_recv(n, 0, &got[i], 4, mr->lkey, i) == TMX_OK);
     }
     TRY(node_connect(n));
+    CHECK(node_sync(n, 2) == 0); /* the first half is posted */
     for (uint32_t i = 0; i < 2 * RING0_N; i++) {
         CHECK(node_wc(n, &wc) == 0);
         CHECK(wc.wr_id == i && wc.status == TMX_WC_SUCCESS && got[i] == 0x100 + i);
         if (i + 1 == RING0_N) {
-            CHECK(node_sync(n, 2) == 0); /* the first half is in: the sender goes on */
+            CHECK(dev->fast_owner[0] == (tmx_soft_qp_t *)n->qp[0]); /* lent at the 16th */
+            CHECK(node_sync(n, 3) == 0); /* the first half is in: the sender goes on */
         }
     }
     CHECK(dev->fast_owner[0] == (tmx_soft_qp_t *)n->qp[0]);
-    CHECK(node_barrier(n, 3) == 0);
+    CHECK(node_barrier(n, 4) == 0);
     n->ops->mr_dereg(mr);
     node_close(n);
     return 0;
@@ -888,12 +895,13 @@ static int ring0_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
         if (i == RING0_N) {
             CHECK(qp->out_fast == 0); /* all through the inbox so far */
             CHECK(node_sync(n, 2) == 0);
+            CHECK(node_sync(n, 3) == 0);
         }
         v = 0x100 + i;
         CHECK(post_send_retry(n, 0, TMX_WR_SEND, &v, 4, 0, TMX_SEND_INLINE, i, 0) == TMX_OK);
     }
     CHECK(qp->out_fast == 1 && qp->out_size == RING0_BIG);
-    CHECK(node_barrier(n, 3) == 0);
+    CHECK(node_barrier(n, 4) == 0);
     node_close(n);
     return 0;
 }

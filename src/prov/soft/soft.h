@@ -589,6 +589,8 @@ struct tmx_soft_dev {
     unsigned              fast_next;  /* next fit, as for slots */
     uint64_t              win;        /* traffic window number */
     uint64_t              win_ns;     /* when it started */
+    int                   win_frozen; /* tests: the window never moves (counts per window
+                                       * then do not depend on the machine's load) */
     uint64_t              reclaim_ns; /* last time an idle ring was asked back */
     unsigned long         stat_grants, stat_revokes;
 

@@ -3387,7 +3387,7 @@ static void tmx_soft_check_peers(tmx_soft_dev_t *dev)
 {
     uint64_t now = tmx_time_ns();
 
-    if (now - dev->win_ns >= TMX_SOFT_WIN_NS) {
+    if (now - dev->win_ns >= TMX_SOFT_WIN_NS && !dev->win_frozen) {
         dev->win_ns = now;
         dev->win++;
     }

@@ -837,7 +837,11 @@ Test(soft, direct_sends_wait_behind_queued, .timeout = 30)
 /* The first fast ring is TMX_SOFT_RING0_SIZE bytes, the others TMX_SOFT_RING_SIZE, and a
  * sender with traffic is lent the first while it is free: 40 sends through the inbox earn the
  * sender a ring, 40 more go through it; the sender must then write a ring of the first's size,
- * and the receiver must have lent the first. */
+ * and the receiver must have lent the first. Independent of the machine's load: the receiver's
+ * traffic window is frozen (a ring is earned by TMX_SOFT_FAST_AFTER records in one window of
+ * 10 ms, which a descheduled receiver missed), and it reads nothing before the sender posted
+ * the first 40 (a receiver that read 16 while the sender was descheduled lent the ring before
+ * the 40th send), and the sender sends nothing before the receiver's QP is connected. */
 #define RING0_SMALL (8 * 1024)
 #define RING0_BIG   (64 * 1024)
 #define RING0_N     40
@@ -850,7 +854,8 @@ static int ring0_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
     tmx_wc_t        wc;
 
     TRY(node_open(n, sh, me, cfg, 1, 1));
-    dev = (tmx_soft_dev_t *)n->dev;
+    dev             = (tmx_soft_dev_t *)n->dev;
+    dev->win_frozen = 1;
     CHECK(dev->hdr->ring0_size == RING0_BIG && dev->hdr->ring_size == RING0_SMALL);
     CHECK(tmx_soft_ring(dev->base, dev->hdr, 1) - tmx_soft_ring(dev->base, dev->hdr, 0) ==
           RING0_BIG);
@@ -862,15 +867,18 @@ static int ring0_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
         CHECK(post_recv(n, 0, &got[i], 4, mr->lkey, i) == TMX_OK);
     }
     TRY(node_connect(n));
+    CHECK(node_sync(n, 2) == 0); /* our QP takes records: none is kept aside */
+    CHECK(node_sync(n, 3) == 0); /* the first half is posted */
     for (uint32_t i = 0; i < 2 * RING0_N; i++) {
         CHECK(node_wc(n, &wc) == 0);
         CHECK(wc.wr_id == i && wc.status == TMX_WC_SUCCESS && got[i] == 0x100 + i);
         if (i + 1 == RING0_N) {
-            CHECK(node_sync(n, 2) == 0); /* the first half is in: the sender goes on */
+            CHECK(dev->fast_owner[0] == (tmx_soft_qp_t *)n->qp[0]); /* lent at the 16th */
+            CHECK(node_sync(n, 4) == 0); /* the first half is in: the sender goes on */
         }
     }
     CHECK(dev->fast_owner[0] == (tmx_soft_qp_t *)n->qp[0]);
-    CHECK(node_barrier(n, 3) == 0);
+    CHECK(node_barrier(n, 5) == 0);
     n->ops->mr_dereg(mr);
     node_close(n);
     return 0;
@@ -883,17 +891,21 @@ static int ring0_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
 
     TRY(node_open(n, sh, me, cfg, 1, 1));
     TRY(node_connect(n));
+    /* not before the receiver's QP is connected: records that find it in INIT wait aside,
+     * and those are not counted toward a ring */
+    CHECK(node_sync(n, 2) == 0);
     qp = (tmx_soft_qp_t *)n->qp[0];
     for (uint32_t i = 0; i < 2 * RING0_N; i++) {
         if (i == RING0_N) {
             CHECK(qp->out_fast == 0); /* all through the inbox so far */
-            CHECK(node_sync(n, 2) == 0);
+            CHECK(node_sync(n, 3) == 0);
+            CHECK(node_sync(n, 4) == 0);
         }
         v = 0x100 + i;
         CHECK(post_send_retry(n, 0, TMX_WR_SEND, &v, 4, 0, TMX_SEND_INLINE, i, 0) == TMX_OK);
     }
     CHECK(qp->out_fast == 1 && qp->out_size == RING0_BIG);
-    CHECK(node_barrier(n, 3) == 0);
+    CHECK(node_barrier(n, 5) == 0);
     node_close(n);
     return 0;
 }
@@ -1089,7 +1101,8 @@ static int inplace_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
         CHECK(post_recv(n, 0, buf + k * INPL_BUF, INPL_BUF, mr->lkey, k) == TMX_OK);
     }
     TRY(node_connect(n));
-    CHECK(node_sync(n, 2) == 0); /* A (INPL_LEN bytes) and B (100) sent */
+    CHECK(node_sync(n, 2) == 0); /* our QP takes records: none is kept aside */
+    CHECK(node_sync(n, 3) == 0); /* A (INPL_LEN bytes) and B (100) sent */
     for (double end = tmx_time_sec() + 5; got == 0 && tmx_time_sec() < end;) {
         got = n->ops->cq_poll(n->cq, 1, &wc);
     }
@@ -1097,8 +1110,8 @@ static int inplace_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
     CHECK(wc.wr_id == 0 && wc.byte_len == INPL_LEN && wc.data != NULL);
     CHECK(same(wc.data, INPL_LEN, 1));
     CHECK(buf[0] == 0x55 && buf[1499] == 0x55); /* the posted buffer was not written */
-    CHECK(node_sync(n, 3) == 0);
-    CHECK(node_sync(n, 4) == 0); /* the sender filled the ring */
+    CHECK(node_sync(n, 4) == 0);
+    CHECK(node_sync(n, 5) == 0); /* the sender filled the ring */
     more = sh->addr[1][0];
     CHECK(more >= 1 && more + 2 <= INPL_N);
     CHECK(same(wc.data, INPL_LEN, 1)); /* still ours: nothing was written over it */
@@ -1112,7 +1125,7 @@ static int inplace_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
         p = w2.data != NULL ? (const uint8_t *)w2.data : buf + (2 + k) * INPL_BUF;
         CHECK(w2.byte_len == INPL_LEN && same(p, INPL_LEN, 10 + (unsigned)k));
     }
-    CHECK(node_barrier(n, 5) == 0);
+    CHECK(node_barrier(n, 6) == 0);
     n->ops->mr_dereg(mr);
     free(buf);
     node_close(n);
@@ -1127,12 +1140,16 @@ static int inplace_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
 
     TRY(node_open(n, sh, me, cfg, 1, 0));
     TRY(node_connect(n));
+    /* Not before the receiver's QP is connected: a record that finds it in INIT waits aside
+     * as a copy (the receiver polled in node_connect's barrier, descheduled, while we went
+     * on), which is then not received in place. */
+    CHECK(node_sync(n, 2) == 0);
     fill(v, INPL_LEN, 1);
     CHECK(post_send(n, 0, TMX_WR_SEND, v, INPL_LEN, 0, TMX_SEND_INLINE, 0, 0, 0, 0) == TMX_OK);
     fill(v, 100, 2);
     CHECK(post_send(n, 0, TMX_WR_SEND, v, 100, 0, TMX_SEND_INLINE, 0, 0, 0, 0) == TMX_OK);
-    CHECK(node_sync(n, 2) == 0);
-    CHECK(node_sync(n, 3) == 0); /* the receiver holds A in place */
+    CHECK(node_sync(n, 3) == 0);
+    CHECK(node_sync(n, 4) == 0); /* the receiver holds A in place */
     for (k = 0; k < INPL_N; k++) {
         fill(v, INPL_LEN, 10 + (unsigned)k);
         st = post_send(n, 0, TMX_WR_SEND, v, INPL_LEN, 0, TMX_SEND_INLINE, 0, 0, 0, 0);
@@ -1142,8 +1159,8 @@ static int inplace_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
     }
     CHECK(st == TMX_ERR_NO_RESOURCE);
     sh->addr[1][0] = k;
-    CHECK(node_sync(n, 4) == 0);
-    CHECK(node_barrier(n, 5) == 0);
+    CHECK(node_sync(n, 5) == 0);
+    CHECK(node_barrier(n, 6) == 0);
     node_close(n);
     return 0;
 }

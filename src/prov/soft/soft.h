@@ -99,6 +99,12 @@
  * mode; every TMX_SOFT_RD_PROBE-th tries the other one (tmx_soft_rd_mode). */
 #define TMX_SOFT_RD_MEASURE_MIN (2 * TMX_SOFT_RRESP_CHUNK)
 #define TMX_SOFT_RD_PROBE       128
+/* A SEND of one record from this size goes with ordinary or non-temporal stores, as its
+ * writer measured (tmx_soft_tx_mode): every TMX_SOFT_TX_PROBE-th the other way; each one with
+ * streaming stores, each probe and every TMX_SOFT_TX_SAMPLE-th of the others is timed. */
+#define TMX_SOFT_TX_NT_MIN 2048
+#define TMX_SOFT_TX_PROBE  128
+#define TMX_SOFT_TX_SAMPLE 16
 
 /* ---------------------------------------------------------------- shared memory (the wire) */
 
@@ -539,6 +545,10 @@ typedef struct tmx_soft_qp {
                                          * average, by ordinary [0] and streaming [1] stores
                                          * of the target (0: not measured yet) */
     uint32_t              rd_count;     /* reads through the rings measured or asked */
+    uint32_t              tx_count;     /* SENDs of one record from TMX_SOFT_TX_NT_MIN */
+    uint64_t              tx_cost[2];   /* and what our copy into the ring cost (cycles per
+                                         * KiB, moving average), with ordinary [0] and
+                                         * streaming [1] stores */
     int                   ooo;          /* OOO placement enabled (at INIT -> RTR) */
     int                   in_post;      /* OOO: sq_progress called from post_send */
     int                   hold_on;      /* OOO: the WR of hold_seq is held back until */
@@ -621,6 +631,8 @@ struct tmx_soft_dev {
     uint64_t              recs_win;   /* the window recs counts */
     uint64_t              recs;       /* records read from the inbox in it */
     uint64_t              win_ns;     /* when it started */
+    int                   win_frozen; /* tests: the window never moves (counts per window
+                                       * then do not depend on the machine's load) */
     uint64_t              reclaim_ns; /* last time an idle ring was asked back */
     unsigned long         stat_grants, stat_revokes;
 

@@ -23,6 +23,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -869,6 +872,79 @@ static void tmx_soft_copy_nt(void *dst, const void *src, size_t n)
 #else
     memcpy(dst, src, n);
 #endif
+}
+
+/*
+ * How the payload of a SEND of one record (an eager message of TMX_SOFT_TX_NT_MIN bytes or
+ * more) goes into the peer's ring: ordinary or non-temporal stores. As for reads through the
+ * rings (tmx_soft_rd_mode), which is cheaper changes with the machine's phase. On a 2-core VM
+ * (tmx_pingpong, back-to-back runs, 2026-11-26) in its good phases ordinary stores took 0.58 /
+ * 0.71 / 1.9 us for 4 / 8 / 16 KiB against 1.14 / 1.56 / 2.95 with streaming ones; in its bad
+ * phases (moving a cache line between the cores slow) 2.3 / 4.4 / 6.3 against 1.6 / 2.0 / 3.9,
+ * where Open MPI took 2.7 / 3.1 / 3.9. What tells the phases apart is the writer's copy with
+ * ordinary stores (each line must first be taken from the reader, which has held it since it
+ * read the ring's previous lap): 590-960 cycles per KiB in the bad phases, 90 in the good
+ * ones, while streaming stores cost the writer 65-140 in both (the reader pays for them in
+ * the good phases, loading from memory, which the writer does not see). So the writer times
+ * its copy (the time stamp counter), keeps a moving average per way (half the last sample),
+ * and takes streaming stores when they cost less than a third as much (in the bad phases they
+ * cost a fourth to a tenth; in a middle phase, 4 KiB in 0.8 us, taking them at half the cost
+ * made the ping-pong 9% slower), the other way every TMX_SOFT_TX_PROBE-th send so that both
+ * stay measured.
+ */
+static inline uint64_t tmx_soft_cycles(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    return __rdtsc();
+#else
+    return tmx_time_ns();
+#endif
+}
+
+static int tmx_soft_tx_mode(tmx_soft_qp_t *qp)
+{
+    int want = qp->tx_cost[0] != 0 && qp->tx_cost[1] != 0 && 3 * qp->tx_cost[1] < qp->tx_cost[0];
+
+    qp->tx_count++;
+    if (qp->tx_cost[1] == 0) {
+        return (qp->tx_count % 16) == 0; /* not measured yet: soon */
+    }
+    return (qp->tx_count % TMX_SOFT_TX_PROBE) == 0 ? !want : want;
+}
+
+/* The gather of a SEND's payload into its record; 1 when with non-temporal stores. */
+static int tmx_soft_tx_gather(tmx_soft_qp_t *qp, const tmx_sge_t *sge, int n, uint8_t *dst,
+                              size_t total)
+{
+    int      nt      = tmx_soft_tx_mode(qp);
+    int      measure = nt || (qp->tx_count % TMX_SOFT_TX_PROBE) == 0 ||
+                       (qp->tx_count % TMX_SOFT_TX_SAMPLE) == 1; /* every probe too */
+    uint64_t t0      = measure ? tmx_soft_cycles() : 0;
+
+    if (!nt) {
+        tmx_soft_sge_gather(sge, n, 0, dst, total);
+    } else {
+        for (int i = 0; i < n; i++) {
+            const void *src = (const void *)(uintptr_t)sge[i].addr;
+
+            if (sge[i].length >= 256) {
+                tmx_soft_copy_nt(dst, src, sge[i].length);
+            } else {
+                tmx_copy(dst, src, sge[i].length);
+            }
+            dst += sge[i].length;
+        }
+    }
+    if (measure) {
+        uint64_t c = (tmx_soft_cycles() - t0) * 1024 / total;
+
+        c = c != 0 ? c : 1;
+        if (qp->tx_cost[nt] != 0 && c > 2 * qp->tx_cost[nt]) {
+            c = 2 * qp->tx_cost[nt]; /* one sample (an interrupt in the copy) moves it little */
+        }
+        qp->tx_cost[nt] = qp->tx_cost[nt] == 0 ? c : (qp->tx_cost[nt] + c) / 2;
+    }
+    return nt;
 }
 
 /* Serves the responses this QP owes its peer (fallback RDMA); 0 when the ring is full. */
@@ -3253,7 +3329,11 @@ static int tmx_soft_send_direct(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, size
     rec->flags = flags;
     rec->imm   = wr->imm_data;
     rec->seq   = qp->next_seq;
-    tmx_soft_sge_gather(wr->sg_list, wr->num_sge, 0, (uint8_t *)(rec + 1), total);
+    if (total >= TMX_SOFT_TX_NT_MIN) {
+        (void)tmx_soft_tx_gather(qp, wr->sg_list, wr->num_sge, (uint8_t *)(rec + 1), total);
+    } else {
+        tmx_soft_sge_gather(wr->sg_list, wr->num_sge, 0, (uint8_t *)(rec + 1), total);
+    }
     tmx_soft_qp_commit(qp, rec, TMX_SOFT_HDR + total);
     /* the queue was empty: head, tx and next were equal and stay so */
     qp->next_seq++;
@@ -3409,7 +3489,7 @@ static void tmx_soft_check_peers(tmx_soft_dev_t *dev)
 {
     uint64_t now = tmx_time_ns();
 
-    if (now - dev->win_ns >= TMX_SOFT_WIN_NS) {
+    if (now - dev->win_ns >= TMX_SOFT_WIN_NS && !dev->win_frozen) {
         dev->win_ns = now;
         dev->win++;
     }

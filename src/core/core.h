@@ -241,6 +241,11 @@ typedef struct tmx_ep {
     uint8_t        ring_choice;    /* passive: the mode its ring would have (tmx_ring_mode_t) */
     uint8_t        ring_tried;     /* passive: lent once (or could not be): not again */
     unsigned       ring_msgs;      /* passive: eager messages through the queue so far */
+    /* passive, polling ring (ring.h "Credits"): a message of it is being handled (no eager
+     * credit goes back for it), and how many of its messages sit unexpected past the budget
+     * (their slots are not reported free until a receive takes them) */
+    uint8_t        ring_rx_now;
+    unsigned       ring_held;
     unsigned       sq_busy;        /* signaled work requests of ours on qp not completed yet */
     /* compact eager (proto.h): an EAGER with the tag of the last one goes with no header */
     uint8_t        compact_tx;     /* the peer takes them (TMX_WIREUP_F_COMPACT in its wire-up) */
@@ -338,6 +343,11 @@ typedef struct tmx_request {
  * by malloc (tmx_proto_message_new): a slot of the eager-RDMA ring's default size. */
 #define TMX_MSG_POOL_DATA 2048
 
+enum {
+    TMX_MSG_CREDIT_EAGER = 1,
+    TMX_MSG_CREDIT_RING  = 2,
+};
+
 /* An arrived, unmatched message (also the handle of a claimed message). */
 typedef struct tmx_message {
     uint32_t        magic;
@@ -345,7 +355,8 @@ typedef struct tmx_message {
     tmx_list_t      claimed_link; /* worker->claimed, while claimed by a probe */
     uint8_t         op;           /* TMX_PROTO_EAGER / _RTS */
     uint8_t         sync;
-    uint8_t         credit_owed;  /* credit goes back when this is consumed */
+    uint8_t         credit_owed;  /* credit goes back when this is consumed: an eager
+                                   * credit (TMX_MSG_CREDIT_EAGER) or a ring slot (_RING) */
     uint8_t         pooled;       /* from worker->msg_mp, not malloc */
     uint64_t        ep_id;        /* the connection it came on (looked up, never a pointer) */
     size_t          length;       /* the sender's length */

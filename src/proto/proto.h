@@ -18,7 +18,9 @@
  * not yet consumed. The receiver gives a credit back when it matched the message or buffered it
  * within its unexpected budget; past the budget the credit is held until the message is
  * matched, so a sender that floods a receiver which does not post receives stops, and the
- * receiver's memory stays bounded (budget + peers * credits * eager_max).
+ * receiver's memory stays bounded (budget + peers * credits * eager_max). A message through a
+ * polling eager-RDMA ring takes no credit: the ring's slots hold it back the same way (ring.h,
+ * "Credits"), adding at most peers * slots * slot size.
  *
  * Every field of a received header is checked before use: lengths against the completion,
  * request ids through a hash lookup, never dereferenced as pointers.

@@ -187,12 +187,39 @@ static tmx_status_t tmx_ring_rx_write(tmx_ep_t *ep, tmx_ring_rx_t *rx, uint64_t 
     return status;
 }
 
+/* Slots the sender may count free: the messages we took, less those that sit unexpected past
+ * the budget (a polling ring's messages take no eager credit: this bounds our memory). Never
+ * less than what we reported before: a message held counts once it was taken, as before. */
+static inline uint64_t tmx_ring_rx_freed(const tmx_ep_t *ep, const tmx_ring_rx_t *rx)
+{
+    uint64_t f = rx->head > ep->ring_held ? rx->head - ep->ring_held : 0;
+
+    return f > rx->reported ? f : rx->reported;
+}
+
 /* The sender learns how many messages we took: its slots are free again. */
 static void tmx_ring_rx_report(tmx_ep_t *ep, tmx_ring_rx_t *rx)
 {
-    if (tmx_ring_rx_write(ep, rx, TMX_RING_CREDIT_OFF, tmx_ring_credit_pack(rx->head, 0), 0) ==
-        TMX_OK) {
-        rx->reported = rx->head;
+    uint64_t f = tmx_ring_rx_freed(ep, rx);
+
+    if (tmx_ring_rx_write(ep, rx, TMX_RING_CREDIT_OFF, tmx_ring_credit_pack(f, 0), 0) == TMX_OK) {
+        rx->reported = f;
+    }
+}
+
+void tmx_ring_rx_unheld(tmx_worker_t *w, uint64_t ep_id)
+{
+    tmx_ep_t      *ep = tmx_hash_get(&w->ep_by_id, ep_id);
+    tmx_ring_rx_t *rx;
+
+    if (ep == NULL || ep->ring_held == 0) {
+        return;
+    }
+    ep->ring_held--;
+    rx = ep->ring_rx;
+    if (rx != NULL && rx->active && !rx->revoking &&
+        tmx_ring_rx_freed(ep, rx) - rx->reported >= rx->slots / 2) {
+        tmx_ring_rx_report(ep, rx);
     }
 }
 
@@ -229,8 +256,10 @@ static int tmx_ring_rx_deliver(tmx_ep_t *ep, tmx_ring_rx_t *rx, const uint8_t *m
         rx->poll_at += rx->slot_size;
     }
     w->ring_stats.received++;
+    ep->ring_rx_now = rx->mode != TMX_RING_MODE_IMM; /* no eager credit (ring.h "Credits") */
     tmx_proto_rx_ring(ep->iface, ep, msg, len);
-    if (ep->ring_rx == rx && rx->head - rx->reported >= rx->slots / 2) {
+    ep->ring_rx_now = 0;
+    if (ep->ring_rx == rx && tmx_ring_rx_freed(ep, rx) - rx->reported >= rx->slots / 2) {
         tmx_ring_rx_report(ep, rx);
     }
     return 0;

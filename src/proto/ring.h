@@ -31,7 +31,14 @@
  * Credits. A slot is free again once the receiver has taken its message (matched, or copied
  * into an unexpected message); the receiver writes the count into the sender's control word
  * every half ring. A full ring, a message too big for a slot, or a sleeping receiver sends by
- * the queue instead, numbered like the rest: nothing waits for a slot.
+ * the queue instead, numbered like the rest: nothing waits for a slot. In the polling modes
+ * the slots are a ring message's only flow control: it takes no eager credit (proto.h), so no
+ * CREDIT message comes back through the queue for it. What eager credits also bound, the
+ * receiver's memory, the slots bound instead: a ring message copied unexpected past the
+ * budget (tmx_ep_t.ring_held) leaves its slot out of the count reported free until a receive
+ * takes it, so a sender that floods a receiver that does not receive fills the ring and then
+ * the queue's credits, and stops. With IMM a ring write consumes a posted receive like a
+ * SEND, and takes an eager credit like one.
  *
  * Sleeping. A write into memory wakes nobody. Before it sleeps (tmx_ring_arm), a receiver
  * polling rings writes "asleep" into each sender's control word, waits for those writes to
@@ -125,6 +132,9 @@ typedef struct tmx_ring_tx {
 void tmx_ring_ep_connected(tmx_ep_t *ep);
 void tmx_ring_ep_cleanup(tmx_ep_t *ep);
 
+/* Receiver: a polling ring's message that sat unexpected past the budget (its slot not
+ * reported free) left the unexpected queue. */
+void tmx_ring_rx_unheld(tmx_worker_t *w, uint64_t ep_id);
 /* Receiver: an eager message came through the queue on passive ep (may lend a ring). */
 void tmx_ring_rx_counted(tmx_ep_t *ep);
 /* Receiver: before the queue message of wc on ep is handled, the ring messages numbered before

@@ -10,6 +10,10 @@
  *  sleep   a ping-pong of 200 messages where each side polls a random while, then sleeps in
  *          tmx_worker_wait(-1) (no timeout): a ring write must wake its reader (or go by the
  *          queue); a lost wake hangs, which ring.sh's timeout turns into a failure
+ *  bound   rank 1 polls but posts no receive while rank 0 sends 2000 small messages: past the
+ *          unexpected budget (ring.sh sets a small TMX_UNEXP_BUDGET and RING_BOUND_MAX) a ring
+ *          message's slot is not given back until a receive takes it, so rank 0 must stall
+ *          (at most RING_BOUND_MAX sends done), then everything arrives in order
  *  stats   the worker query says that rings carried messages, filled up, met a sleeper, and
  *          what mode the connections into rank 1 have (RING_EXPECT_MODE)
  *
@@ -32,6 +36,7 @@ static tmx_worker_h worker;
 #define NORDER 3000
 #define NFULL  600
 #define NSLEEP 200
+#define NBOUND 2000
 #define MAXLEN (64 * 1024) /* rendezvous: above the default eager limit */
 #define TAG    7
 
@@ -198,6 +203,65 @@ static void phase_full(tmx_job_h job, tmx_ep_h ep)
     }
 }
 
+static double now_ms(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static void phase_bound(tmx_job_h job, tmx_ep_h ep, long max_done)
+{
+    static tmx_request_h reqs[NBOUND];
+    static unsigned char bufs[NBOUND][8];
+    double               t0;
+
+    CHECK(tmx_job_barrier(job));
+    t0 = now_ms();
+    if (rank == 0) {
+        unsigned done = 0;
+
+        for (unsigned i = 0; i < NBOUND; i++) {
+            reqs[i] = send_msg(ep, bufs[i], i, sizeof(bufs[i]), 0, 0);
+        }
+        while (now_ms() - t0 < 300) {
+            tmx_worker_progress(worker);
+        }
+        for (unsigned i = 0; i < NBOUND; i++) {
+            done += reqs[i] == NULL || tmx_request_test(reqs[i], NULL) != TMX_INPROGRESS;
+        }
+        CHECK(tmx_job_barrier(job));
+        printf("rank 0: bound: %u of %u sends done while the receiver took none\n", done,
+               NBOUND);
+        EXPECT(max_done < 0 || done <= (unsigned long)max_done,
+               "bound: %u sends done while the receiver posted no receive (at most %ld)", done,
+               max_done);
+        for (unsigned i = 0; i < NBOUND; i++) {
+            if (reqs[i] != NULL) {
+                CHECK(tmx_request_wait(reqs[i], NULL));
+                tmx_request_free(reqs[i]);
+            }
+        }
+    } else {
+        while (now_ms() - t0 < 500) {
+            tmx_worker_progress(worker); /* takes messages in, receives none */
+        }
+        CHECK(tmx_job_barrier(job));
+        for (unsigned i = 0; i < NBOUND; i++) {
+            tmx_tag_recv_info_t info;
+            tmx_request_h       r;
+            unsigned char       rbuf[8];
+            tmx_status_t        s;
+
+            CHECK(tmx_tag_recv_nb(worker, rbuf, sizeof(rbuf), TAG, ~(tmx_tag_t)0, NULL, &r));
+            s = tmx_request_wait(r, &info);
+            tmx_request_free(r);
+            check_msg("bound", i, s, &info, rbuf, sizeof(rbuf), 0);
+        }
+    }
+}
+
 /* Waits for the receive r, polling for up to spin_us, then asleep in tmx_worker_wait with no
  * timeout: a ring write that wakes nobody hangs here. */
 static tmx_status_t wait_asleep(tmx_request_h r, tmx_tag_recv_info_t *info, long spin_us)
@@ -263,6 +327,7 @@ int main(void)
     const char       *min  = getenv("RING_EXPECT_MIN");
     unsigned long long least = min != NULL ? strtoull(min, NULL, 10) : NORDER / 4;
     int               none   = want != NULL && strcmp(want, "none") == 0;
+    const char       *bmax   = getenv("RING_BOUND_MAX");
 
     CHECK(tmx_job_init(&job));
     rank = tmx_job_rank(job);
@@ -280,6 +345,8 @@ int main(void)
     printf("rank %d: full %s\n", rank, bad ? "FAILED" : "ok");
     phase_sleep(job, eps[1 - rank]);
     printf("rank %d: sleep %s\n", rank, bad ? "FAILED" : "ok");
+    phase_bound(job, eps[1 - rank], bmax != NULL ? strtol(bmax, NULL, 10) : -1);
+    printf("rank %d: bound %s\n", rank, bad ? "FAILED" : "ok");
 
     memset(&attr, 0, sizeof(attr));
     attr.field_mask = TMX_WORKER_ATTR_RING;

@@ -233,6 +233,9 @@ static tmx_status_t tmx_ring_rx_sleep(tmx_ep_t *ep, tmx_ring_rx_t *rx, int aslee
 static inline void tmx_ring_rx_aim(tmx_ring_rx_t *rx)
 {
     rx->poll_at     = rx->base + (rx->head & (rx->slots - 1)) * rx->slot_size + rx->slot_size - 1;
+    rx->poll_cell   = rx->cells == NULL ? rx->poll_at
+                                        : rx->cells + (rx->head & (rx->slots - 1)) * TMX_RING_CELL +
+                                              TMX_RING_CELL - 1;
     rx->poll_marker = tmx_ring_marker(rx->head, rx->slots_log2);
 }
 
@@ -256,6 +259,7 @@ tmx_ring_rx_deliver(tmx_ep_t *ep, tmx_ring_rx_t *rx, const uint8_t *msg, size_t 
         tmx_ring_rx_aim(rx); /* a new lap: the first slot, the next marker */
     } else {
         rx->poll_at += rx->slot_size;
+        rx->poll_cell += rx->cell_step;
     }
     w->ring_stats.received++;
     ep->ring_rx_now = rx->mode != TMX_RING_MODE_IMM; /* no eager credit (ring.h "Credits") */
@@ -278,7 +282,20 @@ static unsigned tmx_ring_rx_drain(tmx_ep_t *ep, tmx_ring_rx_t *rx, unsigned max)
         tmx_ring_msg_t msg;
         int            rc;
 
-        if (rx->mode == TMX_RING_MODE_WHOLE) {
+        if (rx->mode == TMX_RING_MODE_WHOLE && rx->cells != NULL) {
+            /* the position's cell, then its slot (ring.h "Cells"): the one whose number is
+             * not older than the next one (the other may show this marker from 255 laps ago) */
+            rc = tmx_ring_slot_read_whole(rx->poll_cell, rx->poll_marker, TMX_RING_CELL, &msg);
+            if (rc > 0 && (int32_t)(msg.seq - rx->expected) < 0) {
+                rc = 0;
+            }
+            if (rc == 0) {
+                rc = tmx_ring_slot_read_whole(rx->poll_at, rx->poll_marker, rx->slot_size, &msg);
+                if (rc > 0 && (int32_t)(msg.seq - rx->expected) < 0) {
+                    rc = 0;
+                }
+            }
+        } else if (rx->mode == TMX_RING_MODE_WHOLE) {
             /* rx->poll_at is the slot's last byte, poll_marker this lap's (tmx_ring_rx_aim) */
             rc = tmx_ring_slot_read_whole(rx->poll_at, rx->poll_marker, rx->slot_size, &msg);
         } else {
@@ -386,7 +403,11 @@ static void tmx_ring_grant(tmx_ep_t *ep)
         free(rx);
         return;
     }
-    status = ep->iface->ops->mem_alloc(ep->iface->pd, (size_t)rx->slots * rx->slot_size,
+    status = ep->iface->ops->mem_alloc(ep->iface->pd,
+                                       (size_t)rx->slots * rx->slot_size +
+                                           (rx->mode == TMX_RING_MODE_WHOLE
+                                                ? (size_t)rx->slots * TMX_RING_CELL
+                                                : 0),
                                        TMX_ACCESS_LOCAL_WRITE | TMX_ACCESS_REMOTE_WRITE, &rx->mr);
     if (status != TMX_OK) {
         tmx_debug("no eager-RDMA ring for %016llx: its memory: %s",
@@ -395,7 +416,9 @@ static void tmx_ring_grant(tmx_ep_t *ep)
         free(rx);
         return;
     }
-    rx->base    = rx->mr->addr;
+    rx->base      = rx->mr->addr;
+    rx->cells     = rx->mode == TMX_RING_MODE_WHOLE ? rx->base + rx->slots * rx->slot_size : NULL;
+    rx->cell_step = rx->cells != NULL ? TMX_RING_CELL : rx->slot_size;
     tmx_ring_rx_aim(rx);
     ep->ring_rx = rx;
     w->rings_rx++;
@@ -606,7 +629,8 @@ static unsigned tmx_ring_refusal(tmx_ep_t *ep, const tmx_proto_ring_hdr_t *h)
     if (mode == TMX_RING_MODE_NONE || mode >= TMX_RING_MODE_LAST || h->slots < 2 ||
         h->slots > 65536 || (h->slots & (h->slots - 1)) != 0 || h->slot_size < 128 ||
         h->slot_size > 65536 || h->slot_size % TMX_RING_BLOCK != 0 ||
-        h->slot_size > ep->iface->max_inline) {
+        h->slot_size > ep->iface->max_inline ||
+        (h->reserved != 0 && (h->reserved != TMX_RING_CELL || mode != TMX_RING_MODE_WHOLE))) {
         return TMX_RING_REFUSE_BAD;
     }
     if (tmx_ring_polling(mode) && ep->ooo) {
@@ -639,6 +663,7 @@ void tmx_ring_tx_grant(tmx_ep_t *ep, const uint8_t *buf, size_t len)
     tx->slot_size  = h.slot_size;
     tx->max        = tmx_ring_slot_max(tx->mode, tx->slot_size);
     tx->addr       = h.addr;
+    tx->cells      = h.reserved == TMX_RING_CELL ? h.addr + (uint64_t)h.slots * h.slot_size : 0;
     tx->rkey       = h.rkey;
     tx->seq_on     = tmx_ring_polling(tx->mode);
     if ((tx->mode == TMX_RING_MODE_ALIGNED128 && (tx->stage = malloc(tx->slot_size)) == NULL) ||
@@ -725,6 +750,7 @@ tmx_status_t tmx_ring_ctrl_post(tmx_ep_t *ep, uint8_t op, int32_t status)
         h.rkey      = rx->mr->rkey;
         h.slots     = rx->slots;
         h.slot_size = (uint32_t)rx->slot_size;
+        h.reserved  = rx->cells != NULL ? TMX_RING_CELL : 0; /* the cells follow the slots */
     } else if (status == TMX_RING_REFUSE_NONE) {
         tmx_ring_tx_t *tx = ep->ring_tx;
 
@@ -802,7 +828,13 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
     wr.wr_id            = TMX_WRID(TMX_WRID_RING_TX, ep->id);
     wr.sg_list          = rw.sge;
     wr.num_sge          = rw.num_sge;
-    wr.rdma.remote_addr = tx->addr + (tx->head & (tx->slots - 1)) * tx->slot_size + rw.off;
+    if (tx->cells != 0 && rw.len <= TMX_RING_CELL) {
+        /* to the position's cell, laid out as in a slot (ring.h "Cells") */
+        wr.rdma.remote_addr = tx->cells + (tx->head & (tx->slots - 1)) * TMX_RING_CELL +
+                              TMX_RING_CELL - rw.len;
+    } else {
+        wr.rdma.remote_addr = tx->addr + (tx->head & (tx->slots - 1)) * tx->slot_size + rw.off;
+    }
     wr.rdma.rkey        = tx->rkey;
     wr.send_flags       = TMX_SEND_INLINE;
     if (tx->mode == TMX_RING_MODE_IMM) {
@@ -889,7 +921,10 @@ tmx_status_t tmx_ring_arm(tmx_worker_t *w)
         tmx_ring_rx_t *rx = tmx_container_of(l, tmx_ring_rx_t, link);
 
         if (tmx_ring_slot_ready(rx->base + (rx->head & (rx->slots - 1)) * rx->slot_size,
-                                rx->slot_size, rx->slots_log2, rx->head)) {
+                                rx->slot_size, rx->slots_log2, rx->head) ||
+            (rx->cells != NULL &&
+             tmx_ring_slot_ready(rx->cells + (rx->head & (rx->slots - 1)) * TMX_RING_CELL,
+                                 TMX_RING_CELL, rx->slots_log2, rx->head))) {
             return TMX_ERR_BUSY;
         }
     }

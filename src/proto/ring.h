@@ -28,6 +28,16 @@
  * so they are in its memory by the time the queue message completes. With IMM, ring messages
  * complete in the same completion queue as the rest, in order.
  *
+ * Cells (WHOLE only). Next to its slots a ring has one 64-byte cell per slot, all in a row
+ * after the slots (TMX_RING_CELL; the grant says so in its last word). A message that fits a
+ * cell with its flag (a 40-byte payload behind the 16-byte header) is written to its
+ * position's cell, laid out as in a slot; a larger one to its slot. The reader looks at both
+ * for the position's marker, the cell first. Small messages in a row then land in adjacent
+ * lines, not one line per 2 KiB slot: where moving a line between the cores is slow, the
+ * reader's cache fetches the next ones ahead (compare.sh 8 B rate). A cell or a slot not
+ * written for 255 laps shows this lap's marker again: the reader takes only the one whose
+ * sequence number is the next, and passes over one that is older.
+ *
  * Credits. A slot is free again once the receiver has taken its message (matched, or copied
  * into an unexpected message); the receiver writes the count into the sender's control word
  * every half ring. A full ring, a message too big for a slot, or a sleeping receiver sends by
@@ -85,7 +95,10 @@ typedef struct tmx_ring_rx {
      * head), kept up to date with head (tmx_ring_rx_aim): the poll of an idle ring is a load
      * and a compare */
     const uint8_t *poll_at;
+    const uint8_t *poll_cell;  /* the position's cell's last byte (poll_at when no cells) */
     uint8_t    poll_marker;
+    uint8_t   *cells;      /* WHOLE: slots cells of TMX_RING_CELL bytes after the slots */
+    size_t     cell_step;  /* what poll_cell moves by: TMX_RING_CELL, or slot_size (none) */
     uint64_t   reported;   /* head last written into the sender's control word */
     uint32_t   expected;   /* polling modes: sequence number of the sender's next message */
     int        seq_seen;   /* a numbered queue message came: expected is valid */
@@ -113,6 +126,7 @@ typedef struct tmx_ring_tx {
     size_t    slot_size;
     size_t    max;         /* largest message (header and payload) a slot takes */
     uint64_t  addr;        /* the receiver's slots */
+    uint64_t  cells;       /* and its cells (ring.h "Cells"), 0: none */
     uint32_t  rkey;
     uint64_t  head;        /* messages written */
     uint8_t   marker;      /* tmx_ring_marker(head): it changes once a lap */
@@ -168,7 +182,8 @@ static inline unsigned tmx_ring_poll(tmx_worker_t *w)
     tmx_list_for_each_safe(l, t, &w->ring_polled) {
         tmx_ring_rx_t *rx = tmx_container_of(l, tmx_ring_rx_t, link);
 
-        if (__atomic_load_n(rx->poll_at, __ATOMIC_ACQUIRE) == rx->poll_marker) {
+        if (__atomic_load_n(rx->poll_cell, __ATOMIC_ACQUIRE) == rx->poll_marker ||
+            __atomic_load_n(rx->poll_at, __ATOMIC_ACQUIRE) == rx->poll_marker) {
             n += tmx_ring_poll_rx(rx);
         }
     }

@@ -49,6 +49,9 @@ typedef enum {
 #define TMX_RING_BLOCK      128
 #define TMX_RING_BLOCK_DATA (TMX_RING_BLOCK - TMX_RING_FLAG)
 #define TMX_RING_HLEN_MAX   255 /* a header's length travels in a byte */
+/* WHOLE: bytes of a cell (ring.h, "Cells"): a message of up to this much, flag included,
+ * goes to its position's cell instead of its slot */
+#define TMX_RING_CELL       64
 
 /* The mode's name, for logs and the worker query: "whole", "aligned128", "imm", "none". */
 const char *tmx_ring_mode_name(unsigned mode);

@@ -10,6 +10,10 @@
  *  sleep   a ping-pong of 200 messages where each side polls a random while, then sleeps in
  *          tmx_worker_wait(-1) (no timeout): a ring write must wake its reader (or go by the
  *          queue); a lost wake hangs, which ring.sh's timeout turns into a failure
+ *  stale   a ping-pong whose messages go for over 255 laps to the cells, then to the slots,
+ *          after a few of the other kind: the position the reader waits at shows this lap's
+ *          marker from 255 laps ago in the place not written since (ring.h "Cells"); it must
+ *          pass over it, not take it, nor fail the connection
  *  bound   rank 1 polls but posts no receive while rank 0 sends 2000 small messages: past the
  *          unexpected budget (ring.sh sets a small TMX_UNEXP_BUDGET and RING_BOUND_MAX) a ring
  *          message's slot is not given back until a receive takes it, so rank 0 must stall
@@ -203,6 +207,48 @@ static void phase_full(tmx_job_h job, tmx_ep_h ep)
     }
 }
 
+/* Ping-pong of n messages of len bytes from rank 0 (checked by rank 1, which answers 8 bytes),
+ * numbered from first. */
+static void pingpong(tmx_ep_h ep, unsigned first, unsigned n, size_t len)
+{
+    static unsigned char buf[MAXLEN], rbuf[MAXLEN];
+
+    for (unsigned i = first; i < first + n; i++) {
+        tmx_tag_recv_info_t info;
+        tmx_request_h       r, sr;
+        tmx_status_t        s;
+        size_t              want = rank == 0 ? 8 : len;
+
+        CHECK(tmx_tag_recv_nb(worker, rbuf, want, TAG, ~(tmx_tag_t)0, NULL, &r));
+        if (rank == 0) {
+            sr = send_msg(ep, buf, i, len, 0, 0);
+            s  = tmx_request_wait(r, &info);
+        } else {
+            s  = tmx_request_wait(r, &info);
+            sr = send_msg(ep, buf, i, 8, 0, 0);
+        }
+        if (sr != NULL) {
+            CHECK(tmx_request_wait(sr, NULL));
+            tmx_request_free(sr);
+        }
+        tmx_request_free(r);
+        check_msg("stale", i, s, &info, rbuf, want, 0);
+        EXPECT(info.length != want || intact(rbuf, want, i), "stale %u: torn", i);
+    }
+}
+
+static void phase_stale(tmx_job_h job, tmx_ep_h ep)
+{
+    unsigned laps = 260 * 8; /* more than 255 laps of rings of up to 8 slots */
+
+    CHECK(tmx_job_barrier(job));
+    pingpong(ep, 0, 8, 100);        /* slots */
+    pingpong(ep, 8, laps, 8);       /* cells */
+    pingpong(ep, 8 + laps, 8, 8);   /* cells */
+    pingpong(ep, 16 + laps, laps, 100); /* slots */
+    CHECK(tmx_job_barrier(job));
+}
+
 static double now_ms(void)
 {
     struct timespec t;
@@ -345,6 +391,8 @@ int main(void)
     printf("rank %d: full %s\n", rank, bad ? "FAILED" : "ok");
     phase_sleep(job, eps[1 - rank]);
     printf("rank %d: sleep %s\n", rank, bad ? "FAILED" : "ok");
+    phase_stale(job, eps[1 - rank]);
+    printf("rank %d: stale %s\n", rank, bad ? "FAILED" : "ok");
     phase_bound(job, eps[1 - rank], bmax != NULL ? strtol(bmax, NULL, 10) : -1);
     printf("rank %d: bound %s\n", rank, bad ? "FAILED" : "ok");
 

@@ -323,6 +323,27 @@ void tmx_proto_consumed(tmx_worker_t *w, uint64_t ep_id)
     }
 }
 
+tmx_status_t tmx_proto_eager_queue(tmx_ep_t *ep, const void *buf, size_t len, uint64_t tag,
+                                   uint64_t imm)
+{
+    tmx_proto_hdr_t h;
+    tmx_status_t    status;
+
+    if (ep->credits <= 0) {
+        ep->worker->num_credit_stalls++;
+        return TMX_ERR_NO_RESOURCE;
+    }
+    h.op       = TMX_PROTO_EAGER;
+    h.reserved = imm != 0 ? TMX_PROTO_HDR_IMM : 0;
+    h.status   = (int32_t)(uint32_t)imm;
+    h.tag      = tag;
+    status     = tmx_proto_post_ring(ep, &h, sizeof(h), buf, len, 0);
+    if (status == TMX_OK) {
+        ep->credits--;
+    }
+    return status;
+}
+
 /* The fast path: a standard eager send that completes on return. */
 tmx_status_t tmx_proto_eager_try(tmx_ep_t *ep, const void *buf, size_t len, uint64_t tag,
                                  uint64_t imm)
@@ -334,28 +355,10 @@ tmx_status_t tmx_proto_eager_try(tmx_ep_t *ep, const void *buf, size_t len, uint
     if (tx != NULL && tx->seq_on) {
         /* a polling ring: its slots are the flow control, no eager credit is taken (ring.h,
          * "Credits"); when it cannot take the message, the queue does, with a credit */
-        unsigned give = ep->credits_owed > 0xffff ? 0xffff : ep->credits_owed;
-
-        h.op       = TMX_PROTO_EAGER;
-        h.reserved = imm != 0 ? TMX_PROTO_HDR_IMM : 0;
-        h.credits  = (uint16_t)give;
-        h.status   = (int32_t)(uint32_t)imm;
-        h.tag      = tag;
-        if (tmx_ring_send(ep, &h, sizeof(h), buf, len) == TMX_OK) {
-            ep->ctag_tx    = tag;
-            ep->ctag_tx_ok = 1;
-            ep->credits_owed -= give;
+        if (tmx_ring_eager_try(ep, buf, len, tag, imm) == TMX_OK) {
             return TMX_OK;
         }
-        if (ep->credits <= 0) {
-            ep->worker->num_credit_stalls++;
-            return TMX_ERR_NO_RESOURCE;
-        }
-        status = tmx_proto_post_ring(ep, &h, sizeof(h), buf, len, 0);
-        if (status == TMX_OK) {
-            ep->credits--;
-        }
-        return status;
+        return tmx_proto_eager_queue(ep, buf, len, tag, imm);
     }
     if (ep->credits <= 0) {
         ep->worker->num_credit_stalls++;

@@ -155,6 +155,10 @@ void tmx_proto_consumed(tmx_worker_t *w, uint64_t ep_id);
 void tmx_proto_ep_queue(tmx_ep_t *ep, tmx_request_t *req);
 tmx_status_t tmx_proto_eager_try(tmx_ep_t *ep, const void *buf, size_t len, uint64_t tag,
                                  uint64_t imm);
+/* tmx_proto_eager_try past a polling ring that could not take the message: the queue, with
+ * an eager credit (tmx_tag_send_nb tries the ring itself first, tmx_ring_eager_try). */
+tmx_status_t tmx_proto_eager_queue(tmx_ep_t *ep, const void *buf, size_t len, uint64_t tag,
+                                   uint64_t imm);
 void tmx_proto_ctrl_drop(tmx_ep_t *ep);
 tmx_status_t tmx_proto_post_hdr(tmx_ep_t *ep, void *hdr, size_t hdr_len);
 tmx_status_t tmx_proto_post_tagged(tmx_ep_t *ep, uint8_t opcode, uint32_t app_ctx, uint64_t tag,

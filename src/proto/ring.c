@@ -666,6 +666,7 @@ void tmx_ring_tx_grant(tmx_ep_t *ep, const uint8_t *buf, size_t len)
     tx->cells      = h.reserved == TMX_RING_CELL ? h.addr + (uint64_t)h.slots * h.slot_size : 0;
     tx->rkey       = h.rkey;
     tx->seq_on     = tmx_ring_polling(tx->mode);
+    tx->caps       = iface->dev->attr.caps;
     if ((tx->mode == TMX_RING_MODE_ALIGNED128 && (tx->stage = malloc(tx->slot_size)) == NULL) ||
         (iface->ops->mem_alloc(iface->pd, TMX_RING_BLOCK,
                                TMX_ACCESS_LOCAL_WRITE | TMX_ACCESS_REMOTE_WRITE,
@@ -775,7 +776,7 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
     tmx_ring_tx_t *tx    = ep->ring_tx;
     tmx_iface_t   *iface = ep->iface;
     tmx_worker_t  *w     = ep->worker;
-    uint64_t       caps  = iface->dev->attr.caps;
+    uint64_t       caps  = tx->caps;
     uint64_t       img[2 * TMX_RING_SMALL / 8]; /* half used; the rest quiets -Warray-bounds */
     tmx_ring_wr_t  rw;
     tmx_send_wr_t  wr, *bad;
@@ -813,7 +814,11 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
         size_t   mlen = hlen + len;
         uint64_t flag = tmx_ring_flag(tx->seq, mlen, hlen, tx->marker);
 
-        tmx_copy(img, hdr, hlen);
+        if (hlen == sizeof(tmx_proto_hdr_t)) {
+            memcpy(img, hdr, sizeof(tmx_proto_hdr_t)); /* a plain EAGER's: two moves */
+        } else {
+            tmx_copy(img, hdr, hlen);
+        }
         tmx_copy((uint8_t *)img + hlen, buf, len);
         memcpy((uint8_t *)img + mlen, &flag, sizeof(flag));
         rw.len       = mlen + TMX_RING_FLAG;

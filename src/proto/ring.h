@@ -135,6 +135,7 @@ typedef struct tmx_ring_tx {
     int       ready;       /* our RING_ACK is posted: ring messages may follow it */
     int       returning;   /* asked back: RING_RETURN sent, our word kept until RING_DONE */
     int       seq_on;      /* polling modes: every message carries a sequence number */
+    uint64_t  caps;        /* the device's capabilities (read once, at the grant) */
     uint32_t  seq;         /* the next one */
     tmx_mr_t *ctrl_mr;     /* our control word, written by the receiver */
     int       ctrl_host;   /* ctrl_mr from tmx_prov_host_mem_alloc, not the device */
@@ -195,6 +196,29 @@ static inline unsigned tmx_ring_poll(tmx_worker_t *w)
  * the receiver sleeps). */
 tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const void *buf,
                            size_t len);
+
+/* tmx_proto_eager_try's first step, inline in the send call: a plain EAGER through a polling
+ * ring, which takes no eager credit ("Credits"). TMX_OK: sent; TMX_ERR_NO_RESOURCE: not by
+ * the ring (the queue may carry it). */
+static inline tmx_status_t tmx_ring_eager_try(tmx_ep_t *ep, const void *buf, size_t len,
+                                              uint64_t tag, uint64_t imm)
+{
+    tmx_proto_hdr_t h;
+    unsigned        give = ep->credits_owed > 0xffff ? 0xffff : ep->credits_owed;
+
+    h.op       = TMX_PROTO_EAGER;
+    h.reserved = imm != 0 ? TMX_PROTO_HDR_IMM : 0;
+    h.credits  = (uint16_t)give;
+    h.status   = (int32_t)(uint32_t)imm;
+    h.tag      = tag;
+    if (tmx_ring_send(ep, &h, sizeof(h), buf, len) != TMX_OK) {
+        return TMX_ERR_NO_RESOURCE;
+    }
+    ep->ctag_tx    = tag;
+    ep->ctag_tx_ok = 1;
+    ep->credits_owed -= give;
+    return TMX_OK;
+}
 
 /* Sleeping: TMX_OK when every ring sender knows we sleep and no ring holds a message,
  * TMX_ERR_BUSY otherwise (poll, then arm again). Awake: messages reached us since. */

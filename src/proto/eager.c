@@ -14,6 +14,7 @@
 #include "proto/ring.h"
 #include "util/copy.h"
 #include "util/log.h"
+#include "util/time.h"
 
 typedef struct tmx_proto_ctrl {
     tmx_list_t     list;
@@ -328,7 +329,11 @@ tmx_status_t tmx_proto_eager_queue(tmx_ep_t *ep, const void *buf, size_t len, ui
 {
     tmx_proto_hdr_t h;
     tmx_status_t    status;
+    tmx_ring_tx_t  *tx = ep->ring_tx;
 
+    if (tx != NULL && tx->full_ns != 0 && tmx_time_ns() - tx->full_ns < TMX_RING_SPILL_NS) {
+        return TMX_ERR_NO_RESOURCE; /* the ring is full: wait for its slots a while (ring.h) */
+    }
     if (ep->credits <= 0) {
         ep->worker->num_credit_stalls++;
         return TMX_ERR_NO_RESOURCE;

@@ -217,9 +217,8 @@ void tmx_ring_rx_unheld(tmx_worker_t *w, uint64_t ep_id)
     }
     ep->ring_held--;
     rx = ep->ring_rx;
-    if (rx != NULL && rx->active && !rx->revoking &&
-        tmx_ring_rx_freed(ep, rx) - rx->reported >= rx->slots / 2) {
-        tmx_ring_rx_report(ep, rx);
+    if (rx != NULL && rx->active && !rx->revoking && tmx_ring_rx_freed(ep, rx) > rx->reported) {
+        tmx_ring_rx_report(ep, rx); /* the sender may wait for these slots (TMX_RING_SPILL_NS) */
     }
 }
 
@@ -797,8 +796,12 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
         tmx_ring_tx_credits(tx);
         if (tx->head - tx->consumed >= tx->slots) {
             w->ring_stats.full++;
+            if (tx->full_ns == 0) {
+                tx->full_ns = tmx_time_ns();
+            }
             return TMX_ERR_NO_RESOURCE;
         }
+        tx->full_ns = 0;
     }
     if (tx->asleep) {
         tmx_ring_tx_sleep(tx);

@@ -486,5 +486,19 @@ int main(int argc, char **argv)
         DIE("unknown mode %s", mode);
     }
     printf("mode %s n %ld size %zu polls %lu\n", mode, n, size, polls);
+    if (strncmp(mode, "tmx-", 4) == 0) {
+        /* where the messages went (counts include the warm-up) */
+        for (int i = 0; i < 2; i++) {
+            tmx_worker_attr_t a;
+
+            memset(&a, 0, sizeof(a));
+            a.field_mask = TMX_WORKER_ATTR_RING;
+            if (tmx_worker_query(wk[i], &a) == TMX_OK) {
+                printf("worker %d ring sent %llu received %llu full %llu asleep %llu\n", i,
+                       (unsigned long long)a.ring.sent, (unsigned long long)a.ring.received,
+                       (unsigned long long)a.ring.full, (unsigned long long)a.ring.asleep);
+            }
+        }
+    }
     return 0;
 }

@@ -36,69 +36,6 @@ tmx_status_t tmx_request_params_check(const tmx_request_params_t *params, int is
     return TMX_OK;
 }
 
-tmx_request_t *tmx_request_alloc(tmx_worker_t *w, tmx_req_type_t type,
-                                 const tmx_request_params_t *params)
-{
-    tmx_request_t *req = tmx_mpool_get(&w->req_mp);
-
-    if (req == NULL) {
-        return NULL;
-    }
-    /* Every field but exp (set when the receive is posted, read only while it is) by hand:
-     * clearing the whole struct was a tenth of the work of receiving an eager message. A new
-     * field of tmx_request_t needs its line here. */
-    req->magic             = TMX_MAGIC_REQ;
-    req->type              = (uint16_t)type;
-    req->flags             = 0;
-    req->status            = TMX_INPROGRESS;
-    req->done              = 0; /* the last reader took the lock since (free, or alloc here) */
-    req->worker            = w;
-    req->ep                = NULL;
-    req->buf               = NULL;
-    req->len               = 0;
-    req->tag               = 0;
-    req->info.tag          = 0;
-    req->info.length       = 0;
-    req->info.sender       = 0;
-    req->info.has_imm      = 0;
-    req->info.imm          = 0;
-    req->imm               = 0;
-    req->cb.send           = NULL;
-    req->cb.recv           = NULL;
-    req->user_data         = NULL;
-    req->id                = 0;
-    req->mr                = NULL;
-    req->memh              = NULL;
-    req->rndv_sreq_id      = 0;
-    req->rndv_ep_id        = 0;
-    req->reads_left        = 0;
-    req->rndv_status       = TMX_OK;
-    req->rndv_n            = 0;
-    req->rndv_off          = 0;
-    req->tme.state         = TMX_TM_NONE;
-    req->tm_held           = NULL;
-    req->tm_cancel         = 0;
-    atomic_store_explicit(&req->fail_epoch,
-                          atomic_load_explicit(&w->fail_epoch, memory_order_relaxed),
-                          memory_order_relaxed);
-    tmx_list_init(&req->pending_link);
-    if (params != NULL) {
-        if (params->field_mask & TMX_REQ_PARAM_CALLBACK) {
-            memcpy(&req->cb, &params->cb, sizeof(req->cb)); /* same layout: two callback pointers */
-        }
-        if (params->field_mask & TMX_REQ_PARAM_USER_DATA) {
-            req->user_data = params->user_data;
-        }
-        if ((params->field_mask & TMX_REQ_PARAM_FLAGS) && (params->flags & TMX_SEND_FLAG_SYNC)) {
-            req->flags |= TMX_REQ_FLAG_SYNC;
-        }
-        if (type == TMX_REQ_SEND && (params->field_mask & TMX_REQ_PARAM_IMM)) {
-            req->imm = TMX_PROTO_IMM(params->imm);
-        }
-    }
-    return req;
-}
-
 void tmx_request_release(tmx_request_t *req)
 {
     req->magic = TMX_MAGIC_DEAD;

@@ -5,6 +5,7 @@
 
 #include "core/core.h"
 #include "proto/proto.h"
+#include "proto/ring.h"
 #include "util/log.h"
 
 static tmx_status_t tmx_buf_check(const void *buf, size_t len)
@@ -50,7 +51,15 @@ TMX_API tmx_status_t tmx_tag_send_nb(tmx_ep_h ep, const void *buf, size_t len, t
     /* Fast path: connected, nothing queued before us, eager: done on return. */
     if (!sync && len <= ep->eager_max && ep->state == TMX_EP_CONNECTED &&
         tmx_list_is_empty(&ep->pending) && (imm == 0 || !ep->iface->tm_on)) {
-        status = tmx_proto_eager_try(ep, buf, len, tag, imm);
+        if (ep->ring_tx != NULL && ep->ring_tx->seq_on) {
+            /* tmx_proto_eager_try, its ring step inline */
+            status = tmx_ring_eager_try(ep, buf, len, tag, imm);
+            if (status != TMX_OK) {
+                status = tmx_proto_eager_queue(ep, buf, len, tag, imm);
+            }
+        } else {
+            status = tmx_proto_eager_try(ep, buf, len, tag, imm);
+        }
         if (status == TMX_OK) {
             *request_p = NULL;
             goto out;

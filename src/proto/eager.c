@@ -14,6 +14,7 @@
 #include "proto/ring.h"
 #include "util/copy.h"
 #include "util/log.h"
+#include "util/time.h"
 
 typedef struct tmx_proto_ctrl {
     tmx_list_t     list;
@@ -305,6 +306,9 @@ void tmx_proto_credit_return(tmx_ep_t *ep)
 {
     unsigned threshold = ep->worker->eager_credits / 2;
 
+    if (ep->ring_rx_now) {
+        return; /* a polling ring's message took no eager credit (ring.h, "Credits") */
+    }
     ep->credits_owed++;
     if (ep->credits_owed >= (threshold ? threshold : 1) && ep->state == TMX_EP_CONNECTED) {
         tmx_proto_send_ctrl(ep, TMX_PROTO_CREDIT, 0, 0);
@@ -320,13 +324,47 @@ void tmx_proto_consumed(tmx_worker_t *w, uint64_t ep_id)
     }
 }
 
+tmx_status_t tmx_proto_eager_queue(tmx_ep_t *ep, const void *buf, size_t len, uint64_t tag,
+                                   uint64_t imm)
+{
+    tmx_proto_hdr_t h;
+    tmx_status_t    status;
+    tmx_ring_tx_t  *tx = ep->ring_tx;
+
+    if (tx != NULL && tx->full_ns != 0 && tmx_time_ns() - tx->full_ns < TMX_RING_SPILL_NS) {
+        return TMX_ERR_NO_RESOURCE; /* the ring is full: wait for its slots a while (ring.h) */
+    }
+    if (ep->credits <= 0) {
+        ep->worker->num_credit_stalls++;
+        return TMX_ERR_NO_RESOURCE;
+    }
+    h.op       = TMX_PROTO_EAGER;
+    h.reserved = imm != 0 ? TMX_PROTO_HDR_IMM : 0;
+    h.status   = (int32_t)(uint32_t)imm;
+    h.tag      = tag;
+    status     = tmx_proto_post_ring(ep, &h, sizeof(h), buf, len, 0);
+    if (status == TMX_OK) {
+        ep->credits--;
+    }
+    return status;
+}
+
 /* The fast path: a standard eager send that completes on return. */
 tmx_status_t tmx_proto_eager_try(tmx_ep_t *ep, const void *buf, size_t len, uint64_t tag,
                                  uint64_t imm)
 {
     tmx_proto_hdr_t h;
     tmx_status_t    status;
+    tmx_ring_tx_t  *tx = ep->ring_tx;
 
+    if (tx != NULL && tx->seq_on) {
+        /* a polling ring: its slots are the flow control, no eager credit is taken (ring.h,
+         * "Credits"); when it cannot take the message, the queue does, with a credit */
+        if (tmx_ring_eager_try(ep, buf, len, tag, imm) == TMX_OK) {
+            return TMX_OK;
+        }
+        return tmx_proto_eager_queue(ep, buf, len, tag, imm);
+    }
     if (ep->credits <= 0) {
         ep->worker->num_credit_stalls++;
         return TMX_ERR_NO_RESOURCE;
@@ -415,19 +453,43 @@ tmx_status_t tmx_proto_send(tmx_ep_t *ep, tmx_request_t *req)
 {
     tmx_proto_sync_hdr_t h;
     tmx_status_t         status;
+    /* a polling ring takes eager messages without an eager credit (ring.h, "Credits") */
+    int                  ring = ep->ring_tx != NULL && ep->ring_tx->seq_on;
 
-    if (ep->credits <= 0) {
-        ep->worker->num_credit_stalls++;
-        return TMX_ERR_NO_RESOURCE;
-    }
     /* decided here, not at post time: the limit is agreed only once connected. With
      * tag-matching offload immediate data goes by rendezvous (proto.h). */
     if (req->len > ep->eager_max || (req->imm != 0 && ep->iface->tm_on)) {
+        if (ep->credits <= 0) {
+            ep->worker->num_credit_stalls++;
+            return TMX_ERR_NO_RESOURCE;
+        }
         req->flags |= TMX_REQ_FLAG_RNDV;
         return tmx_proto_rndv_send(ep, req);
     }
     if (!(req->flags & TMX_REQ_FLAG_SYNC)) {
         return tmx_proto_eager_try(ep, req->buf, req->len, req->tag, req->imm);
+    }
+    if (ring && !ep->iface->tm_on) {
+        unsigned give = ep->credits_owed > 0xffff ? 0xffff : ep->credits_owed;
+
+        memset(&h, 0, sizeof(h));
+        h.base.op       = TMX_PROTO_EAGER_SYNC;
+        h.base.tag      = req->tag;
+        h.base.reserved = req->imm != 0 ? TMX_PROTO_HDR_IMM : 0;
+        h.base.status   = (int32_t)(uint32_t)req->imm;
+        h.base.credits  = (uint16_t)give;
+        h.sreq_id       = tmx_proto_sreq_id_peek(ep->worker);
+        if (tmx_ring_send(ep, &h, sizeof(h), req->buf, req->len) == TMX_OK) {
+            ep->ctag_tx    = req->tag;
+            ep->ctag_tx_ok = 1;
+            ep->credits_owed -= give;
+            tmx_proto_outstanding_add(ep, req);
+            return TMX_INPROGRESS;
+        }
+    }
+    if (ep->credits <= 0) {
+        ep->worker->num_credit_stalls++;
+        return TMX_ERR_NO_RESOURCE;
     }
     if (ep->iface->tm_on) {
         status = tmx_proto_post_tagged(ep, TMX_TMH_EAGER,
@@ -440,7 +502,7 @@ tmx_status_t tmx_proto_send(tmx_ep_t *ep, tmx_request_t *req)
         h.base.reserved = req->imm != 0 ? TMX_PROTO_HDR_IMM : 0;
         h.base.status   = (int32_t)(uint32_t)req->imm;
         h.sreq_id  = tmx_proto_sreq_id_peek(ep->worker); /* becomes req->id below if posted */
-        status     = tmx_proto_post(ep, &h, sizeof(h), req->buf, req->len);
+        status     = tmx_proto_post_ring(ep, &h, sizeof(h), req->buf, req->len, !ring);
     }
     if (status != TMX_OK) {
         return status;
@@ -525,8 +587,10 @@ void tmx_proto_progress_pending(tmx_worker_t *w)
 static void tmx_proto_message_release(tmx_worker_t *w, tmx_message_t *msg)
 {
     w->unexp_bytes -= msg->mem_size;
-    if (msg->credit_owed) {
+    if (msg->credit_owed == TMX_MSG_CREDIT_EAGER) {
         tmx_proto_consumed(w, msg->ep_id);
+    } else if (msg->credit_owed == TMX_MSG_CREDIT_RING) {
+        tmx_ring_rx_unheld(w, msg->ep_id);
     }
     msg->magic = TMX_MAGIC_DEAD;
     if (msg->pooled) {
@@ -639,8 +703,11 @@ static tmx_message_t *tmx_proto_message_new(tmx_ep_t *ep, uint8_t op, int sync, 
      * message, which stops a sender that floods a receiver that does not receive. */
     if (w->unexp_bytes <= w->unexp_budget) {
         tmx_proto_credit_return(ep);
+    } else if (ep->ring_rx_now) {
+        msg->credit_owed = TMX_MSG_CREDIT_RING; /* its slot is not reported free until then */
+        ep->ring_held++;
     } else {
-        msg->credit_owed = 1;
+        msg->credit_owed = TMX_MSG_CREDIT_EAGER;
     }
     return msg;
 }
@@ -972,8 +1039,9 @@ void tmx_proto_rx_ring(tmx_iface_t *iface, tmx_ep_t *ep, const uint8_t *buf, siz
     rreq->info.has_imm = 0;
     rreq->info.imm     = 0;
     threshold          = w->eager_credits / 2;
-    if (++ep->credits_owed >= (threshold ? threshold : 1) && ep->state == TMX_EP_CONNECTED) {
-        tmx_proto_send_ctrl(ep, TMX_PROTO_CREDIT, 0, 0); /* tmx_proto_credit_return */
+    if (!ep->ring_rx_now && /* tmx_proto_credit_return: none for a polling ring's message */
+        ++ep->credits_owed >= (threshold ? threshold : 1) && ep->state == TMX_EP_CONNECTED) {
+        tmx_proto_send_ctrl(ep, TMX_PROTO_CREDIT, 0, 0);
     }
     /* tmx_proto_deliver */
     dlen = len - sizeof(h);

@@ -18,7 +18,9 @@
  * not yet consumed. The receiver gives a credit back when it matched the message or buffered it
  * within its unexpected budget; past the budget the credit is held until the message is
  * matched, so a sender that floods a receiver which does not post receives stops, and the
- * receiver's memory stays bounded (budget + peers * credits * eager_max).
+ * receiver's memory stays bounded (budget + peers * credits * eager_max). A message through a
+ * polling eager-RDMA ring takes no credit: the ring's slots hold it back the same way (ring.h,
+ * "Credits"), adding at most peers * slots * slot size.
  *
  * Every field of a received header is checked before use: lengths against the completion,
  * request ids through a hash lookup, never dereferenced as pointers.
@@ -153,6 +155,10 @@ void tmx_proto_consumed(tmx_worker_t *w, uint64_t ep_id);
 void tmx_proto_ep_queue(tmx_ep_t *ep, tmx_request_t *req);
 tmx_status_t tmx_proto_eager_try(tmx_ep_t *ep, const void *buf, size_t len, uint64_t tag,
                                  uint64_t imm);
+/* tmx_proto_eager_try past a polling ring that could not take the message: the queue, with
+ * an eager credit (tmx_tag_send_nb tries the ring itself first, tmx_ring_eager_try). */
+tmx_status_t tmx_proto_eager_queue(tmx_ep_t *ep, const void *buf, size_t len, uint64_t tag,
+                                   uint64_t imm);
 void tmx_proto_ctrl_drop(tmx_ep_t *ep);
 tmx_status_t tmx_proto_post_hdr(tmx_ep_t *ep, void *hdr, size_t hdr_len);
 tmx_status_t tmx_proto_post_tagged(tmx_ep_t *ep, uint8_t opcode, uint32_t app_ctx, uint64_t tag,

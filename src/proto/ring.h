@@ -28,10 +28,31 @@
  * so they are in its memory by the time the queue message completes. With IMM, ring messages
  * complete in the same completion queue as the rest, in order.
  *
+ * Cells (WHOLE only). Next to its slots a ring has one 64-byte cell per slot, all in a row
+ * after the slots (TMX_RING_CELL; the grant says so in its last word). A message that fits a
+ * cell with its flag (a 40-byte payload behind the 16-byte header) is written to its
+ * position's cell, laid out as in a slot; a larger one to its slot. The reader looks at both
+ * for the position's marker, the cell first. Small messages in a row then land in adjacent
+ * lines, not one line per 2 KiB slot: where moving a line between the cores is slow, the
+ * reader's cache fetches the next ones ahead (compare.sh 8 B rate). A cell or a slot not
+ * written for 255 laps shows this lap's marker again: the reader takes only the one whose
+ * sequence number is the next, and passes over one that is older.
+ *
  * Credits. A slot is free again once the receiver has taken its message (matched, or copied
  * into an unexpected message); the receiver writes the count into the sender's control word
  * every half ring. A full ring, a message too big for a slot, or a sleeping receiver sends by
- * the queue instead, numbered like the rest: nothing waits for a slot.
+ * the queue instead, numbered like the rest: nothing waits for a slot long. (A polling ring
+ * found full is waited for up to TMX_RING_SPILL_NS first, the send pending: spilling at
+ * once into the queue, whose messages cost the receiver more, let a sender that outran its
+ * receiver by a ring keep it behind; 8 B tmx_pingpong -t bw fell from 110-150 to 23-30 MB/s
+ * in about one run in three.) In the polling modes
+ * the slots are a ring message's only flow control: it takes no eager credit (proto.h), so no
+ * CREDIT message comes back through the queue for it. What eager credits also bound, the
+ * receiver's memory, the slots bound instead: a ring message copied unexpected past the
+ * budget (tmx_ep_t.ring_held) leaves its slot out of the count reported free until a receive
+ * takes it, so a sender that floods a receiver that does not receive fills the ring and then
+ * the queue's credits, and stops. With IMM a ring write consumes a posted receive like a
+ * SEND, and takes an eager credit like one.
  *
  * Sleeping. A write into memory wakes nobody. Before it sleeps (tmx_ring_arm), a receiver
  * polling rings writes "asleep" into each sender's control word, waits for those writes to
@@ -65,6 +86,10 @@
 #include "core/core.h"
 #include "proto/ring_slot.h"
 
+/* How long a sender waits for a full polling ring's slots before its eager messages take the
+ * queue ("Credits"). */
+#define TMX_RING_SPILL_NS (100ull * 1000)
+
 /* The receiver's side: the ring it lends a sender (on the passive endpoint). */
 typedef struct tmx_ring_rx {
     tmx_ep_t  *ep;
@@ -78,7 +103,10 @@ typedef struct tmx_ring_rx {
      * head), kept up to date with head (tmx_ring_rx_aim): the poll of an idle ring is a load
      * and a compare */
     const uint8_t *poll_at;
+    const uint8_t *poll_cell;  /* the position's cell's last byte (poll_at when no cells) */
     uint8_t    poll_marker;
+    uint8_t   *cells;      /* WHOLE: slots cells of TMX_RING_CELL bytes after the slots */
+    size_t     cell_step;  /* what poll_cell moves by: TMX_RING_CELL, or slot_size (none) */
     uint64_t   reported;   /* head last written into the sender's control word */
     int        report_due; /* that write found the send queue full: ep's progress retries
                             * it (tmx_ring_rx_report_retry) */
@@ -108,6 +136,7 @@ typedef struct tmx_ring_tx {
     size_t    slot_size;
     size_t    max;         /* largest message (header and payload) a slot takes */
     uint64_t  addr;        /* the receiver's slots */
+    uint64_t  cells;       /* and its cells (ring.h "Cells"), 0: none */
     uint32_t  rkey;
     uint64_t  head;        /* messages written */
     uint8_t   marker;      /* tmx_ring_marker(head): it changes once a lap */
@@ -116,6 +145,8 @@ typedef struct tmx_ring_tx {
     int       ready;       /* our RING_ACK is posted: ring messages may follow it */
     int       returning;   /* asked back: RING_RETURN sent, our word kept until RING_DONE */
     int       seq_on;      /* polling modes: every message carries a sequence number */
+    uint64_t  caps;        /* the device's capabilities (read once, at the grant) */
+    uint64_t  full_ns;     /* when the ring was found full, 0: it was not at the last try */
     uint32_t  seq;         /* the next one */
     tmx_mr_t *ctrl_mr;     /* our control word, written by the receiver */
     int       ctrl_host;   /* ctrl_mr from tmx_prov_host_mem_alloc, not the device */
@@ -127,6 +158,9 @@ typedef struct tmx_ring_tx {
 void tmx_ring_ep_connected(tmx_ep_t *ep);
 void tmx_ring_ep_cleanup(tmx_ep_t *ep);
 
+/* Receiver: a polling ring's message that sat unexpected past the budget (its slot not
+ * reported free) left the unexpected queue. */
+void tmx_ring_rx_unheld(tmx_worker_t *w, uint64_t ep_id);
 /* Receiver: an eager message came through the queue on passive ep (may lend a ring). */
 void tmx_ring_rx_counted(tmx_ep_t *ep);
 /* Receiver: before the queue message of wc on ep is handled, the ring messages numbered before
@@ -163,7 +197,8 @@ static inline unsigned tmx_ring_poll(tmx_worker_t *w)
     tmx_list_for_each_safe(l, t, &w->ring_polled) {
         tmx_ring_rx_t *rx = tmx_container_of(l, tmx_ring_rx_t, link);
 
-        if (__atomic_load_n(rx->poll_at, __ATOMIC_ACQUIRE) == rx->poll_marker) {
+        if (__atomic_load_n(rx->poll_cell, __ATOMIC_ACQUIRE) == rx->poll_marker ||
+            __atomic_load_n(rx->poll_at, __ATOMIC_ACQUIRE) == rx->poll_marker) {
             n += tmx_ring_poll_rx(rx);
         }
     }
@@ -175,6 +210,29 @@ static inline unsigned tmx_ring_poll(tmx_worker_t *w)
  * the receiver sleeps). */
 tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const void *buf,
                            size_t len);
+
+/* tmx_proto_eager_try's first step, inline in the send call: a plain EAGER through a polling
+ * ring, which takes no eager credit ("Credits"). TMX_OK: sent; TMX_ERR_NO_RESOURCE: not by
+ * the ring (the queue may carry it). */
+static inline tmx_status_t tmx_ring_eager_try(tmx_ep_t *ep, const void *buf, size_t len,
+                                              uint64_t tag, uint64_t imm)
+{
+    tmx_proto_hdr_t h;
+    unsigned        give = ep->credits_owed > 0xffff ? 0xffff : ep->credits_owed;
+
+    h.op       = TMX_PROTO_EAGER;
+    h.reserved = imm != 0 ? TMX_PROTO_HDR_IMM : 0;
+    h.credits  = (uint16_t)give;
+    h.status   = (int32_t)(uint32_t)imm;
+    h.tag      = tag;
+    if (tmx_ring_send(ep, &h, sizeof(h), buf, len) != TMX_OK) {
+        return TMX_ERR_NO_RESOURCE;
+    }
+    ep->ctag_tx    = tag;
+    ep->ctag_tx_ok = 1;
+    ep->credits_owed -= give;
+    return TMX_OK;
+}
 
 /* Sleeping: TMX_OK when every ring sender knows we sleep and no ring holds a message,
  * TMX_ERR_BUSY otherwise (poll, then arm again). Awake: messages reached us since. */

@@ -49,6 +49,9 @@ typedef enum {
 #define TMX_RING_BLOCK      128
 #define TMX_RING_BLOCK_DATA (TMX_RING_BLOCK - TMX_RING_FLAG)
 #define TMX_RING_HLEN_MAX   255 /* a header's length travels in a byte */
+/* WHOLE: bytes of a cell (ring.h, "Cells"): a message of up to this much, flag included,
+ * goes to its position's cell instead of its slot */
+#define TMX_RING_CELL       64
 
 /* The mode's name, for logs and the worker query: "whole", "aligned128", "imm", "none". */
 const char *tmx_ring_mode_name(unsigned mode);
@@ -159,12 +162,21 @@ static inline int tmx_ring_slot_ready(const uint8_t *slot, size_t slot_size, uns
 static inline void tmx_ring_flag_parse(const uint8_t *p, uint32_t *seq_p, size_t *mlen_p,
                                 size_t *hlen_p)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t f;
+
+    memcpy(&f, p, sizeof(f)); /* once: the sender could rewrite the slot meanwhile */
+    *seq_p  = (uint32_t)f;
+    *mlen_p = (size_t)(f >> 32) & 0xffff;
+    *hlen_p = (size_t)(f >> 48) & 0xff;
+#else
     uint8_t b[TMX_RING_FLAG];
 
     memcpy(b, p, sizeof(b)); /* once: the sender could rewrite the slot meanwhile */
     *seq_p  = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
     *mlen_p = (size_t)b[4] | (size_t)b[5] << 8;
     *hlen_p = b[6];
+#endif
 }
 
 /* The WHOLE mode's read, given the slot's last byte (end) and the marker of this lap: what

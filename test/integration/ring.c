@@ -10,6 +10,14 @@
  *  sleep   a ping-pong of 200 messages where each side polls a random while, then sleeps in
  *          tmx_worker_wait(-1) (no timeout): a ring write must wake its reader (or go by the
  *          queue); a lost wake hangs, which ring.sh's timeout turns into a failure
+ *  stale   a ping-pong whose messages go for over 255 laps to the cells, then to the slots,
+ *          after a few of the other kind: the position the reader waits at shows this lap's
+ *          marker from 255 laps ago in the place not written since (ring.h "Cells"); it must
+ *          pass over it, not take it, nor fail the connection
+ *  bound   rank 1 polls but posts no receive while rank 0 sends 2000 small messages: past the
+ *          unexpected budget (ring.sh sets a small TMX_UNEXP_BUDGET and RING_BOUND_MAX) a ring
+ *          message's slot is not given back until a receive takes it, so rank 0 must stall
+ *          (at most RING_BOUND_MAX sends done), then everything arrives in order
  *  stats   the worker query says that rings carried messages, filled up, met a sleeper, and
  *          what mode the connections into rank 1 have (RING_EXPECT_MODE)
  *
@@ -41,6 +49,7 @@ static tmx_worker_h worker;
 #define NORDER 3000
 #define NFULL  600
 #define NSLEEP 200
+#define NBOUND 2000
 #define MAXLEN (64 * 1024) /* rendezvous: above the default eager limit */
 #define TAG    7
 
@@ -203,6 +212,107 @@ static void phase_full(tmx_job_h job, tmx_ep_h ep)
             check_msg("full", i, s, &info, rbuf, 8 + i % 56, 0);
             EXPECT(info.length != 8 + i % 56 || intact(rbuf, 8 + i % 56, i), "full %u: torn",
                    i);
+        }
+    }
+}
+
+/* Ping-pong of n messages of len bytes from rank 0 (checked by rank 1, which answers 8 bytes),
+ * numbered from first. */
+static void pingpong(tmx_ep_h ep, unsigned first, unsigned n, size_t len)
+{
+    static unsigned char buf[MAXLEN], rbuf[MAXLEN];
+
+    for (unsigned i = first; i < first + n; i++) {
+        tmx_tag_recv_info_t info;
+        tmx_request_h       r, sr;
+        tmx_status_t        s;
+        size_t              want = rank == 0 ? 8 : len;
+
+        CHECK(tmx_tag_recv_nb(worker, rbuf, want, TAG, ~(tmx_tag_t)0, NULL, &r));
+        if (rank == 0) {
+            sr = send_msg(ep, buf, i, len, 0, 0);
+            s  = tmx_request_wait(r, &info);
+        } else {
+            s  = tmx_request_wait(r, &info);
+            sr = send_msg(ep, buf, i, 8, 0, 0);
+        }
+        if (sr != NULL) {
+            CHECK(tmx_request_wait(sr, NULL));
+            tmx_request_free(sr);
+        }
+        tmx_request_free(r);
+        check_msg("stale", i, s, &info, rbuf, want, 0);
+        EXPECT(info.length != want || intact(rbuf, want, i), "stale %u: torn", i);
+    }
+}
+
+static void phase_stale(tmx_job_h job, tmx_ep_h ep)
+{
+    unsigned laps = 260 * 8; /* more than 255 laps of rings of up to 8 slots */
+
+    CHECK(tmx_job_barrier(job));
+    pingpong(ep, 0, 8, 100);        /* slots */
+    pingpong(ep, 8, laps, 8);       /* cells */
+    pingpong(ep, 8 + laps, 8, 8);   /* cells */
+    pingpong(ep, 16 + laps, laps, 100); /* slots */
+    CHECK(tmx_job_barrier(job));
+}
+
+static double now_ms(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static void phase_bound(tmx_job_h job, tmx_ep_h ep, long max_done)
+{
+    static tmx_request_h reqs[NBOUND];
+    static unsigned char bufs[NBOUND][8];
+    double               t0;
+
+    CHECK(tmx_job_barrier(job));
+    t0 = now_ms();
+    if (rank == 0) {
+        unsigned done = 0;
+
+        for (unsigned i = 0; i < NBOUND; i++) {
+            reqs[i] = send_msg(ep, bufs[i], i, sizeof(bufs[i]), 0, 0);
+        }
+        while (now_ms() - t0 < 300) {
+            tmx_worker_progress(worker);
+        }
+        for (unsigned i = 0; i < NBOUND; i++) {
+            done += reqs[i] == NULL || tmx_request_test(reqs[i], NULL) != TMX_INPROGRESS;
+        }
+        CHECK(tmx_job_barrier(job));
+        printf("rank 0: bound: %u of %u sends done while the receiver took none\n", done,
+               NBOUND);
+        EXPECT(max_done < 0 || done <= (unsigned long)max_done,
+               "bound: %u sends done while the receiver posted no receive (at most %ld)", done,
+               max_done);
+        for (unsigned i = 0; i < NBOUND; i++) {
+            if (reqs[i] != NULL) {
+                CHECK(tmx_request_wait(reqs[i], NULL));
+                tmx_request_free(reqs[i]);
+            }
+        }
+    } else {
+        while (now_ms() - t0 < 500) {
+            tmx_worker_progress(worker); /* takes messages in, receives none */
+        }
+        CHECK(tmx_job_barrier(job));
+        for (unsigned i = 0; i < NBOUND; i++) {
+            tmx_tag_recv_info_t info;
+            tmx_request_h       r;
+            unsigned char       rbuf[8];
+            tmx_status_t        s;
+
+            CHECK(tmx_tag_recv_nb(worker, rbuf, sizeof(rbuf), TAG, ~(tmx_tag_t)0, NULL, &r));
+            s = tmx_request_wait(r, &info);
+            tmx_request_free(r);
+            check_msg("bound", i, s, &info, rbuf, sizeof(rbuf), 0);
         }
     }
 }
@@ -382,6 +492,7 @@ int main(int argc, char **argv)
     const char       *min  = getenv("RING_EXPECT_MIN");
     unsigned long long least = min != NULL ? strtoull(min, NULL, 10) : NORDER / 4;
     int               none   = want != NULL && strcmp(want, "none") == 0;
+    const char       *bmax   = getenv("RING_BOUND_MAX");
 
     CHECK(tmx_job_init(&job));
     rank = tmx_job_rank(job);
@@ -403,6 +514,10 @@ int main(int argc, char **argv)
     printf("rank %d: full %s\n", rank, bad ? "FAILED" : "ok");
     phase_sleep(job, eps[1 - rank]);
     printf("rank %d: sleep %s\n", rank, bad ? "FAILED" : "ok");
+    phase_stale(job, eps[1 - rank]);
+    printf("rank %d: stale %s\n", rank, bad ? "FAILED" : "ok");
+    phase_bound(job, eps[1 - rank], bmax != NULL ? strtol(bmax, NULL, 10) : -1);
+    printf("rank %d: bound %s\n", rank, bad ? "FAILED" : "ok");
 
     memset(&attr, 0, sizeof(attr));
     attr.field_mask = TMX_WORKER_ATTR_RING;

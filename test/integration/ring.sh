@@ -26,6 +26,17 @@ for run in whole:whole aligned128:aligned128 none:imm; do
     fi
 done
 
+# A receiver that polls and receives nothing: a polling ring's messages take no eager credit,
+# so past the unexpected budget their slots must stay taken until a receive comes, or the
+# sender floods the receiver's memory (ring.c "bound": 2000 sends, at most 400 done)
+for dio in whole aligned128; do
+    run 120 env $small TMX_SOFT_DATA_IN_ORDER=$dio TMX_UNEXP_BUDGET=4k RING_BOUND_MAX=400 \
+        RING_EXPECT_MODE=$dio "$TMXRUN" -n 2 --timeout 100 "$prog"
+    expect_rc 0 "rings $dio with a 4 KiB unexpected budget"
+    expect_grep "$T/out" "rank 0: bound: [0-9]* of 2000 sends done" "the bound phase ran"
+    expect_grep "$T/out" "rank 1: all ok" "rank 1 got every message in order, intact"
+done
+
 # (OOO placement on the soft device holds the receiver's credit writes back for a while when
 # one could overtake another, so the ring is often full: a few ring messages are enough)
 run 120 env $small TMX_SOFT_OOO=yes TMX_OOO=yes RING_EXPECT_MODE=imm RING_EXPECT_MIN=1 \

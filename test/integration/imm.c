@@ -10,6 +10,7 @@
 #include <tmx/tmx.h>
 #include <tmx/tmx_job.h>
 
+#define IT_COUNT_CHECKS
 #include "it.h"
 
 #include <stdio.h>
@@ -18,18 +19,6 @@
 
 static int          rank, checks, bad;
 static tmx_worker_h worker;
-
-#undef EXPECT /* it.h's, but counting every check too */
-#define EXPECT(cond, ...)                                                                         \
-    do {                                                                                          \
-        checks++;                                                                                 \
-        if (!(cond)) {                                                                            \
-            bad++;                                                                                \
-            fprintf(stderr, "rank 1 line %d: ", __LINE__);                                        \
-            fprintf(stderr, __VA_ARGS__);                                                         \
-            fputc('\n', stderr);                                                                  \
-        }                                                                                         \
-    } while (0)
 
 #define BIG (1u << 20) /* above any eager limit: rendezvous */
 #define PREFILL 0x5a   /* what a receive buffer holds past the message: stays */

@@ -22,9 +22,18 @@
         }                                                                                         \
     } while (0)
 
+/* A file that defines IT_COUNT_CHECKS before including this also counts every EXPECT in its
+ * `checks` (to print how many held). */
+#ifdef IT_COUNT_CHECKS
+#define IT_COUNT_() (checks++)
+#else
+#define IT_COUNT_() ((void)0)
+#endif
+
 /* An expectation: counted in bad and printed when it does not hold; the test goes on. */
 #define EXPECT(cond, ...)                                                                         \
     do {                                                                                          \
+        IT_COUNT_();                                                                              \
         if (!(cond)) {                                                                            \
             bad++;                                                                                \
             fprintf(stderr, "rank %d line %d: ", rank, __LINE__);                                 \

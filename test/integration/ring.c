@@ -120,6 +120,18 @@ static int intact(const unsigned char *buf, size_t len, unsigned i)
     return 1;
 }
 
+/* Receives one message of tag TAG into rbuf[len]; the wait's status, *info filled. */
+static tmx_status_t recv_one(unsigned char *rbuf, size_t len, tmx_tag_recv_info_t *info)
+{
+    tmx_request_h r;
+    tmx_status_t  s;
+
+    CHECK(tmx_tag_recv_nb(worker, rbuf, len, TAG, ~(tmx_tag_t)0, NULL, &r));
+    s = tmx_request_wait(r, info);
+    tmx_request_free(r);
+    return s;
+}
+
 static void phase_order(tmx_job_h job, tmx_ep_h ep)
 {
     static tmx_request_h reqs[NORDER];
@@ -154,7 +166,6 @@ static void phase_order(tmx_job_h job, tmx_ep_h ep)
 
         for (unsigned i = 0; i < NORDER; i++) {
             tmx_tag_recv_info_t info;
-            tmx_request_h       r;
             tmx_status_t        s;
 
             if (i % 500 == 0) {
@@ -164,10 +175,8 @@ static void phase_order(tmx_job_h job, tmx_ep_h ep)
                 }
             }
             memset(rbuf, 0, MAXLEN);
-            CHECK(tmx_tag_recv_nb(worker, rbuf, MAXLEN, TAG, ~(tmx_tag_t)0, NULL, &r));
             memset(&info, 0, sizeof(info));
-            s = tmx_request_wait(r, &info);
-            tmx_request_free(r);
+            s = recv_one(rbuf, MAXLEN, &info);
             check_msg("order", i, s, &info, rbuf, order_len(i), i % 5 == 1);
             EXPECT(info.length != order_len(i) || order_len(i) < 4 ||
                        intact(rbuf, order_len(i), i),
@@ -202,13 +211,9 @@ static void phase_full(tmx_job_h job, tmx_ep_h ep)
         CHECK(tmx_job_barrier(job)); /* every send posted while we did not call tmx */
         for (unsigned i = 0; i < NFULL; i++) {
             tmx_tag_recv_info_t info;
-            tmx_request_h       r;
             unsigned char       rbuf[64];
-            tmx_status_t        s;
+            tmx_status_t        s = recv_one(rbuf, sizeof(rbuf), &info);
 
-            CHECK(tmx_tag_recv_nb(worker, rbuf, sizeof(rbuf), TAG, ~(tmx_tag_t)0, NULL, &r));
-            s = tmx_request_wait(r, &info);
-            tmx_request_free(r);
             check_msg("full", i, s, &info, rbuf, 8 + i % 56, 0);
             EXPECT(info.length != 8 + i % 56 || intact(rbuf, 8 + i % 56, i), "full %u: torn",
                    i);
@@ -305,13 +310,9 @@ static void phase_bound(tmx_job_h job, tmx_ep_h ep, long max_done)
         CHECK(tmx_job_barrier(job));
         for (unsigned i = 0; i < NBOUND; i++) {
             tmx_tag_recv_info_t info;
-            tmx_request_h       r;
             unsigned char       rbuf[8];
-            tmx_status_t        s;
+            tmx_status_t        s = recv_one(rbuf, sizeof(rbuf), &info);
 
-            CHECK(tmx_tag_recv_nb(worker, rbuf, sizeof(rbuf), TAG, ~(tmx_tag_t)0, NULL, &r));
-            s = tmx_request_wait(r, &info);
-            tmx_request_free(r);
             check_msg("bound", i, s, &info, rbuf, sizeof(rbuf), 0);
         }
     }

@@ -23,19 +23,8 @@ static int          rank, bad, checks; /* rank: it.h's messages */
 static tmx_worker_h wk[2];
 static tmx_ep_h     ep[2]; /* ep[i]: worker i to the other */
 
+#define IT_COUNT_CHECKS
 #include "it.h"
-
-#undef EXPECT
-#define EXPECT(cond, ...)                                                                         \
-    do {                                                                                          \
-        checks++;                                                                                 \
-        if (!(cond)) {                                                                            \
-            bad++;                                                                                \
-            fprintf(stderr, "send_try line %d: ", __LINE__);                                      \
-            fprintf(stderr, __VA_ARGS__);                                                         \
-            fputc('\n', stderr);                                                                  \
-        }                                                                                         \
-    } while (0)
 
 static int          cb_seen;
 static tmx_status_t cb_status;

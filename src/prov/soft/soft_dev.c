@@ -59,11 +59,11 @@ static _Atomic int      tmx_soft_membarrier_reg = -1; /* this process registered
 
 static int tmx_soft_membarrier_register(void);
 
+static void tmx_soft_populate(const uint8_t *p, size_t len);
+
 /* Reads /proc/<pid>/stat into buf: the text after the command name (from the space before
  * field 3, the state), or NULL when the process is unknown. The command name may hold spaces
  * and parentheses, so it ends at the last ')'. */
-static void tmx_soft_populate(const uint8_t *p, size_t len);
-
 static const char *tmx_soft_proc_stat(pid_t pid, char *buf, size_t len)
 {
     char        path[64];

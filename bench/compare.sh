@@ -257,7 +257,7 @@ summarize() { # data file
                 }
                 P[RC]++; tot["n" RC]++
                 if (behind(metric, RR)) {
-                    L[RC] = L[RC] sprintf(" r%d %.2f", r, RR); lost++; tot["l" RC]++
+                    L[RC] = L[RC] sprintf(" r%d %.3f", r, RR); lost++; tot["l" RC]++
                     LN[RC]++
                 }
             }
@@ -618,21 +618,34 @@ ucx_port=$((20000 + RANDOM % 20000))
 
 # One ucx_perftest server/client pair; prints the client's csv result line.
 ucx_one() { # test size iters warmup outfile [extra args]
-    local test=$1 size=$2 iters=$3 warm=$4 out=$5 spid i
+    local test=$1 size=$2 iters=$3 warm=$4 out=$5 spid i try rc
     shift 5
-    ucx_port=$((ucx_port + 1))
-    timeout "$run_timeout" taskset -c 0 ucx_perftest -p "$ucx_port" > "$out.server" 2>&1 &
-    spid=$!
-    # wait until the server listens; probing by connecting would use up its single accept
-    for i in $(seq 100); do
-        ss -ltn "sport = :$ucx_port" 2> /dev/null | grep -q LISTEN && break
-        sleep 0.05
+    # other engineers run ucx_perftest too: take a port nobody listens on, and try again
+    # with the next one when our server could not bind it after all
+    for try in 1 2 3; do
+        ucx_port=$((ucx_port + 1))
+        while ss -ltn "sport = :$ucx_port" 2> /dev/null | grep -q LISTEN; do
+            ucx_port=$((ucx_port + 1))
+        done
+        timeout "$run_timeout" taskset -c 0 ucx_perftest -p "$ucx_port" > "$out.server" 2>&1 &
+        spid=$!
+        # wait until the server listens; probing by connecting would use up its single accept
+        for i in $(seq 100); do
+            ss -ltn "sport = :$ucx_port" 2> /dev/null | grep -q LISTEN && break
+            kill -0 "$spid" 2> /dev/null || break
+            sleep 0.05
+        done
+        if ! kill -0 "$spid" 2> /dev/null && grep -q 'bind() failed' "$out.server"; then
+            wait "$spid" 2> /dev/null
+            continue
+        fi
+        timeout "$run_timeout" taskset -c 1 ucx_perftest 127.0.0.1 -p "$ucx_port" -t "$test" \
+            -s "$size" -n "$iters" -w "$warm" "$@" -f -v > "$out" 2>&1
+        rc=$?
+        wait "$spid" 2> /dev/null
+        return $rc
     done
-    timeout "$run_timeout" taskset -c 1 ucx_perftest 127.0.0.1 -p "$ucx_port" -t "$test" \
-        -s "$size" -n "$iters" -w "$warm" "$@" -f -v > "$out" 2>&1
-    local rc=$?
-    wait "$spid" 2> /dev/null
-    return $rc
+    return 1
 }
 
 run_ucx() { # test round sizes
@@ -721,6 +734,7 @@ for r in $(seq "$rounds"); do
     log "round $r/$rounds: $(date +%H:%M:%S), other processes used $busy% of the CPUs," \
         "load average $(cut -d' ' -f1-3 /proc/loadavg); order: $order"
     last_probe="-"
+    round_start=$(date +%s)
     for g in "${group_list[@]}"; do
         for test in lat bw; do
             for b in $order; do
@@ -728,6 +742,8 @@ for r in $(seq "$rounds"); do
             done
         done
     done
+    log "round $r/$rounds: runs took $(( $(date +%s) - round_start )) s (after ${waited} s of" \
+        "waiting for an idle machine)"
 done
 log "# $rounds round(s) took $(( $(date +%s) - start_time )) s"
 [ "$rt_waits" -gt 0 ] &&

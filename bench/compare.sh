@@ -35,7 +35,8 @@ usage: $0 [-r ROUNDS] [-d SECONDS] [-i SECONDS] [-g N] [--full] [-s SIZES] [--tm
              round, and print ring / no ring ratios
   -o DIR     where raw outputs go (default bench/results/<date>-<time>)
   --summary DIR  print the summary of an earlier run from DIR/data.txt (e.g. with other
-             phase thresholds), without running anything
+             phase thresholds), without running anything; repeated, the rounds of
+             several runs together
   BUILDDIR   tmx build directory holding tools/tmxrun and examples/tmx_pingpong
              (default: tmxrun and tmx_pingpong from PATH)
 Phase probe (bench/c2c.c, median cache-line round trip between cores 0 and 1, in ns): a run
@@ -65,7 +66,8 @@ while [ $# -gt 0 ]; do
     -i) [ $# -ge 2 ] || { usage >&2; exit 2; }; idle_wait=$2; shift 2 ;;
     -d) [ $# -ge 2 ] || { usage >&2; exit 2; }; delay=$2; shift 2 ;;
     -g) [ $# -ge 2 ] || { usage >&2; exit 2; }; group=$2; shift 2 ;;
-    --summary) [ $# -ge 2 ] || { usage >&2; exit 2; }; summary_only=$2; shift 2 ;;
+    --summary) [ $# -ge 2 ] || { usage >&2; exit 2; }
+               summary_only="${summary_only:+$summary_only }$2"; shift 2 ;;
     --full) sizes=""; s=1; while [ $s -le 4194304 ]; do sizes="$sizes $s"; s=$((s * 2)); done
             shift ;;
     -s) [ $# -ge 2 ] || { usage >&2; exit 2; }; sizes=$(echo "$2" | tr ',' ' '); shift 2 ;;
@@ -398,8 +400,17 @@ summarize() { # data file
 }
 
 if [ -n "$summary_only" ]; then
-    data="$summary_only/data.txt"
-    [ -r "$data" ] || { echo "$0: no $data" >&2; exit 1; }
+    # one directory, or several (--summary DIR --summary DIR2 ...): their rounds are put one
+    # after the other (rounds of the second directory renumbered after the first's)
+    data=$(mktemp)
+    trap 'rm -f "$data"' EXIT
+    off=0
+    for d in $summary_only; do
+        [ -r "$d/data.txt" ] || { echo "$0: no $d/data.txt" >&2; exit 1; }
+        awk -v off="$off" '{ $4 += off; print }' "$d/data.txt" >> "$data"
+        off=$(awk '{ if ($4 > m) m = $4 } END { print m + 0 }' "$data")
+        echo "# $d: rounds up to $off" >&2
+    done
     sizes=$(awk '$2 == "lat" || $2 == "bw" { print $3 }' "$data" | sort -n -u | tr '\n' ' ')
     rounds=$(awk '$1 != "round" { if ($4 > m) m = $4 } END { print m + 0 }' "$data")
     max_busy=$(awk '$1 == "round" && $2 == "busy" { if ($5 > m) m = $5 } END { print m + 0 }' \
@@ -408,7 +419,7 @@ if [ -n "$summary_only" ]; then
     grep -q '^tmxtm ' "$data" && with_tm=1
     grep -q '^tmxq ' "$data" && with_ring=1
     for t in tmx ucx ompi; do
-        if grep -q "^$t \(lat\|bw\) " "$data"; then st=ok; else st="no result in $data"; fi
+        if grep -q "^$t \(lat\|bw\) " "$data"; then st=ok; else st="no result in the data"; fi
         eval "${t}_status=\$st"
     done
     summarize "$data"
@@ -526,16 +537,19 @@ other_rt() {
 }
 rt_waits=0
 wait_for_rt() {
-    local w=0 who
+    local w=0 quiet=0 who
     who=$(other_rt)
     [ -n "$who" ] || return 0
     rt_waits=$((rt_waits + 1))
     echo "$(date +%H:%M:%S) waiting for: $who" >> "$raw/rt-waits.txt"
-    while [ -n "$who" ] && [ "$w" -lt "$run_timeout" ]; do
+    # such benchmarks come in loops of short runs: wait for 5 s without any
+    while [ "$quiet" -lt 5 ] && [ "$w" -lt "$run_timeout" ]; do
         sleep 1
         w=$((w + 1))
         who=$(other_rt)
+        if [ -n "$who" ]; then quiet=0; else quiet=$((quiet + 1)); fi
     done
+    echo "$(date +%H:%M:%S) waited $w s" >> "$raw/rt-waits.txt"
     last_probe="-" # probe again: the phase may have changed meanwhile
 }
 

@@ -143,7 +143,8 @@ summarize() { # data file
         if (s >= 1024 && s % 1024 == 0) return (s / 1024) " KiB"
         return s " B"
     }
-    $2 ~ /^(lat|bw)$/ { key = $1 SUBSEP $2 SUBSEP $3; cnt[key]++; val[key, cnt[key]] = $5 }
+    $2 ~ /^(lat|bw)$/ { key = $1 SUBSEP $2 SUBSEP $3; cnt[key]++; val[key, cnt[key]] = $5
+                        has[$1, $2] = 1 }
     { rv[$1, $2, $3, $4] = $5; if ($4 > maxr && $1 != "round") maxr = $4 }
     $2 ~ /^c2c-.*-pre$/ { probes[++np] = $5; pc[cls($5)]++
                           if (!(cls($5) in pmin) || $5 < pmin[cls($5)]) pmin[cls($5)] = $5
@@ -172,14 +173,16 @@ summarize() { # data file
     # The ratio of tmx to the best peer in round r: sets RR (the ratio, "" if none), RP (the
     # phase of tmx, ucx, ompi: "-" for a tool without a result) and RC (the common phase,
     # F/M/S, or "" when the runs did not all see one phase).
-    function round_ratio(metric, s, r,    k, t, best, x, p) {
+    # A peer that has results in this data but not this one (its run failed) makes the round
+    # incomplete: its best peer is unknown, so it is not judged either (counted as mixed).
+    function round_ratio(metric, s, r,    k, t, best, x, p, inc) {
         RR = ""; RP = ""; RC = ""
         if (!(("tmx", metric, s, r) in rv)) return
         RP = rphase("tmx", metric, s, r); RC = RP
-        best = ""
+        best = ""; inc = 0
         for (k = 2; k <= 3; k++) {
             t = tools[k]
-            if (!((t, metric, s, r) in rv)) { RP = RP "-"; continue }
+            if (!((t, metric, s, r) in rv)) { RP = RP "-"; if ((t, metric) in has) inc = 1; continue }
             p = rphase(t, metric, s, r)
             RP = RP p
             if (p != RC) RC = ""
@@ -188,7 +191,7 @@ summarize() { # data file
             else if (metric == "lat" && x < best) best = x
             else if (metric == "bw" && x > best) best = x
         }
-        if (RC !~ /^[FMS]$/) RC = ""
+        if (RC !~ /^[FMS]$/ || inc) RC = ""
         if (best == "" || best <= 0) { RR = ""; return }
         RR = rv["tmx", metric, s, r] / best
     }
@@ -203,7 +206,8 @@ summarize() { # data file
         print ""
         print "# " title ": ratio tmx / best peer of the same round, and the phase each run saw"
         print "# (tmx ucx ompi: F fast, M middle, S slow, x changed during the run, ? no probe,"
-        print "# - no result); * = the runs did not all see one phase (mixed round)"
+        print "# - no result); * = mixed round: the runs did not all see one phase, or a peer"
+        print "# that has results elsewhere has none here (the best peer is unknown)"
         ln = sprintf("%-10s", "size")
         for (r = 1; r <= maxr; r++) ln = ln sprintf(" | r%-10d", r)
         print ln
@@ -220,7 +224,7 @@ summarize() { # data file
         print ""
         print "# " title ": median of the per-round ratios (rounds in it): all rounds,"
         print "# phase-consistent rounds only, and per phase; mixed = rounds left out of"
-        print "# \"consistent\" (their runs saw different phases or a change), shown above"
+        print "# \"consistent\" (different phases, a change, or a peer without result), shown above"
         printf "%-10s | %-10s %-10s | %-10s %-10s %-10s | %s\n", "size", "all",
                "consistent", "fast", "middle", "slow", "mixed"
         for (i = 1; i <= ns; i++) {

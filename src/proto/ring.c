@@ -16,13 +16,18 @@
 #include "util/time.h"
 
 /* Eager messages a sender carries through the queue before its receiver lends it a ring
- * (TMX_RING=auto): while the receiver has rings to spare, TMX_RING_AFTER_FREE (a connection
- * used once costs no memory); once every ring is lent, TMX_RING_AFTER, and the sender waits
- * for one taken back from an idle sender. Lent at the 16th message whatever the spare rings,
- * the grant (its memory's pages made, GRANT and ACK) came in the middle of a short job's
- * traffic: tmx_alltoall at 2 ranks, 10 timed rounds of about 1 us, had one round of 70 us. */
+ * (TMX_RING=auto): while the receiver has rings to spare, TMX_RING_AFTER_FREE; once every
+ * ring is lent, TMX_RING_AFTER, and the sender waits for one taken back from an idle sender.
+ * Lent at the 16th message whatever the spare rings, the grant (its memory's pages made,
+ * GRANT and ACK) came in the middle of a short job's traffic: tmx_alltoall at 2 ranks, 10
+ * timed rounds of about 1 us, had one round of 70 us. Lent at the second message, it still
+ * came in the second and third all-to-all rounds at 8 ranks on 2 cores (1-8 ms and 0.3-0.5
+ * ms against 0.15 later: 7 grants and 7 acks at each rank, with 4 ranks per core): at the
+ * first, the setup is part of the first round, which the job's start pays anyway. A ring is
+ * bounded memory (TMX_RING_PEERS of them at most), so one lent to a connection used once
+ * costs no more than the bound, and is taken back when another sender earns it. */
 #define TMX_RING_AFTER      16
-#define TMX_RING_AFTER_FREE 2
+#define TMX_RING_AFTER_FREE 1
 /* Messages (header, payload and flag) up to this size are gathered into one piece before the
  * write (tmx_ring_send): payloads up to 104 bytes behind the 16-byte header. */
 #define TMX_RING_SMALL 128

@@ -171,8 +171,8 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "of order shows as corruption.")},
     {TMX_CONFIG_FIELD("RING", TMX_CONFIG_ENUM, "auto", ring,
                       "Eager-RDMA rings: small messages written into memory the receiver polls. "
-                      "auto lends one to a sender once it has sent a few messages (2 while "
-                      "rings are to spare, 16 once all are lent); yes from its "
+                      "auto lends one to a sender at its first message while rings are to "
+                      "spare, at its 16th once all are lent; yes from its "
                       "first (and warns where none can be); no never."),
      .words = tmx_config_ternary},
     {TMX_CONFIG_FIELD("RING_MODE", TMX_CONFIG_ENUM, "auto", ring_mode,

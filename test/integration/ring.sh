@@ -59,9 +59,15 @@ expect_rc 0 "TMX_RING=no"
 expect_grep "$T/out" "rank 1: rings lent 0 taken 0; sent 0 received 0" "no ring with TMX_RING=no"
 expect_grep "$T/out" "rank 1: all ok" "and the messages all came"
 
-# TMX_RING=auto: while the receiver has rings to spare, a sender is lent one at its 2nd eager
-# message (it was the 16th: a short job's traffic met the grant midway). A ping-pong of 4
-# messages each way: both ranks take a ring.
+# TMX_RING=auto: while the receiver has rings to spare, a sender is lent one at its first
+# eager message (it was the 16th, then the 2nd: a short job's traffic met the grant midway).
+# One message in the whole job: the receiver lends, the sender takes a ring.
+run 60 env TMX_RING=auto "$TMXRUN" -n 2 --timeout 50 "$prog" first
+expect_rc 0 "TMX_RING=auto: a ring lent at a sender's first eager message"
+expect_grep "$T/out" "rank 1: first: after one eager message, rings lent 1" "rank 1 lent it"
+expect_grep "$T/out" "rank 0: first: after one eager message, rings lent 0 taken 1" \
+    "rank 0 took it"
+# A ping-pong of 4 messages each way: both ranks take a ring.
 run 60 env TMX_RING=auto TMX_LOG_LEVEL=info "$TMXRUN" -n 2 --timeout 50 \
     "$B/examples/tmx_pingpong" -t lat -m 8:8 -n 3 -w 1
 expect_rc 0 "TMX_RING=auto: a ping-pong of 4 messages"

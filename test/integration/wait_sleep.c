@@ -33,6 +33,20 @@
  *                       Over verbs in the soft-RoCE guest (test/verbs/wait_auto.sh) a wakeup
  *                       can cost more than the spin by itself, and every wait slept.
  *
+ *   wait_sleep bootwait 2 ranks, told that they outnumber their CPUs (TMX_LOCAL_SIZE above
+ *                       the CPUs of the affinity mask): rank 0 waits in tmx_job_barrier for
+ *                       rank 1, which comes 300 ms late. Past a few idle progress rounds the
+ *                       wait must yield between them and then sleep: a rank done with its
+ *                       part that spun 1000 rounds in a row there kept the processor from
+ *                       the ranks it waited for (tmx_alltoall's last round at 8 ranks on 2
+ *                       cores, 0.4-1.5 ms instead of 0.1). Counted, not timed: the rounds
+ *                       that do not sleep (this program's poll with no time limit) and the
+ *                       yields, whatever the machine's load.
+ *
+ *   wait_sleep bootspin The same, not oversubscribed: the wait spins over 64 rounds without
+ *                       yielding before it sleeps (the contrast that shows that bootwait's
+ *                       yields come from the oversubscription).
+ *
  * Prints "<mode> ok" (per rank) when every check held; exits non-zero otherwise.
  */
 #define _GNU_SOURCE
@@ -174,6 +188,20 @@ static void progress_all(tmx_worker_h a, tmx_worker_h b)
     }
 }
 
+/* Arms w, progressing only w while arm says BUSY: a worker that polls eager-RDMA rings first
+ * writes "asleep" into each sender's control word and is BUSY until those writes complete
+ * (proto/ring.h, "Sleeping"), which its own progress sees; the sender need not progress. */
+static tmx_status_t arm_own(tmx_worker_h w)
+{
+    tmx_status_t s;
+    int          tries = 0;
+
+    while ((s = tmx_worker_arm(w)) == TMX_ERR_BUSY && tries++ < 1000) {
+        tmx_worker_progress(w);
+    }
+    return s;
+}
+
 /* Sends a byte to every abstract socket of this process's soft devices ("@tmx-wake-<uid>-
  * <pid>-..." in /proc/net/unix): what a stranger may do. Returns how many got one. */
 static int poke_wake_sockets(void)
@@ -260,8 +288,9 @@ static int run_efd(void)
     }
     progress_all(a, b);
 
-    /* nothing pending: arm says OK, the fd stays quiet, a wait times out */
-    CHECK(tmx_worker_arm(b));
+    /* nothing pending: arm says OK (once the sleep words b's ring, lent at the first
+     * message, owes its sender are written), the fd stays quiet, a wait times out */
+    CHECK(arm_own(b));
     REQUIRE(tmx_worker_arm(b) == TMX_OK);
     REQUIRE(!readable(fd, 0));
     REQUIRE(tmx_worker_wait(b, 10) == TMX_ERR_TIMED_OUT);
@@ -279,8 +308,8 @@ static int run_efd(void)
     REQUIRE(wall() - t0 < 4);
     while (tmx_worker_progress(b) > 0) {
     }
-    REQUIRE(tmx_worker_arm(b) == TMX_OK);
-    REQUIRE(!readable(fd, 0)); /* arming took the wakeup */
+    REQUIRE(arm_own(b) == TMX_OK); /* awake again: the sleep words first, as above */
+    REQUIRE(!readable(fd, 0));     /* arming took the wakeup */
 
     /* a stray datagram: readable, nothing to progress, arm again, quiet again */
     REQUIRE(poke_wake_sockets() >= 1);
@@ -399,12 +428,14 @@ static int run_yield(void)
     return 0;
 }
 
-/* The library's sleeps (a poll with a time limit) land here, as its yields do below. */
-static unsigned long sleeps;
+/* The library's sleeps (a poll with a time limit) land here, as its yields do below; so do
+ * its polls that do not wait (busy_polls). */
+static unsigned long sleeps, busy_polls;
 
 __attribute__((visibility("default"))) int poll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
     sleeps += timeout != 0;
+    busy_polls += timeout == 0;
     return (int)syscall(SYS_poll, fds, nfds, timeout);
 }
 
@@ -472,8 +503,94 @@ static int run_nearmiss(void)
     return 0;
 }
 
+/* Rank 0's wait in tmx_job_barrier for a rank 300 ms late; oversub: tell the library that
+ * more processes share our CPUs than there are (tmxrun binds 2 ranks to a core each here). */
+static int run_bootwait(int oversub)
+{
+    tmx_job_h           job;
+    tmx_context_h       ctx;
+    tmx_worker_h        worker;
+    tmx_ep_h            eps[2];
+    tmx_worker_attr_t   wa = {.field_mask = TMX_WORKER_ATTR_WAIT};
+    tmx_tag_recv_info_t info;
+    cpu_set_t           set;
+    char                local[16], msg[8] = "in";
+    unsigned long       y0, b0, s0, y, b, s;
+    int                 waited = 0;
+    double              w0;
+
+    REQUIRE(sched_getaffinity(0, sizeof(set), &set) == 0);
+    snprintf(local, sizeof(local), "%d", oversub ? CPU_COUNT(&set) + 1 : 1);
+    setenv("TMX_LOCAL_SIZE", local, 1);
+    setenv("TMX_WAIT", "auto", 1);
+    CHECK(tmx_job_init(&job));
+    rank = tmx_job_rank(job);
+    REQUIRE(tmx_job_size(job) == 2);
+    CHECK(tmx_context_create(NULL, &ctx));
+    CHECK(tmx_worker_create(ctx, NULL, &worker));
+    CHECK(tmx_worker_query(worker, &wa));
+    REQUIRE(wa.oversubscribed == oversub);
+    CHECK(tmx_job_connect(job, worker, eps));
+    CHECK(tmx_job_barrier(job));
+    for (int i = 0; i < 3; i++) {
+        if (rank == 1) {
+            /* late by 300 ms after rank 0 said it enters the barrier */
+            struct timespec ts = {.tv_nsec = 300 * 1000 * 1000};
+            CHECK(tmx_tag_recv(worker, msg, sizeof(msg), 9, ~(tmx_tag_t)0, &info));
+            nanosleep(&ts, NULL);
+            CHECK(tmx_job_barrier(job));
+            continue;
+        }
+        CHECK(tmx_tag_send(eps[1], msg, sizeof(msg), 9));
+        y0 = yields;
+        b0 = busy_polls;
+        s0 = sleeps;
+        w0 = wall();
+        CHECK(tmx_job_barrier(job));
+        y = yields - y0;
+        b = busy_polls - b0;
+        s = sleeps - s0;
+        printf("%s: %s: rank 0 waited %.3f s in tmx_job_barrier: %lu polls without a wait, "
+               "%lu yields, %lu sleeps\n", oversub ? "bootwait" : "bootspin",
+               oversub ? "oversubscribed" : "a core each", wall() - w0, b, y, s);
+        if (s == 0) {
+            /* rank 0 lost its processor for the whole 300 ms (to a real-time process of
+             * someone else): it did not wait, nothing to count */
+            continue;
+        }
+        waited++;
+        if (oversub) {
+            /* 16 rounds, a yield between each two, then sleeps (each wakeup from a sleep
+             * may make a round more) */
+            REQUIRE(y >= 8);
+            REQUIRE(b <= 64);
+        } else {
+            REQUIRE(y == 0);
+            REQUIRE(b > 64);
+        }
+    }
+    if (rank == 0) {
+        REQUIRE(waited > 0);
+    }
+    CHECK(tmx_job_barrier(job));
+    for (int r = 0; r < 2; r++) {
+        CHECK(tmx_ep_close(eps[r], TMX_EP_CLOSE_FLUSH));
+    }
+    CHECK(tmx_worker_destroy(worker));
+    CHECK(tmx_context_destroy(ctx));
+    tmx_job_finalize(job);
+    printf("%s ok\n", oversub ? "bootwait" : "bootspin");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "bootwait") == 0) {
+        return run_bootwait(1);
+    }
+    if (argc == 2 && strcmp(argv[1], "bootspin") == 0) {
+        return run_bootwait(0);
+    }
     if (argc == 2 && strcmp(argv[1], "nearmiss") == 0) {
         return run_nearmiss();
     }
@@ -486,6 +603,6 @@ int main(int argc, char **argv)
     if (argc == 2 && strcmp(argv[1], "yield") == 0) {
         return run_yield();
     }
-    fprintf(stderr, "usage: wait_sleep block|efd|yield|nearmiss\n");
+    fprintf(stderr, "usage: wait_sleep block|efd|yield|nearmiss|bootwait|bootspin\n");
     return 2;
 }

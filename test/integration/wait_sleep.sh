@@ -29,4 +29,15 @@ run 30 "$prog" yield
 expect_rc 0 "after a yield the next round polls the device: a queued message waits for no second yield"
 expect_grep "$T/out" "yield ok" "every check held"
 grep "yields before" "$T/out" | sed 's/^/    /'
+
+# The bootstrap's waits (tmx_job_barrier, tmx_job_allgather) progress the worker: when ranks
+# outnumber the CPUs they yield between a few idle rounds and then sleep (counted, not timed)
+run 60 "$TMXRUN" -n 2 --timeout 50 "$prog" bootwait
+expect_rc 0 "oversubscribed, a rank waiting in tmx_job_barrier yields and sleeps after 16 rounds"
+expect_grep "$T/out" "bootwait ok" "every check held"
+grep "polls without" "$T/out" | sed 's/^/    /'
+run 60 "$TMXRUN" -n 2 --timeout 50 "$prog" bootspin
+expect_rc 0 "not oversubscribed, the same wait spins without yielding before it sleeps"
+expect_grep "$T/out" "bootspin ok" "every check held"
+grep "polls without" "$T/out" | sed 's/^/    /'
 finish

@@ -352,6 +352,7 @@ summarize() { # data file
         if (nl > 0)
             printf "# load average (1 min) at the start of the runs: %.2f..%.2f (our own two" \
                    " busy-polling processes add up to 2)\n", lmin, lmax
+        phase_medians()
         round_tables("lat", "latency")
         round_tables("bw", "bandwidth")
         if (tm) {
@@ -361,6 +362,37 @@ summarize() { # data file
         if (ring) {
             onoff_table("# eager-RDMA rings on (tmx) / off (TMX_RING=no), per-round ratio: median",
                         "tmx", "tmxq")
+        }
+    }
+    # The table of medians again, per phase: the median of each tool over the runs that saw one
+    # phase (probes before and after agree), with the number of such runs.
+    function phase_medians(    i, s, k, t, m, p, ph, n, r, v, x, ln) {
+        for (ph = 1; ph <= 3; ph++) {
+            p = substr("FMS", ph, 1)
+            if (!(p in pc)) continue
+            print ""
+            print "# medians of the runs that saw the " pname[p] " phase only (runs): latency in us, " \
+                  "bandwidth in MB/s"
+            printf "%-10s | %11s %11s %11s | %13s %13s %13s\n", "size", "lat tmx", "ucx", "ompi",
+                   "bw tmx", "ucx", "ompi"
+            for (i = 1; i <= ns; i++) {
+                s = sz[i]
+                ln = sprintf("%-10s |", human(s))
+                for (m = 1; m <= 2; m++) {
+                    metric = (m == 1) ? "lat" : "bw"
+                    for (k = 1; k <= 3; k++) {
+                        t = tools[k]; n = 0; split("", v)
+                        for (r = 1; r <= maxr; r++)
+                            if (((t, metric, s, r) in rv) && rphase(t, metric, s, r) == p)
+                                v[++n] = rv[t, metric, s, r]
+                        x = (n == 0) ? "-" : sprintf((m == 1) ? "%.2f (%d)" : "%.1f (%d)",
+                                                     mid(v, n), n)
+                        ln = ln sprintf((m == 1) ? " %11s" : " %13s", x)
+                    }
+                    if (m == 1) ln = ln " |"
+                }
+                print ln
+            }
         }
     }
     # One feature on / off, both measured in every round: medians and the per-round ratio, over

@@ -37,6 +37,17 @@ void tmx_proto_ep_schedule(tmx_ep_t *ep)
     }
 }
 
+void tmx_proto_sq_done(tmx_ep_t *ep)
+{
+    if (ep->sq_busy > 0) {
+        ep->sq_busy--;
+    }
+    if (ep->sq_wait) {
+        ep->sq_wait = 0;
+        tmx_proto_ep_schedule(ep);
+    }
+}
+
 /*
  * Posts up to two headers and len bytes of buf as one SEND: inline when it fits, through a
  * bounce buffer otherwise; with compact != 0 (no headers: l1 = l2 = 0) a SEND_WITH_IMM of
@@ -542,7 +553,10 @@ static void tmx_proto_ep_progress(tmx_ep_t *ep)
         }
         free(c);
     }
-    if (tmx_proto_rndv_read_progress(ep) == TMX_ERR_NO_RESOURCE) {
+    /* a read found the send queue full: nothing goes until a completion of ours makes room
+     * (tmx_proto_sq_done), so a full queue costs one refused post per completion, not one per
+     * progress round */
+    if (ep->sq_wait || tmx_proto_rndv_read_progress(ep) == TMX_ERR_NO_RESOURCE) {
         return; /* reads of matched receives go before new sends */
     }
     while ((l = ep->pending.next) != &ep->pending) {

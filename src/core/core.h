@@ -80,6 +80,7 @@ typedef struct tmx_iface {
     unsigned           tx_free_top;
     uint32_t          *rx_repost; /* receive buffers consumed, to post again when idle */
     unsigned           rx_repost_count;
+    unsigned           rx_lazy;   /* an idle poll reposts once this many wait (tmx_iface_repost_rx) */
     uint32_t           last_qpn;  /* tmx_ep_by_qpn's last answer (valid when last_ep) */
     struct tmx_ep     *last_ep;
     uint32_t           xlast_qpn; /* tmx_xrc_rx_ep's last answer: target qp and endpoint id */

@@ -1000,8 +1000,10 @@ static enum ibv_wr_opcode tmx_verbs_ibv_op(tmx_wr_opcode_t op)
     }
 }
 
-/* Checks one send work request against qp: TMX_OK or why not. */
-static tmx_status_t tmx_verbs_send_check(tmx_verbs_qp_t *qp, const tmx_send_wr_t *wr)
+/* Checks one send work request against qp: TMX_OK or why not. Inline in both posts (a call
+ * of its own was a fifth of the provider's instructions per send). */
+static inline __attribute__((always_inline)) tmx_status_t
+tmx_verbs_send_check(tmx_verbs_qp_t *qp, const tmx_send_wr_t *wr)
 {
     uint64_t total = 0;
 
@@ -1726,7 +1728,38 @@ int tmx_verbs_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
     if (got == n) {
         return got;
     }
-    hw = tmx_verbs_cq_poll_hw(cq, n - got, wc + got);
+    if (cq->ibcqx == NULL && n - got <= TMX_VERBS_POLL_BATCH) {
+        /* the common case, in every progress round: one ibv_poll_cq here, and nothing more
+         * when it finds nothing (the layers of tmx_verbs_cq_poll_hw were about 50
+         * instructions of each idle round) */
+        struct ibv_wc iwc[TMX_VERBS_POLL_BATCH];
+        int           k = ibv_poll_cq(cq->ibcq, n - got, iwc);
+
+        if (k < 0) {
+            tmx_error("verbs %s: polling a CQ failed: %s", c->dev->name, strerror(-k));
+            return got > 0 ? got : TMX_ERR_IO;
+        }
+        hw = 0;
+        for (int i = 0; i < k; i++) {
+            tmx_verbs_raw_t r = {.wr_id    = iwc[i].wr_id,
+                                 .status   = iwc[i].status,
+                                 .opcode   = iwc[i].opcode,
+                                 .byte_len = iwc[i].byte_len,
+                                 .imm      = iwc[i].imm_data,
+                                 .qp_num   = iwc[i].qp_num,
+                                 .src_qp   = iwc[i].src_qp,
+                                 .flags    = iwc[i].wc_flags};
+
+            hw += tmx_verbs_convert((tmx_verbs_dev_t *)c->dev, &r, &wc[got + hw]);
+        }
+        if (k == n - got && got + hw < n) {
+            /* full, some kept by the provider: there may be more */
+            int more = tmx_verbs_cq_poll_hw(cq, n - got - hw, wc + got + hw);
+            hw += more > 0 ? more : 0;
+        }
+    } else {
+        hw = tmx_verbs_cq_poll_hw(cq, n - got, wc + got);
+    }
     if (hw < 0) {
         return got > 0 ? got : hw;
     }

@@ -1402,7 +1402,7 @@ static tmx_wc_opcode_t tmx_verbs_send_wc_op(uint8_t op)
 }
 
 /* The receive-side fields of a completion. */
-static void tmx_verbs_recv_fields(const tmx_verbs_raw_t *r, tmx_wc_t *wc, int tm_srq)
+static inline __attribute__((always_inline)) void tmx_verbs_recv_fields(const tmx_verbs_raw_t *r, tmx_wc_t *wc, int tm_srq)
 {
     if (r->status == IBV_WC_SUCCESS) {
         switch ((int)r->opcode) {
@@ -1460,7 +1460,7 @@ static int tmx_verbs_convert(tmx_verbs_dev_t *dev, const tmx_verbs_raw_t *r, tmx
     case TMX_VERBS_WR_SEND: {
         tmx_verbs_sslot_t *s;
 
-        qp = tmx_verbs_obj_get(dev, obj, gen, TMX_VERBS_OBJ_QP);
+        qp = tmx_verbs_obj_at(dev, obj, gen, TMX_VERBS_OBJ_QP);
         if (qp == NULL) {
             return 0; /* of a QP destroyed or reset meanwhile */
         }
@@ -1494,7 +1494,7 @@ static int tmx_verbs_convert(tmx_verbs_dev_t *dev, const tmx_verbs_raw_t *r, tmx
         return 1;
     }
     case TMX_VERBS_WR_RECV:
-        qp = tmx_verbs_obj_get(dev, obj, gen, TMX_VERBS_OBJ_QP);
+        qp = tmx_verbs_obj_at(dev, obj, gen, TMX_VERBS_OBJ_QP);
         if (qp == NULL || slot >= qp->rs.cap) {
             return 0;
         }
@@ -1513,7 +1513,7 @@ static int tmx_verbs_convert(tmx_verbs_dev_t *dev, const tmx_verbs_raw_t *r, tmx
         }
         return 1;
     case TMX_VERBS_WR_SRECV:
-        srq = tmx_verbs_obj_get(dev, obj, gen, TMX_VERBS_OBJ_SRQ);
+        srq = tmx_verbs_obj_at(dev, obj, gen, TMX_VERBS_OBJ_SRQ);
         if (srq == NULL || slot >= srq->rs.cap) {
             return 0;
         }
@@ -1535,7 +1535,7 @@ static int tmx_verbs_convert(tmx_verbs_dev_t *dev, const tmx_verbs_raw_t *r, tmx
         return 1;
     case TMX_VERBS_WR_TM_OP:
     case TMX_VERBS_WR_TM_RECV:
-        srq = tmx_verbs_obj_get(dev, obj, gen, TMX_VERBS_OBJ_SRQ);
+        srq = tmx_verbs_obj_at(dev, obj, gen, TMX_VERBS_OBJ_SRQ);
         if (srq == NULL || srq->tm == NULL) {
             return 0;
         }

@@ -4,12 +4,21 @@
 # scripts/rxe-vm.sh, in one run: latency and bandwidth at 8 B, 4 KiB and 64 KiB, and their
 # ratios. A benchmark, not a test: rxe under emulation (TCG) is slow and jittery in absolute
 # terms; the ratio to raw verbs, measured in the same guest in interleaved rounds, is what
-# counts. Each cell is the median of ROUNDS rounds (default 3); every round's ratios are
-# printed too, and the host's load average before and after (the guest cannot see it).
+# counts. Each cell is the median of ROUNDS rounds (default 5); every round's ratios are
+# printed too, with the host's load average at the end of each size's round (the host side
+# writes it every 2 s into a directory shared with the guest, which cannot see it), before
+# and after. Odd rounds run perftest first, even rounds tmx (latency, then bandwidth), so that
+# a drift of the load within a round does not always fall on the same side. The summary says
+# for each size the range of the rounds' latency ratios and how many were within 1.2x.
+#
+# Sizes: SIZES (default "8 4096 65536 65536R"); a size ending in R runs tmx_pingpong -R
+# (its buffers mapped once with tmx_mem_map, as perftest registers its own once; without it
+# a rendezvous message registers and deregisters its buffers at both ends, 4 calls of 40-160
+# us each in the guest) against a perftest run of its own in the same round.
 #
 # Run from the host (it starts the guest itself; RXE_VM_SCRIPT names scripts/rxe-vm.sh if it
-# is not in this tree), or inside the guest (RXE_VM=1). Environment: ROUNDS, SIZES (default
-# "8 4096 65536"), LAT_ITERS (round trips per size, 1000; a tenth above 8 KiB for both
+# is not in this tree), or inside the guest (RXE_VM=1). Environment: ROUNDS, SIZES, LAT_ITERS
+# (round trips per size, 1000; a tenth above 8 KiB for both
 # programs), BW_MSGS (messages per bandwidth run, 1280 = 20 windows of 64; a fifth above
 # 8 KiB for both), TMX_WAIT (spin), PP_ARGS (more tmx_pingpong options, e.g. -R: buffers
 # registered once with tmx_mem_map, as perftest's are), RXE_VM_GID_INDEX (set by the guest).
@@ -30,6 +39,9 @@
 # both processes) per message of each latency run, which the host's load does not change:
 # the load-independent part of the comparison.
 set -uo pipefail
+# One compound command, read whole before it runs: the guest reads this file over 9p, and an
+# edit of it during a long run must not change what the running copy does next.
+{
 if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then
     sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'
     exit 0
@@ -44,17 +56,25 @@ if [ "${RXE_VM:-0}" != 1 ]; then
         exit 77
     fi
     echo "# host load average before: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)"
-    bash "$vm" --timeout "${RXE_VM_TIMEOUT:-1500}" -- env ROUNDS="${ROUNDS:-3}" \
-        SIZES="${SIZES:-8 4096 65536}" LAT_ITERS="${LAT_ITERS:-1000}" \
+    # the host's load average, every 2 s, where the guest reads it for each round's line
+    ld=$(mktemp -d "$B/.verbs_rxe_load.XXXXXX") || exit 1
+    (while :; do cut -d' ' -f1-3 /proc/loadavg >"$ld/load.tmp" && mv "$ld/load.tmp" "$ld/load"
+                 sleep 2; done) &
+    lpid=$!
+    bash "$vm" --timeout "${RXE_VM_TIMEOUT:-3000}" --rw "$ld" -- env ROUNDS="${ROUNDS:-5}" \
+        SIZES="${SIZES:-8 4096 65536 65536R}" LAT_ITERS="${LAT_ITERS:-1000}" \
         BW_MSGS="${BW_MSGS:-1280}" TMX_WAIT="${TMX_WAIT:-spin}" PP_ARGS="${PP_ARGS:-}" \
-        bash "$here/verbs_rxe.sh" "$B"
+        HOST_LOAD_FILE="$ld/load" bash "$here/verbs_rxe.sh" "$B"
     rc=$?
+    kill "$lpid" 2>/dev/null
+    wait "$lpid" 2>/dev/null
+    rm -rf "$ld"
     echo "# host load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
     exit $rc
 fi
 
-rounds=${ROUNDS:-3}
-sizes=${SIZES:-8 4096 65536}
+rounds=${ROUNDS:-5}
+sizes=${SIZES:-8 4096 65536 65536R}
 lat_iters=${LAT_ITERS:-1000}
 bw_msgs=${BW_MSGS:-1280}
 dev=${RXE_VM_DEV:-rxe0}
@@ -72,6 +92,8 @@ trap 'rm -rf "$T"' EXIT
 port=18515
 cnt=/sys/class/infiniband/$dev/ports/1/hw_counters/sent_pkts
 pkts() { cat "$cnt" 2>/dev/null || echo 0; }
+# the host's load average now (1, 5, 15 min; the host side writes it), or "?"
+hload() { tr ' ' / <"${HOST_LOAD_FILE:-/nonexistent}" 2>/dev/null || echo "?"; }
 
 # perftest SERVER-CLIENT pair: prints the client's result row (nothing when it failed). The
 # client starts once the server listens (under load it can take seconds: a client that comes
@@ -103,8 +125,9 @@ tmx() {
         awk -F, '$1 ~ /^[0-9]+$/ {print; exit}'
 }
 
-# col N [SEP]: field N of the row on stdin, or nan when the run printed no row (it failed)
-col() { awk -F"${2:- }" -v n="$1" '{v = $n} END {print (v == "" ? "nan" : v)}'; }
+# col N [SEP]: field N of the row on stdin, or nan when the run printed no row (it failed) or
+# no number there (ib_send_lat printed "inf" for its typical latency once)
+col() { awk -F"${2:- }" -v n="$1" '{v = $n} END {print (v ~ /^[0-9.eE+-]+$/ ? v : "nan")}'; }
 
 median() { grep -v '^nan$' | sort -g | awk '{a[NR] = $1} END {if (NR) print a[int((NR + 1) / 2)]; else print "nan"}'; }
 
@@ -113,37 +136,56 @@ lat_n() { if [ "$1" -gt 8192 ]; then echo $((lat_iters / 10)); else echo "$lat_i
 bw_n() { if [ "$1" -gt 8192 ]; then echo $((bw_msgs / 5)); else echo "$bw_msgs"; fi; }
 for s in $sizes; do
     for f in lat.raw_typ lat.raw_avg lat.tmx lat.tmx_med bw.raw bw.tmx pk.raw pk.tmx rr.med rr.avg \
-             rr.bw; do : >"$T/$f.$s"; done
+             rr.bw load; do : >"$T/$f.$s"; done
 done
 for r in $(seq 1 "$rounds"); do
     for s in $sizes; do
-        n=$(lat_n "$s")
-        m=$(bw_n "$s")
-        p0=$(pkts)
-        row=$(perf ib_send_lat -s "$s" -n "$n")
-        p1=$(pkts)
-        echo "$row" | col 5 >>"$T/lat.raw_typ.$s"
-        echo "$row" | col 6 >>"$T/lat.raw_avg.$s"
+        z=${s%R} # the size; "R": tmx_pingpong -R (buffers mapped once, as perftest's are)
+        xa=
+        [ "$z" != "$s" ] && xa=-R
+        n=$(lat_n "$z")
+        m=$(bw_n "$z")
         # tmx_pingpong divides -n by 10 above 8 KiB (and the warmup too): give it 10x; its
         # warmup is the same number of round trips again, counted in its packets below
         tn=$n tw=$((n / 10 > 0 ? n / 10 : 1))
-        [ "$s" -gt 8192 ] && tn=$((n * 10)) tw=$((tw * 10))
-        row=$(tmx -t lat -M -m "$s:$s" -n "$tn" -w "$tw")
-        echo "$row" | col 2 , >>"$T/lat.tmx.$s"
-        echo "$row" | col 3 , >>"$T/lat.tmx_med.$s"
-        p2=$(pkts)
-        # packets per message: perftest 2n messages; tmx 2 (n + n/10 warmup + 1 check)
-        awk -v a="$p0" -v b="$p1" -v n="$n" 'BEGIN {printf "%.2f\n", (b - a) / (2 * n)}' \
-            >>"$T/pk.raw.$s"
-        awk -v a="$p1" -v b="$p2" -v n="$n" -v w="$((n / 10 > 0 ? n / 10 : 1))" \
-            'BEGIN {printf "%.2f\n", (b - a) / (2 * (n + w + 1))}' >>"$T/pk.tmx.$s"
-        row=$(perf ib_send_bw -s "$s" -n "$m")
-        echo "$row" | col 4 | awk '{print ($1 == "nan" ? "nan" : sprintf("%.2f", $1 * 1.048576))}' \
-            >>"$T/bw.raw.$s"
+        [ "$z" -gt 8192 ] && tn=$((n * 10)) tw=$((tw * 10))
         # tmx_pingpong's bandwidth: windows of 64, a fifth of -n above 8 KiB
         bn=$(( (m + 63) / 64 ))
-        [ "$s" -gt 8192 ] && bn=$((bn * 5))
-        tmx -t bw -m "$s:$s" -n "$bn" | col 2 , >>"$T/bw.tmx.$s"
+        [ "$z" -gt 8192 ] && bn=$((bn * 5))
+        # odd rounds run perftest first, even rounds tmx: a drift of the host's load within a
+        # round (or a first run's cost) does not always fall on the same side
+        for who in $(if [ $((r % 2)) = 1 ]; then echo raw tmx; else echo tmx raw; fi); do
+            p0=$(pkts)
+            if [ "$who" = raw ]; then
+                row=$(perf ib_send_lat -s "$z" -n "$n")
+                echo "$row" | col 5 >>"$T/lat.raw_typ.$s"
+                echo "$row" | col 6 >>"$T/lat.raw_avg.$s"
+                # packets per message: perftest 2n messages
+                awk -v a="$p0" -v b="$(pkts)" -v n="$n" \
+                    'BEGIN {printf "%.2f\n", (b - a) / (2 * n)}' >>"$T/pk.raw.$s"
+            else
+                # shellcheck disable=SC2086 # xa: no word or one
+                row=$(tmx $xa -t lat -M -m "$z:$z" -n "$tn" -w "$tw")
+                echo "$row" | col 2 , >>"$T/lat.tmx.$s"
+                echo "$row" | col 3 , >>"$T/lat.tmx_med.$s"
+                # tmx: 2 (n + n/10 warmup + 1 check) messages
+                awk -v a="$p0" -v b="$(pkts)" -v n="$n" -v w="$((n / 10 > 0 ? n / 10 : 1))" \
+                    'BEGIN {printf "%.2f\n", (b - a) / (2 * (n + w + 1))}' >>"$T/pk.tmx.$s"
+            fi
+        done
+        for who in $(if [ $((r % 2)) = 1 ]; then echo raw tmx; else echo tmx raw; fi); do
+            if [ "$who" = raw ]; then
+                row=$(perf ib_send_bw -s "$z" -n "$m")
+                echo "$row" | col 4 |
+                    awk '{print ($1 == "nan" ? "nan" : sprintf("%.2f", $1 * 1.048576))}' \
+                    >>"$T/bw.raw.$s"
+            else
+                # shellcheck disable=SC2086
+                tmx $xa -t bw -m "$z:$z" -n "$bn" | col 2 , >>"$T/bw.tmx.$s"
+            fi
+        done
+        hl=$(hload)
+        echo "$hl" >>"$T/load.$s"
         echo "# round $r size $s: lat median tmx $(tail -n 1 "$T/lat.tmx_med.$s") raw" \
              "$(tail -n 1 "$T/lat.raw_typ.$s"), mean tmx $(tail -n 1 "$T/lat.tmx.$s") raw" \
              "$(tail -n 1 "$T/lat.raw_avg.$s") us; bw tmx $(tail -n 1 "$T/bw.tmx.$s") raw" \
@@ -152,7 +194,8 @@ for r in $(seq 1 "$rounds"); do
                  "$T/bw.raw.$s" | tail -n 1 |
                  awk '{printf "lat median %.2f mean %.2f, bw raw/tmx %.2f",
                        ($2 > 0 ? $1 / $2 : 0), ($4 > 0 ? $3 / $4 : 0), ($5 > 0 ? $6 / $5 : 0)}');" \
-             "packets/msg tmx $(tail -n 1 "$T/pk.tmx.$s") raw $(tail -n 1 "$T/pk.raw.$s")" >&2
+             "packets/msg tmx $(tail -n 1 "$T/pk.tmx.$s") raw $(tail -n 1 "$T/pk.raw.$s");" \
+             "host load $hl" >&2
         # this round's ratios, for the median of the per-round ratios
         paste -d' ' "$T/lat.tmx_med.$s" "$T/lat.raw_typ.$s" "$T/lat.tmx.$s" "$T/lat.raw_avg.$s" \
             "$T/bw.tmx.$s" "$T/bw.raw.$s" | tail -n 1 |
@@ -185,11 +228,16 @@ for s in $sizes; do
                s, tm, rt, (rt > 0 ? tm / rt : 0), tl, ra, (ra > 0 ? tl / ra : 0), tb, rb,
                (tb > 0 ? rb / tb : 0), pt, pr}'
 done
-echo "# median of the per-round ratios (each round's tmx against the perftest run next to it)"
-printf "%-6s %8s %8s %8s\n" size r_med r_avg r_bw
+echo "# median of the per-round ratios (each round's tmx against the perftest run next to it),"
+echo "# and the lowest and highest round (latency median); rounds within 1.2x; host load range"
+printf "%-6s %8s %8s %8s   %11s %9s   %s\n" size r_med r_avg r_bw r_med_range "<=1.2" "host load"
 for s in $sizes; do
-    printf "%-6s %8.2f %8.2f %8.2f\n" "$s" "$(median <"$T/rr.med.$s")" "$(median <"$T/rr.avg.$s")" \
-        "$(median <"$T/rr.bw.$s")"
+    printf "%-6s %8.2f %8.2f %8.2f   %5.2f-%-5.2f %5s/%-3s   %s\n" "$s" "$(median <"$T/rr.med.$s")" \
+        "$(median <"$T/rr.avg.$s")" "$(median <"$T/rr.bw.$s")" \
+        "$(grep -v nan "$T/rr.med.$s" | sort -g | head -n 1)" \
+        "$(grep -v nan "$T/rr.med.$s" | sort -g | tail -n 1)" \
+        "$(awk '$1 != "nan" && $1 <= 1.2' "$T/rr.med.$s" | wc -l)" "$(grep -vc nan "$T/rr.med.$s")" \
+        "$(cut -d/ -f1 "$T/load.$s" | sort -g | sed -n '1p;$p' | paste -sd-)"
 done
 echo "# every round:"
 for s in $sizes; do
@@ -197,5 +245,7 @@ for s in $sizes; do
          "$(paste -sd' ' "$T/lat.raw_typ.$s"); tmx mean $(paste -sd' ' "$T/lat.tmx.$s"), raw" \
          "mean $(paste -sd' ' "$T/lat.raw_avg.$s"); tmx bw $(paste -sd' ' "$T/bw.tmx.$s"), raw" \
          "bw $(paste -sd' ' "$T/bw.raw.$s"); packets/msg tmx $(paste -sd' ' "$T/pk.tmx.$s")," \
-         "raw $(paste -sd' ' "$T/pk.raw.$s")"
+         "raw $(paste -sd' ' "$T/pk.raw.$s"); host load $(paste -sd' ' "$T/load.$s")"
 done
+exit 0
+}

@@ -80,6 +80,7 @@ typedef struct tmx_iface {
     unsigned           tx_free_top;
     uint32_t          *rx_repost; /* receive buffers consumed, to post again when idle */
     unsigned           rx_repost_count;
+    unsigned           rx_lazy;   /* an idle poll reposts once this many wait (tmx_iface_repost_rx) */
     uint32_t           last_qpn;  /* tmx_ep_by_qpn's last answer (valid when last_ep) */
     struct tmx_ep     *last_ep;
     uint32_t           xlast_qpn; /* tmx_xrc_rx_ep's last answer: target qp and endpoint id */
@@ -258,6 +259,10 @@ typedef struct tmx_ep {
     uint8_t        ring_rx_now;
     unsigned       ring_held;
     unsigned       sq_busy;        /* signaled work requests of ours on qp not completed yet */
+    uint8_t        sq_wait;        /* a rendezvous read found qp's send queue full while some of
+                                    * sq_busy were in it: the queued reads and sends wait for
+                                    * one of their completions (tmx_proto_sq_done), not for the
+                                    * next progress round */
     /* compact eager (proto.h): an EAGER with the tag of the last one goes with no header */
     uint8_t        compact_tx;     /* the peer takes them (TMX_WIREUP_F_COMPACT in its wire-up) */
     uint8_t        compact_rx;     /* we said we take them */

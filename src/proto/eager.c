@@ -37,6 +37,17 @@ void tmx_proto_ep_schedule(tmx_ep_t *ep)
     }
 }
 
+void tmx_proto_sq_done(tmx_ep_t *ep)
+{
+    if (ep->sq_busy > 0) {
+        ep->sq_busy--;
+    }
+    if (ep->sq_wait) {
+        ep->sq_wait = 0;
+        tmx_proto_ep_schedule(ep);
+    }
+}
+
 /*
  * Posts up to two headers and len bytes of buf as one SEND: inline when it fits, through a
  * bounce buffer otherwise; with compact != 0 (no headers: l1 = l2 = 0) a SEND_WITH_IMM of
@@ -369,6 +380,34 @@ tmx_status_t tmx_proto_eager_try(tmx_ep_t *ep, const void *buf, size_t len, uint
         ep->worker->num_credit_stalls++;
         return TMX_ERR_NO_RESOURCE;
     }
+    if (imm == 0 && ep->compact_tx && ep->ctag_tx_ok && ep->ctag_tx == tag && !ep->xrc &&
+        ep->ring_tx == NULL && !ep->iface->tm_on && len <= ep->iface->max_inline) {
+        /* A compact EAGER (the tag of the last one, no immediate data) that goes inline: the
+         * one work request of tmx_proto_post_ring's compact case, built here and posted at
+         * once (the layers in between were about 120 instructions of every small send) */
+        unsigned      cgive = ep->credits_owed > TMX_PROTO_COMPACT_CREDITS
+                                  ? TMX_PROTO_COMPACT_CREDITS
+                                  : ep->credits_owed;
+        tmx_sge_t     sge   = {.addr = (uintptr_t)buf, .length = (uint32_t)len};
+        tmx_send_wr_t wr, *bad;
+
+        wr = (tmx_send_wr_t){
+            .wr_id      = TMX_WRID(TMX_WRID_CTRL, 0),
+            .sg_list    = &sge,
+            .num_sge    = len > 0,
+            .opcode     = TMX_WR_SEND_WITH_IMM,
+            .send_flags = TMX_SEND_INLINE |
+                          tmx_fence_flags_for_step(ep->ooo, TMX_FENCE_STEP_EAGER,
+                                                   ep->worker->ctx->cfg.fence_drop),
+            .imm_data   = TMX_PROTO_COMPACT | (uint32_t)cgive};
+        status = ep->iface->ops->post_send(ep->qp, &wr, &bad);
+        if (status == TMX_OK) {
+            ep->credits_owed -= cgive;
+            ep->worker->compact_tx++;
+            ep->credits--;
+        }
+        return status;
+    }
     if (ep->iface->tm_on) {
         status = tmx_proto_post_tagged(ep, TMX_TMH_EAGER, 0, tag, NULL, 0, buf, len);
     } else {
@@ -542,7 +581,10 @@ static void tmx_proto_ep_progress(tmx_ep_t *ep)
         }
         free(c);
     }
-    if (tmx_proto_rndv_read_progress(ep) == TMX_ERR_NO_RESOURCE) {
+    /* a read found the send queue full: nothing goes until a completion of ours makes room
+     * (tmx_proto_sq_done), so a full queue costs one refused post per completion, not one per
+     * progress round */
+    if (ep->sq_wait || tmx_proto_rndv_read_progress(ep) == TMX_ERR_NO_RESOURCE) {
         return; /* reads of matched receives go before new sends */
     }
     while ((l = ep->pending.next) != &ep->pending) {

@@ -177,6 +177,9 @@ void tmx_proto_credit_return(tmx_ep_t *ep);
 void tmx_proto_credits_add(tmx_ep_t *ep, unsigned credits);
 tmx_request_t *tmx_proto_sreq_lookup(tmx_ep_t *ep, uint64_t id, unsigned need_flag);
 void tmx_proto_ep_schedule(tmx_ep_t *ep);
+/* A signaled work request of ep's completed (one less in ep->sq_busy): its send queue has
+ * room again, so what waits for it there (ep->sq_wait) is tried at the next progress round. */
+void tmx_proto_sq_done(tmx_ep_t *ep);
 
 /* tm.c: tag-matching offload */
 void tmx_proto_tm_rx(tmx_iface_t *iface, const tmx_wc_t *wc);

@@ -999,9 +999,7 @@ void tmx_ring_wc(tmx_iface_t *iface, const tmx_wc_t *wc)
          * its asynchronous error says so */
         return;
     }
-    if (ep->sq_busy > 0) {
-        ep->sq_busy--;
-    }
+    tmx_proto_sq_done(ep);
     if (TMX_WRID_KIND(wc->wr_id) == TMX_WRID_RING_RX) {
         if (ep->ring_rx != NULL && ep->ring_rx->sleep == TMX_RING_SLEEP_POSTED) {
             ep->ring_rx->sleep = TMX_RING_SLEEP_PLACED;
@@ -1020,8 +1018,8 @@ void tmx_ring_sq_done(tmx_iface_t *iface, const tmx_wc_t *wc)
 {
     tmx_ep_t *ep = tmx_ep_by_qpn(iface->worker, iface, wc->qp_num);
 
-    if (ep != NULL && ep->sq_busy > 0) {
-        ep->sq_busy--;
+    if (ep != NULL) {
+        tmx_proto_sq_done(ep);
     }
 }
 

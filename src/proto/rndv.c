@@ -187,6 +187,11 @@ static tmx_status_t tmx_proto_rndv_read_post(tmx_ep_t *ep, tmx_request_t *rreq)
         }
         if (status == TMX_ERR_NO_RESOURCE) {
             tmx_proto_rndv_read_wait(ep, rreq);
+            /* a completion of ours is due, which makes room: wait for it (tmx_proto_sq_done).
+             * Without one in the queue (only unsignaled sends, which the provider retires on
+             * its own) or through XRC's shared initiators (whose completions are not counted
+             * per endpoint), the next progress round tries again */
+            ep->sq_wait = ep->sq_busy > 0 && !ep->xrc;
             return status;
         }
         if (status != TMX_OK) {

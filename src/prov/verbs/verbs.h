@@ -275,6 +275,14 @@ tmx_status_t tmx_verbs_obj_add(tmx_verbs_dev_t *dev, void *ptr, uint8_t type, ui
                                uint16_t *gen_p);
 void tmx_verbs_obj_del(tmx_verbs_dev_t *dev, uint32_t obj);
 void *tmx_verbs_obj_get(tmx_verbs_dev_t *dev, uint32_t obj, unsigned gen, uint8_t type);
+/* tmx_verbs_obj_get inline, for every completion */
+static inline void *tmx_verbs_obj_at(const tmx_verbs_dev_t *dev, uint32_t obj, unsigned gen,
+                                     uint8_t type)
+{
+    return obj < dev->num_objs && dev->objs[obj].gen == gen && dev->objs[obj].type == type
+               ? dev->objs[obj].ptr
+               : NULL;
+}
 tmx_status_t tmx_verbs_cq_load(tmx_verbs_cq_t *cq, long delta);
 tmx_status_t tmx_verbs_wcq_push(tmx_verbs_wcq_t *q, const tmx_wc_t *wc);
 /* Up to n completions of q into wc: how many. */

@@ -1000,8 +1000,10 @@ static enum ibv_wr_opcode tmx_verbs_ibv_op(tmx_wr_opcode_t op)
     }
 }
 
-/* Checks one send work request against qp: TMX_OK or why not. */
-static tmx_status_t tmx_verbs_send_check(tmx_verbs_qp_t *qp, const tmx_send_wr_t *wr)
+/* Checks one send work request against qp: TMX_OK or why not. Inline in both posts (a call
+ * of its own was a fifth of the provider's instructions per send). */
+static inline __attribute__((always_inline)) tmx_status_t
+tmx_verbs_send_check(tmx_verbs_qp_t *qp, const tmx_send_wr_t *wr)
 {
     uint64_t total = 0;
 
@@ -1400,7 +1402,7 @@ static tmx_wc_opcode_t tmx_verbs_send_wc_op(uint8_t op)
 }
 
 /* The receive-side fields of a completion. */
-static void tmx_verbs_recv_fields(const tmx_verbs_raw_t *r, tmx_wc_t *wc, int tm_srq)
+static inline __attribute__((always_inline)) void tmx_verbs_recv_fields(const tmx_verbs_raw_t *r, tmx_wc_t *wc, int tm_srq)
 {
     if (r->status == IBV_WC_SUCCESS) {
         switch ((int)r->opcode) {
@@ -1458,7 +1460,7 @@ static int tmx_verbs_convert(tmx_verbs_dev_t *dev, const tmx_verbs_raw_t *r, tmx
     case TMX_VERBS_WR_SEND: {
         tmx_verbs_sslot_t *s;
 
-        qp = tmx_verbs_obj_get(dev, obj, gen, TMX_VERBS_OBJ_QP);
+        qp = tmx_verbs_obj_at(dev, obj, gen, TMX_VERBS_OBJ_QP);
         if (qp == NULL) {
             return 0; /* of a QP destroyed or reset meanwhile */
         }
@@ -1492,7 +1494,7 @@ static int tmx_verbs_convert(tmx_verbs_dev_t *dev, const tmx_verbs_raw_t *r, tmx
         return 1;
     }
     case TMX_VERBS_WR_RECV:
-        qp = tmx_verbs_obj_get(dev, obj, gen, TMX_VERBS_OBJ_QP);
+        qp = tmx_verbs_obj_at(dev, obj, gen, TMX_VERBS_OBJ_QP);
         if (qp == NULL || slot >= qp->rs.cap) {
             return 0;
         }
@@ -1511,7 +1513,7 @@ static int tmx_verbs_convert(tmx_verbs_dev_t *dev, const tmx_verbs_raw_t *r, tmx
         }
         return 1;
     case TMX_VERBS_WR_SRECV:
-        srq = tmx_verbs_obj_get(dev, obj, gen, TMX_VERBS_OBJ_SRQ);
+        srq = tmx_verbs_obj_at(dev, obj, gen, TMX_VERBS_OBJ_SRQ);
         if (srq == NULL || slot >= srq->rs.cap) {
             return 0;
         }
@@ -1533,7 +1535,7 @@ static int tmx_verbs_convert(tmx_verbs_dev_t *dev, const tmx_verbs_raw_t *r, tmx
         return 1;
     case TMX_VERBS_WR_TM_OP:
     case TMX_VERBS_WR_TM_RECV:
-        srq = tmx_verbs_obj_get(dev, obj, gen, TMX_VERBS_OBJ_SRQ);
+        srq = tmx_verbs_obj_at(dev, obj, gen, TMX_VERBS_OBJ_SRQ);
         if (srq == NULL || srq->tm == NULL) {
             return 0;
         }
@@ -1726,7 +1728,38 @@ int tmx_verbs_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
     if (got == n) {
         return got;
     }
-    hw = tmx_verbs_cq_poll_hw(cq, n - got, wc + got);
+    if (cq->ibcqx == NULL && n - got <= TMX_VERBS_POLL_BATCH) {
+        /* the common case, in every progress round: one ibv_poll_cq here, and nothing more
+         * when it finds nothing (the layers of tmx_verbs_cq_poll_hw were about 50
+         * instructions of each idle round) */
+        struct ibv_wc iwc[TMX_VERBS_POLL_BATCH];
+        int           k = ibv_poll_cq(cq->ibcq, n - got, iwc);
+
+        if (k < 0) {
+            tmx_error("verbs %s: polling a CQ failed: %s", c->dev->name, strerror(-k));
+            return got > 0 ? got : TMX_ERR_IO;
+        }
+        hw = 0;
+        for (int i = 0; i < k; i++) {
+            tmx_verbs_raw_t r = {.wr_id    = iwc[i].wr_id,
+                                 .status   = iwc[i].status,
+                                 .opcode   = iwc[i].opcode,
+                                 .byte_len = iwc[i].byte_len,
+                                 .imm      = iwc[i].imm_data,
+                                 .qp_num   = iwc[i].qp_num,
+                                 .src_qp   = iwc[i].src_qp,
+                                 .flags    = iwc[i].wc_flags};
+
+            hw += tmx_verbs_convert((tmx_verbs_dev_t *)c->dev, &r, &wc[got + hw]);
+        }
+        if (k == n - got && got + hw < n) {
+            /* full, some kept by the provider: there may be more */
+            int more = tmx_verbs_cq_poll_hw(cq, n - got - hw, wc + got + hw);
+            hw += more > 0 ? more : 0;
+        }
+    } else {
+        hw = tmx_verbs_cq_poll_hw(cq, n - got, wc + got);
+    }
     if (hw < 0) {
         return got > 0 ? got : hw;
     }

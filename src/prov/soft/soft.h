@@ -739,7 +739,7 @@ int tmx_soft_rseg_dead(tmx_soft_rseg_t *rseg);
 int tmx_soft_lock_holder_dead(uint64_t lock_id);
 /* 0 when [addr, addr+len) lies in a valid registration of key with the rights (inline: it
  * runs for every receive and every RDMA). */
-static inline int tmx_soft_key_check(const tmx_soft_mr_ent_t *table, unsigned max,
+static inline __attribute__((always_inline)) int tmx_soft_key_check(const tmx_soft_mr_ent_t *table, unsigned max,
                                      uint32_t key, uint64_t addr, uint64_t len, unsigned access)
 {
     unsigned                 idx = key >> 8;

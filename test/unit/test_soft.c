@@ -919,6 +919,102 @@ Test(soft, first_fast_ring_is_the_large_one, .timeout = 30)
     run_pair(ring0_rx, ring0_tx, &cfg);
 }
 
+/* ---------------------------------------------------------------- a lap started over */
+
+/* A ping-pong keeps to the first pages of its fast ring: once the reader has taken every
+ * record and said so (it does at an empty poll, TMX_SOFT_REWIND_PUB bytes after it last did),
+ * the writer past TMX_SOFT_REWIND_MIN starts the lap over at the ring's start, and makes no
+ * pages past the first TMX_SOFT_MAKE_CHUNK bytes. 40 small sends earn the ring (as in
+ * first_fast_ring_is_the_large_one), then REWIND_N sends of 4 KiB one at a time, 2.4 laps of
+ * the 1 MiB ring: each must arrive whole, and the writer must never have gone past the first
+ * chunk (it went round the whole ring before, making every page). */
+#define REWIND_RING (1024 * 1024)
+#define REWIND_MSG  4096
+#define REWIND_N    600
+
+static int rewind_rx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    static uint8_t  buf[REWIND_MSG];
+    uint32_t        small;
+    tmx_soft_dev_t *dev;
+    tmx_mr_t       *mr, *smr;
+    tmx_wc_t        wc;
+
+    TRY(node_open(n, sh, me, cfg, 1, 0));
+    dev             = (tmx_soft_dev_t *)n->dev;
+    dev->win_frozen = 1;
+    mr              = reg(n, buf, sizeof(buf), TMX_ACCESS_LOCAL_WRITE);
+    smr             = reg(n, &small, sizeof(small), TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL && smr != NULL);
+    for (uint32_t i = 0; i < RING0_N; i++) {
+        CHECK(post_recv(n, 0, &small, 4, smr->lkey, i) == TMX_OK);
+    }
+    TRY(node_connect(n));
+    CHECK(node_sync(n, 2) == 0);
+    CHECK(node_sync(n, 3) == 0); /* the small ones are posted */
+    for (uint32_t i = 0; i < RING0_N; i++) {
+        CHECK(node_wc(n, &wc) == 0 && wc.status == TMX_WC_SUCCESS);
+    }
+    CHECK(dev->fast_owner[0] == (tmx_soft_qp_t *)n->qp[0]);
+    for (uint32_t i = 0; i < REWIND_N; i++) {
+        CHECK(post_recv(n, 0, buf, sizeof(buf), mr->lkey, 1000 + i) == TMX_OK);
+        CHECK(node_sync(n, 10 + 2 * (int)i) == 0);
+        CHECK(node_wc(n, &wc) == 0);
+        CHECK(wc.wr_id == 1000 + i && wc.status == TMX_WC_SUCCESS && wc.byte_len == REWIND_MSG);
+        CHECK(buf[0] == (uint8_t)i && buf[REWIND_MSG - 1] == (uint8_t)(i + 1));
+        node_poll(n); /* an empty poll: says where we are */
+        node_poll(n);
+        CHECK(node_sync(n, 11 + 2 * (int)i) == 0);
+    }
+    CHECK(node_barrier(n, 10 + 2 * REWIND_N) == 0);
+    n->ops->mr_dereg(mr);
+    n->ops->mr_dereg(smr);
+    node_close(n);
+    return 0;
+}
+
+static int rewind_tx(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    static uint8_t msg[REWIND_MSG];
+    tmx_soft_qp_t *qp;
+    uint32_t       v;
+
+    TRY(node_open(n, sh, me, cfg, 1, 0));
+    TRY(node_connect(n));
+    CHECK(node_sync(n, 2) == 0);
+    qp = (tmx_soft_qp_t *)n->qp[0];
+    CHECK(node_sync(n, 3) == 0);
+    for (uint32_t i = 0; i < RING0_N; i++) {
+        v = i;
+        CHECK(post_send_retry(n, 0, TMX_WR_SEND, &v, 4, 0, TMX_SEND_INLINE, i, 0) == TMX_OK);
+    }
+    for (uint32_t i = 0; i < REWIND_N; i++) {
+        CHECK(node_sync(n, 10 + 2 * (int)i) == 0); /* its receive is posted */
+        msg[0]              = (uint8_t)i;
+        msg[REWIND_MSG - 1] = (uint8_t)(i + 1);
+        CHECK(post_send_retry(n, 0, TMX_WR_SEND, msg, REWIND_MSG, 0, TMX_SEND_INLINE, 1000 + i,
+                              0) == TMX_OK);
+        CHECK(node_sync(n, 11 + 2 * (int)i) == 0);
+    }
+    CHECK(qp->out_fast == 1 && qp->out_size == REWIND_RING);
+    CHECK(qp->out_tail - qp->out_consumed <= REWIND_RING); /* sanity */
+    CHECK(qp->out_tail > 2 * (uint64_t)REWIND_RING);     /* it went round: 2.4 laps */
+    CHECK((qp->out_tail & (REWIND_RING - 1)) < TMX_SOFT_REWIND_MIN + 2 * (REWIND_MSG + 128));
+    CHECK(qp->out_made == TMX_SOFT_MAKE_CHUNK);
+    CHECK(node_barrier(n, 10 + 2 * REWIND_N) == 0);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, ping_pong_starts_the_lap_over, .timeout = 60)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, -1, 64 * 1024);
+    cfg.soft_ring0_size = REWIND_RING;
+    cfg.soft_fast_rings = 1;
+    run_pair(rewind_rx, rewind_tx, &cfg);
+}
+
 /* ---------------------------------------------------------------- direct sends in pieces */
 
 /* An unsignaled inline SEND above TMX_SOFT_WHOLE_MAX goes out as several records of one

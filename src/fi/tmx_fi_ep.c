@@ -189,8 +189,25 @@ static void tmx_fi_recv_cb(tmx_request_h req, tmx_status_t status,
                            const tmx_tag_recv_info_t *info, void *user_data)
 {
     tmx_fi_op_t *op = user_data;
+    tmx_fi_ep_t *ep = op->ep;
 
     (void)req;
+    if (status == TMX_OK && info != NULL && !info->has_imm && op->bounce == NULL &&
+        !(op->flags & FI_DISCARD) && !ep->closing) {
+        /* the common case, tmx_fi_op_complete's for a receive into one buffer, straight from
+         * info: no copy of it into the operation */
+        if (ep->rx_cntr != NULL) {
+            ep->rx_cntr->val++;
+        }
+        if (ep->rx_cq != NULL && (op->flags & FI_COMPLETION)) {
+            tmx_fi_cq_push(ep->rx_cq, op->context, (op->flags & (FI_TAGGED | FI_MSG)) | FI_RECV,
+                           info->length < op->len ? info->length : op->len,
+                           tmx_fi_user_tag(ep, info->tag), 0);
+        }
+        op->status = TMX_OK; /* tmx_fi_recv_post looks (a receive done inside its call) */
+        tmx_fi_op_put(op);
+        return;
+    }
     op->status = status;
     if (info != NULL) {
         op->info = *info;
@@ -366,6 +383,27 @@ static ssize_t tmx_fi_send_one(tmx_fi_ep_t *ep, const void *buf, size_t len, fi_
     peer = tmx_fi_ep_peer(ep, dest);
     if (peer == NULL) {
         return -FI_EINVAL;
+    }
+    if (len <= TMX_FI_INJECT_SIZE) {
+        /* first as fi_inject does: done in place (an eager send), or not at all, with no
+         * operation taken and put back (callgrind, cg_small fi-win 8 B: 12 instructions a
+         * message less) */
+        params.field_mask = TMX_REQ_PARAM_FLAGS;
+        params.flags      = TMX_SEND_FLAG_TRY;
+        s                 = tmx_tag_send_nb(peer, buf, len, tag, &params, &req);
+        if (s == TMX_OK) {
+            if (ep->tx_cntr != NULL) {
+                ep->tx_cntr->val++;
+            }
+            if (ep->tx_cq != NULL && (flags & FI_COMPLETION)) {
+                tmx_fi_cq_push(ep->tx_cq, context, (flags & (FI_TAGGED | FI_MSG)) | FI_SEND, 0,
+                               0, 0);
+            }
+            return 0;
+        }
+        if (s != TMX_ERR_NO_RESOURCE) {
+            return -tmx_fi_errno(s);
+        }
     }
     op = tmx_fi_op_get(ep);
     if (op == NULL) {

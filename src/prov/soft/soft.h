@@ -540,7 +540,6 @@ typedef struct tmx_soft_qp {
     tmx_soft_ring_ctrl_t *out_ctrl;
     uint64_t              out_tail;
     uint64_t              out_consumed; /* cached */
-    uint64_t              out_made;     /* bytes of the fast ring's pages made (from its start) */
     uint64_t              ibx_tail;     /* inbox tail while its lock is held */
     int                   cma;
     size_t                cma_min;      /* RDMA this large goes by CMA (0 on an XRC route:
@@ -821,14 +820,6 @@ static inline tmx_soft_ring_ctrl_t *tmx_soft_fctrl(void *base, const tmx_soft_se
 {
     return (tmx_soft_ring_ctrl_t *)((uint8_t *)base + hdr->fctrl_off) + ring;
 }
-
-/* A fast ring's lap starts over (tmx_soft_tx_reserve, "Starting a lap over") past this
- * position once the reader has taken every record; the reader publishes its position once it
- * has read TMX_SOFT_REWIND_PUB bytes since it last did and finds the ring empty. The sender
- * makes a fast ring's pages TMX_SOFT_MAKE_CHUNK bytes at a time, as far as it writes. */
-#define TMX_SOFT_REWIND_MIN (64u * 1024)
-#define TMX_SOFT_REWIND_PUB (16u * 1024)
-#define TMX_SOFT_MAKE_CHUNK (128u * 1024)
 
 /* The fast rings: the first of ring0_size bytes, lent first (tmx_soft_fast_grant), then
  * max_fast - 1 of ring_size. On this 2-core VM an 8 KiB ping-pong through a 2 MiB ring took

@@ -623,39 +623,18 @@ static inline void tmx_soft_tx_publish(uint8_t *ring, uint64_t size, tmx_soft_re
     atomic_store_explicit(&rec->stamp, tail + 1, memory_order_release);
 }
 
-/*
- * Room for a record of bytes (a multiple of the line) at the tail, after a PAD record if it
+/* Room for a record of bytes (a multiple of the line) at the tail, after a PAD record if it
  * would cross the end of the ring, and for the line behind it whose stamp its publication
- * clears; NULL when the ring is full.
- *
- * Starting a lap over (rewind: a fast ring, which has one writer). Past TMX_SOFT_REWIND_MIN,
- * when the reader has said it took every record (its published position is our tail), a PAD
- * to the end of the ring sends the record to the ring's start: a ping-pong, whose reader keeps up, keeps to the ring's first pages and lines (in the
- * cache, their pages made once) instead of walking 2 MiB of pages, the first lap making each
- * (fi_pingpong 4 KiB, 1000 round trips: 2 ms of page making in a 2 ms run). The reader, alone
- * on the ring, reads the PAD at once and says so (a quarter ring), so the room comes back in
- * one of its polls. A stream whose reader lags behind uses the whole ring as before; the reader takes a PAD as the rest of the
- * lap, so the format is unchanged.
- */
+ * clears; NULL when the ring is full. */
 static inline tmx_soft_rec_t *tmx_soft_tx_reserve(uint8_t *ring, uint64_t size,
                                            tmx_soft_ring_ctrl_t *ctrl, uint64_t *tail_p,
-                                           uint64_t *consumed_p, size_t bytes, int rewind)
+                                           uint64_t *consumed_p, size_t bytes)
 {
     uint64_t        tail = *tail_p;
     uint64_t        pos  = tail & (size - 1);
     uint64_t        pad  = pos + bytes > size ? size - pos : 0;
-    uint64_t        need;
+    uint64_t        need = pad + bytes + TMX_SOFT_LINE;
     tmx_soft_rec_t *rec;
-
-    if (rewind && pad == 0 && pos >= TMX_SOFT_REWIND_MIN) {
-        if (*consumed_p != tail) {
-            *consumed_p = atomic_load_explicit(&ctrl->consumed, memory_order_acquire);
-        }
-        if (*consumed_p == tail && bytes + TMX_SOFT_LINE <= pos) {
-            pad = size - pos; /* the reader took everything: the PAD is all it finds */
-        }
-    }
-    need = pad + bytes + TMX_SOFT_LINE;
 
     if (tail + need - *consumed_p > size) {
         *consumed_p = atomic_load_explicit(&ctrl->consumed, memory_order_acquire);
@@ -722,7 +701,7 @@ static tmx_soft_rec_t *tmx_soft_inbox_reserve(tmx_soft_dev_t *dev, tmx_soft_rseg
     *tail_p  = atomic_load_explicit(&ctrl->tail, memory_order_relaxed);
     consumed = atomic_load_explicit(&ctrl->consumed, memory_order_acquire);
     rec      = tmx_soft_tx_reserve((uint8_t *)(ctrl + 1), r->hdr->inbox_size, ctrl, tail_p,
-                                   &consumed, bytes, 0);
+                                   &consumed, bytes);
     if (rec != NULL) {
         /* the record and the line behind it, within the ring (the next lap's start is
          * touched when a record goes there) */
@@ -795,26 +774,9 @@ static int tmx_soft_tx_switch(tmx_soft_qp_t *qp)
         qp->out_ctrl     = tmx_soft_fctrl(r->base, r->hdr, ring - 1);
         qp->out_tail     = base;
         qp->out_consumed = base;
-        /* its first pages; the rest as far as we write (tmx_soft_tx_make) */
-        qp->out_made = qp->out_size < TMX_SOFT_MAKE_CHUNK ? qp->out_size : TMX_SOFT_MAKE_CHUNK;
-        tmx_soft_prefault(qp->out_ring, qp->out_made);
+        tmx_soft_prefault(qp->out_ring, qp->out_size);
     }
     return 1;
-}
-
-/* The fast ring's pages up to end (and the line behind), made: TMX_SOFT_MAKE_CHUNK bytes at a
- * time, in one call each (a page made by a fault of its own costs more). A ring whose laps
- * start over early (tmx_soft_tx_reserve) never gets here. */
-static __attribute__((noinline)) void tmx_soft_tx_make(tmx_soft_qp_t *qp, uint64_t end)
-{
-    uint64_t to = (end + TMX_SOFT_LINE + TMX_SOFT_MAKE_CHUNK - 1) / TMX_SOFT_MAKE_CHUNK *
-                  TMX_SOFT_MAKE_CHUNK;
-
-    if (to > qp->out_size) {
-        to = qp->out_size;
-    }
-    tmx_soft_prefault(qp->out_ring + qp->out_made, to - qp->out_made);
-    qp->out_made = to;
 }
 
 /* Room for a record of bytes on the QP's path; with the inbox, its lock is held until
@@ -831,11 +793,7 @@ static inline tmx_soft_rec_t *tmx_soft_qp_reserve(tmx_soft_qp_t *qp, size_t byte
     }
     if (qp->out_fast != 0) {
         rec = tmx_soft_tx_reserve(qp->out_ring, qp->out_size, qp->out_ctrl, &qp->out_tail,
-                                  &qp->out_consumed, bytes, 1);
-        if (rec != NULL && (qp->out_tail & (qp->out_size - 1)) + bytes > qp->out_made &&
-            qp->out_made < qp->out_size) {
-            tmx_soft_tx_make(qp, (qp->out_tail & (qp->out_size - 1)) + bytes);
-        }
+                                  &qp->out_consumed, bytes);
     } else {
         rec = tmx_soft_inbox_reserve(qp->dev, qp->rseg, &qp->ibx_tail, bytes);
     }
@@ -2425,20 +2383,6 @@ static inline void tmx_soft_rx_publish(tmx_soft_ring_ctrl_t *ctrl, uint64_t size
     }
 }
 
-/* The lent ring of qp read to its end, TMX_SOFT_REWIND_PUB bytes or more since we last said
- * where we are: said now, so that the writer may start the lap over (tmx_soft_tx_reserve). */
-static void tmx_soft_fast_publish_idle(tmx_soft_qp_t *qp)
-{
-    uint64_t              head = qp->in_head;
-    const tmx_soft_rec_t *rec  = (const tmx_soft_rec_t *)(qp->in_ring + (head & (qp->in_size - 1)));
-
-    if (head - qp->in_published >= TMX_SOFT_REWIND_PUB &&
-        atomic_load_explicit(&rec->stamp, memory_order_relaxed) != head + 1) {
-        qp->in_published = head;
-        atomic_store_explicit(&qp->in_ctrl->consumed, head, memory_order_release);
-    }
-}
-
 /* Reads the records of qp's lent ring, up to limit of them or to where the peer left it. */
 static void tmx_soft_fast_drain(tmx_soft_qp_t *qp, unsigned limit)
 {
@@ -2454,9 +2398,6 @@ static void tmx_soft_fast_drain(tmx_soft_qp_t *qp, unsigned limit)
 
         if (head == qp->in_stop ||
             atomic_load_explicit(&rec->stamp, memory_order_acquire) != head + 1) {
-            if (head - qp->in_published >= TMX_SOFT_REWIND_PUB && !qp->dev->inplace_hold) {
-                tmx_soft_fast_publish_idle(qp);
-            }
             break;
         }
         len = rec->len;
@@ -2979,16 +2920,11 @@ tmx_status_t tmx_soft_qp_addr_dev(const void *blob, size_t len, const uint8_t **
  * (tmx_pingpong -t rate -m 8:8 -n 100, fast mode, interleaved): 10.8-12.3 M msg/s before,
  * 14.8-15.7 after.
  *
- * The whole ring at the grant cost 2 ms for the 2 MiB first ring, most of it making its
- * pages (MADV_POPULATE_WRITE: 1.3 ms under strace), in the timed part of a short job
- * (fi_pingpong 4 KiB, 1000 round trips). Prefaulting ahead of the tail in small pieces, as far
- * again as the sender had written, put the first lap's pages in the measured part of a
- * ping-pong (tmx_pingpong -t bw -m 8:8, 8 runs each on a loaded machine: best 51 MB/s against
- * 80 with TMX_RING=no, 95 against 110 with rings). Now the sender makes the first
- * TMX_SOFT_MAKE_CHUNK bytes at the grant and the rest a chunk at a time as far as it writes
- * (tmx_soft_tx_make), and a ping-pong, whose laps start over at TMX_SOFT_REWIND_MIN
- * (tmx_soft_tx_reserve), never writes past the first chunk: 4 KiB fi_pingpong made 512 pages
- * of ring per process, now 32.
+ * The whole ring at the grant (2 ms for the 2 MiB first ring, most of it making its pages):
+ * prefaulting ahead of the tail in pieces instead, as far again as the sender had written,
+ * kept the pages of a short job's few records only, but put the first lap's pages in the
+ * measured part of a ping-pong (tmx_pingpong -t bw -m 8:8, 8 runs each on a loaded machine:
+ * best 51 MB/s against 80 with TMX_RING=no, 95 against 110 with rings).
  */
 static void tmx_soft_prefault(uint8_t *ring, size_t size)
 {
@@ -3665,7 +3601,6 @@ static void tmx_soft_rx_release(tmx_soft_dev_t *dev)
         tmx_soft_qp_t *qp = dev->fast_on[i];
 
         tmx_soft_rx_publish(qp->in_ctrl, qp->in_size, qp->in_head, &qp->in_published);
-        tmx_soft_fast_publish_idle(qp);
     }
 }
 

@@ -265,7 +265,7 @@ typedef struct tmx_xrc_attr {
 typedef struct tmx_ring_attr {
     int      enabled;        /**< TMX_RING is not no and the device can lend rings */
     unsigned slots;          /**< slots of a ring (TMX_RING_SLOTS) */
-    size_t   slot_size;      /**< bytes of a slot (TMX_RING_SLOT_SIZE) */
+    size_t   slot_size;      /**< payload bytes a slot carries (TMX_RING_SLOT_SIZE) */
     unsigned max_rings;      /**< rings this worker lends at most (TMX_RING_PEERS) */
     unsigned eps_whole;      /**< connections into this worker whose ring is polled on a flag */
     unsigned eps_aligned128; /**< ... polled on a stamp per 128-byte block */

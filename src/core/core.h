@@ -594,7 +594,9 @@ static inline tmx_status_t tmx_request_params_ok(const tmx_request_params_t *par
 {
     if (params == NULL ||
         (params->field_mask == (TMX_REQ_PARAM_CALLBACK | TMX_REQ_PARAM_USER_DATA) &&
-         params->cb.send != NULL)) { /* cb: a union of two pointers */
+         params->cb.send != NULL) || /* cb: a union of two pointers */
+        (is_send && params->field_mask == TMX_REQ_PARAM_FLAGS &&
+         params->flags == TMX_SEND_FLAG_TRY)) { /* a send done in place or not at all */
         return TMX_OK;
     }
     return tmx_request_params_check(params, is_send);

@@ -172,6 +172,7 @@ typedef struct tmx_fi_ep {
     void           **chunks;
     size_t           nchunks, nops;
     int              closing; /* tmx_fi_ep_close: completions make no CQ entries */
+    size_t           tx_pending; /* send operations tmx has in progress (their callback due) */
     tmx_fi_claim_t  *claims;
 } tmx_fi_ep_t;
 

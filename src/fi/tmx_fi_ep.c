@@ -181,6 +181,7 @@ static void tmx_fi_send_cb(tmx_request_h req, tmx_status_t status, void *user_da
     tmx_fi_op_t *op = user_data;
 
     (void)req;
+    op->ep->tx_pending--;
     op->status = status;
     tmx_fi_op_finish(op);
 }
@@ -189,8 +190,25 @@ static void tmx_fi_recv_cb(tmx_request_h req, tmx_status_t status,
                            const tmx_tag_recv_info_t *info, void *user_data)
 {
     tmx_fi_op_t *op = user_data;
+    tmx_fi_ep_t *ep = op->ep;
 
     (void)req;
+    if (status == TMX_OK && info != NULL && !info->has_imm && op->bounce == NULL &&
+        !(op->flags & FI_DISCARD) && !ep->closing) {
+        /* the common case, tmx_fi_op_complete's for a receive into one buffer, straight from
+         * info: no copy of it into the operation */
+        if (ep->rx_cntr != NULL) {
+            ep->rx_cntr->val++;
+        }
+        if (ep->rx_cq != NULL && (op->flags & FI_COMPLETION)) {
+            tmx_fi_cq_push(ep->rx_cq, op->context, (op->flags & (FI_TAGGED | FI_MSG)) | FI_RECV,
+                           info->length < op->len ? info->length : op->len,
+                           tmx_fi_user_tag(ep, info->tag), 0);
+        }
+        op->status = TMX_OK; /* tmx_fi_recv_post looks (a receive done inside its call) */
+        tmx_fi_op_put(op);
+        return;
+    }
     op->status = status;
     if (info != NULL) {
         op->info = *info;
@@ -335,6 +353,7 @@ static ssize_t tmx_fi_send_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
         return 0;
     }
     if (s == TMX_INPROGRESS) {
+        ep->tx_pending++;
         tmx_request_free(req); /* released after its callback, which completes op */
         return 0;
     }
@@ -367,6 +386,28 @@ static ssize_t tmx_fi_send_one(tmx_fi_ep_t *ep, const void *buf, size_t len, fi_
     if (peer == NULL) {
         return -FI_EINVAL;
     }
+    if (len <= TMX_FI_INJECT_SIZE && ep->tx_pending == 0) {
+        /* first as fi_inject does: done in place (an eager send), or not at all, with no
+         * operation taken and put back (callgrind, cg_small fi-win 8 B: 12 instructions a
+         * message less). Not while sends of ours are in progress: tmx queues this one behind
+         * them, which a try would find out only to call again. */
+        params.field_mask = TMX_REQ_PARAM_FLAGS;
+        params.flags      = TMX_SEND_FLAG_TRY;
+        s                 = tmx_tag_send_nb(peer, buf, len, tag, &params, &req);
+        if (s == TMX_OK) {
+            if (ep->tx_cntr != NULL) {
+                ep->tx_cntr->val++;
+            }
+            if (ep->tx_cq != NULL && (flags & FI_COMPLETION)) {
+                tmx_fi_cq_push(ep->tx_cq, context, (flags & (FI_TAGGED | FI_MSG)) | FI_SEND, 0,
+                               0, 0);
+            }
+            return 0;
+        }
+        if (s != TMX_ERR_NO_RESOURCE) {
+            return -tmx_fi_errno(s);
+        }
+    }
     op = tmx_fi_op_get(ep);
     if (op == NULL) {
         tmx_fi_ep_progress(ep);
@@ -396,6 +437,7 @@ static ssize_t tmx_fi_send_one(tmx_fi_ep_t *ep, const void *buf, size_t len, fi_
         return 0;
     }
     if (s == TMX_INPROGRESS) {
+        ep->tx_pending++;
         tmx_request_free(req); /* released after its callback, which completes op */
         return 0;
     }
@@ -437,8 +479,11 @@ static ssize_t tmx_fi_inject_one(tmx_fi_ep_t *ep, const void *buf, size_t len, f
         params.field_mask |= TMX_REQ_PARAM_IMM;
         params.imm = (uint32_t)data;
     }
-    s = (cq_data && !ep->cq_data_said) ? TMX_ERR_NO_RESOURCE /* the general path logs it */
-                                       : tmx_tag_send_nb(peer, buf, len, tag, &params, &req);
+    /* the general path logs the first CQ data; with sends of ours in progress tmx would queue
+     * this one behind them: the try would fail */
+    s = ((cq_data && !ep->cq_data_said) || ep->tx_pending > 0)
+            ? TMX_ERR_NO_RESOURCE
+            : tmx_tag_send_nb(peer, buf, len, tag, &params, &req);
     if (s == TMX_OK) {
         if (ep->tx_cntr != NULL) {
             ep->tx_cntr->val++;

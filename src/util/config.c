@@ -183,7 +183,9 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "Slots (messages in flight) of an eager-RDMA ring."),
      .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX | TMX_CONFIG_F_POW2, .min = 2, .max = 4096},
     {TMX_CONFIG_FIELD("RING_SLOT_SIZE", TMX_CONFIG_SIZE, "2k", ring_slot_size,
-                      "Bytes of a ring slot: larger messages go by the queue."),
+                      "Payload bytes a ring slot carries (the slot adds the header and the mode's "
+                      "flag or stamps, rounded up to 128 bytes): larger messages go by the "
+                      "queue."),
      .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX | TMX_CONFIG_F_POW2, .min = 128,
      .max = 65536},
     {TMX_CONFIG_FIELD("RING_PEERS", TMX_CONFIG_UINT, "8", ring_peers,

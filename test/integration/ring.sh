@@ -78,4 +78,20 @@ else
     fail "TMX_RING=auto: $n of 2 senders were lent a ring within 4 messages"
     show
 fi
+
+# TMX_RING_SLOT_SIZE is payload: a slot holds that many bytes behind the header and the mode's
+# flag or stamps, so a 2 KiB message (Open MPI's 2 KiB MPI_Send) goes by the default ring, not
+# the queue (it took the queue when the slot was 2048 bytes in all).
+for dio in whole aligned128; do
+    run 60 env TMX_SOFT_DATA_IN_ORDER=$dio TMX_RING=auto TMX_LOG_LEVEL=info "$TMXRUN" -n 2 \
+        --timeout 50 "$B/examples/tmx_pingpong" -t lat -m 2048:2048 -n 20 -w 2
+    expect_rc 0 "2 KiB ping-pong, default slots ($dio)"
+    n=$(sed -n 's/.*eager-RDMA rings: \([0-9]*\) messages sent.*/\1/p' "$T/err" | sort -n | head -1)
+    if [ "$(grep -c 'eager-RDMA rings: ' "$T/err")" -eq 2 ] && [ "${n:-0}" -ge 15 ]; then
+        ok "2 KiB messages by the default ring ($dio): $n sent by each rank's ring at least"
+    else
+        fail "2 KiB messages by the default ring ($dio): ${n:-no} ring messages"
+        show
+    fi
+done
 finish

@@ -309,6 +309,9 @@ static inline void tmx_soft_rseg_touch(tmx_soft_rseg_t *r, const void *p, size_t
     }
     first = (size_t)((const uint8_t *)p - (const uint8_t *)r->base) >> r->page_shift;
     last  = (size_t)((const uint8_t *)p + len - 1 - (const uint8_t *)r->base) >> r->page_shift;
+    if (first == last && (r->touched[first / 64] & (1ull << (first % 64)))) {
+        return; /* the common case, a write within a page loaded before: no loop */
+    }
     for (size_t i = first; i <= last; i++) {
         if (!(r->touched[i / 64] & (1ull << (i % 64)))) {
             (void)*(volatile const uint8_t *)((const uint8_t *)r->base + (i << r->page_shift));
@@ -739,7 +742,7 @@ int tmx_soft_rseg_dead(tmx_soft_rseg_t *rseg);
 int tmx_soft_lock_holder_dead(uint64_t lock_id);
 /* 0 when [addr, addr+len) lies in a valid registration of key with the rights (inline: it
  * runs for every receive and every RDMA). */
-static inline int tmx_soft_key_check(const tmx_soft_mr_ent_t *table, unsigned max,
+static inline __attribute__((always_inline)) int tmx_soft_key_check(const tmx_soft_mr_ent_t *table, unsigned max,
                                      uint32_t key, uint64_t addr, uint64_t len, unsigned access)
 {
     unsigned                 idx = key >> 8;

@@ -28,11 +28,6 @@
 #define TMX_RING_SMALL 128
 /* Ring messages taken per ring per poll, so that one busy sender does not hold the others. */
 #define TMX_RING_DRAIN 32
-/* RING_GRANT's last word with cells: the cell size, and log2 of the slots' count + 1 in bits
- * 16-23 (ring.h "Cells"; a sender of before the split refuses it: a word it does not know). */
-#define TMX_RING_GRANT_CELLS(big_log2) (TMX_RING_CELL | ((uint32_t)(big_log2) + 1) << 16)
-#define TMX_RING_GRANT_BIG(w)                                                                  \
-    (((w) >> 16) == 0 || ((w) >> 16) > 16 ? 0u : 1u << (((w) >> 16) - 1))
 /* How often the lent rings are looked at for an idle one, when a sender waits for a ring and
  * none is free; a ring is idle when its receiver took nothing from it between two looks. */
 #define TMX_RING_IDLE_NS (10ull * 1000 * 1000)
@@ -217,7 +212,6 @@ static void tmx_ring_rx_report(tmx_ep_t *ep, tmx_ring_rx_t *rx)
     if (st == TMX_OK) {
         rx->reported   = f;
         rx->report_due = 0;
-        rx->slot_taken = 0;
     } else if (st == TMX_ERR_NO_RESOURCE && !rx->report_due) {
         rx->report_due = 1;
         ep->worker->ring_stats.report_waits++;
@@ -264,13 +258,11 @@ static tmx_status_t tmx_ring_rx_sleep(tmx_ep_t *ep, tmx_ring_rx_t *rx, int aslee
 /* rx->head moved: where the next message's marker will show (rx->poll_at, poll_marker). */
 static inline void tmx_ring_rx_aim(tmx_ring_rx_t *rx)
 {
-    rx->poll_at     = rx->base + (rx->head & (rx->big - 1)) * rx->slot_size + rx->slot_size - 1;
+    rx->poll_at     = rx->base + (rx->head & (rx->slots - 1)) * rx->slot_size + rx->slot_size - 1;
     rx->poll_cell   = rx->cells == NULL ? rx->poll_at
                                         : rx->cells + (rx->head & (rx->slots - 1)) * TMX_RING_CELL +
                                               TMX_RING_CELL - 1;
-    rx->slot_marker = tmx_ring_marker(rx->head, rx->big_log2);
-    rx->poll_marker = rx->cells == NULL ? rx->slot_marker
-                                        : tmx_ring_marker(rx->head, rx->slots_log2);
+    rx->poll_marker = tmx_ring_marker(rx->head, rx->slots_log2);
 }
 
 /* A message taken out of a slot: to the protocol (eager messages only come this way). Inline
@@ -280,7 +272,6 @@ tmx_ring_rx_deliver(tmx_ep_t *ep, tmx_ring_rx_t *rx, const uint8_t *msg, size_t 
 {
     tmx_worker_t *w = ep->worker;
     uint8_t       op;
-    unsigned      half;
 
     if (len < sizeof(tmx_proto_hdr_t) ||
         ((op = msg[0]) != TMX_PROTO_EAGER && op != TMX_PROTO_EAGER_SYNC)) {
@@ -290,8 +281,8 @@ tmx_ring_rx_deliver(tmx_ep_t *ep, tmx_ring_rx_t *rx, const uint8_t *msg, size_t 
         return -1;
     }
     rx->head++;
-    if ((rx->head & (rx->big - 1)) == 0) {
-        tmx_ring_rx_aim(rx); /* a new lap of the slots (and maybe of the cells) */
+    if ((rx->head & (rx->slots - 1)) == 0) {
+        tmx_ring_rx_aim(rx); /* a new lap: the first slot, the next marker */
     } else {
         rx->poll_at += rx->slot_size;
         rx->poll_cell += rx->cell_step;
@@ -300,10 +291,8 @@ tmx_ring_rx_deliver(tmx_ep_t *ep, tmx_ring_rx_t *rx, const uint8_t *msg, size_t 
     ep->ring_rx_now = rx->mode != TMX_RING_MODE_IMM; /* no eager credit (ring.h "Credits") */
     tmx_proto_rx_ring(ep->iface, ep, msg, len);
     ep->ring_rx_now = 0;
-    /* after a message from a slot, every big / 2: a sender may wait for that slot ("Cells") */
-    half = (rx->slot_taken ? rx->big : rx->slots) / 2;
-    if (rx->head - rx->reported >= half && ep->ring_rx == rx &&
-        tmx_ring_rx_freed(ep, rx) - rx->reported >= half) {
+    if (rx->head - rx->reported >= rx->slots / 2 && ep->ring_rx == rx &&
+        tmx_ring_rx_freed(ep, rx) - rx->reported >= rx->slots / 2) {
         tmx_ring_rx_report(ep, rx);
     }
     return 0;
@@ -327,11 +316,10 @@ static unsigned tmx_ring_rx_drain(tmx_ep_t *ep, tmx_ring_rx_t *rx, unsigned max)
                 rc = 0;
             }
             if (rc == 0) {
-                rc = tmx_ring_slot_read_whole(rx->poll_at, rx->slot_marker, rx->slot_size, &msg);
+                rc = tmx_ring_slot_read_whole(rx->poll_at, rx->poll_marker, rx->slot_size, &msg);
                 if (rc > 0 && (int32_t)(msg.seq - rx->expected) < 0) {
                     rc = 0;
                 }
-                rx->slot_taken |= rc > 0;
             }
         } else if (rx->mode == TMX_RING_MODE_WHOLE) {
             /* rx->poll_at is the slot's last byte, poll_marker this lap's (tmx_ring_rx_aim) */
@@ -434,9 +422,6 @@ static void tmx_ring_grant(tmx_ep_t *ep)
     rx->mode       = ep->ring_choice;
     rx->slots      = cfg->ring_slots;
     rx->slots_log2 = tmx_ring_log2(rx->slots);
-    rx->big        = rx->mode == TMX_RING_MODE_WHOLE && rx->slots > TMX_RING_BIG ? TMX_RING_BIG
-                                                                                 : rx->slots;
-    rx->big_log2   = tmx_ring_log2(rx->big);
     rx->slot_size  = cfg->ring_slot_size;
     rx->idle_head  = UINT64_MAX; /* not idle at the first look: it has just begun */
     tmx_list_init(&rx->link);
@@ -445,7 +430,7 @@ static void tmx_ring_grant(tmx_ep_t *ep)
         return;
     }
     status = ep->iface->ops->mem_alloc(ep->iface->pd,
-                                       (size_t)rx->big * rx->slot_size +
+                                       (size_t)rx->slots * rx->slot_size +
                                            (rx->mode == TMX_RING_MODE_WHOLE
                                                 ? (size_t)rx->slots * TMX_RING_CELL
                                                 : 0),
@@ -458,7 +443,7 @@ static void tmx_ring_grant(tmx_ep_t *ep)
         return;
     }
     rx->base      = rx->mr->addr;
-    rx->cells     = rx->mode == TMX_RING_MODE_WHOLE ? rx->base + rx->big * rx->slot_size : NULL;
+    rx->cells     = rx->mode == TMX_RING_MODE_WHOLE ? rx->base + rx->slots * rx->slot_size : NULL;
     rx->cell_step = rx->cells != NULL ? TMX_RING_CELL : rx->slot_size;
     tmx_ring_rx_aim(rx);
     ep->ring_rx = rx;
@@ -467,8 +452,8 @@ static void tmx_ring_grant(tmx_ep_t *ep)
         tmx_ring_rx_free(ep);
         return;
     }
-    tmx_debug("eager-RDMA ring (%s, %u x %zu bytes, %u positions) lent to %016llx",
-              tmx_ring_mode_name(rx->mode), rx->big, rx->slot_size, rx->slots,
+    tmx_debug("eager-RDMA ring (%s, %u x %zu bytes) lent to %016llx",
+              tmx_ring_mode_name(rx->mode), rx->slots, rx->slot_size,
               (unsigned long long)ep->remote_uuid);
 }
 
@@ -671,10 +656,7 @@ static unsigned tmx_ring_refusal(tmx_ep_t *ep, const tmx_proto_ring_hdr_t *h)
         h->slots > 65536 || (h->slots & (h->slots - 1)) != 0 || h->slot_size < 128 ||
         h->slot_size > 65536 || h->slot_size % TMX_RING_BLOCK != 0 ||
         h->slot_size > ep->iface->max_inline ||
-        (h->reserved != 0 &&
-         ((h->reserved & 0xffff) != TMX_RING_CELL || mode != TMX_RING_MODE_WHOLE ||
-          TMX_RING_GRANT_BIG(h->reserved) < 2 || TMX_RING_GRANT_BIG(h->reserved) > h->slots ||
-          TMX_RING_GRANT_BIG(h->reserved) > TMX_RING_BIG))) {
+        (h->reserved != 0 && (h->reserved != TMX_RING_CELL || mode != TMX_RING_MODE_WHOLE))) {
         return TMX_RING_REFUSE_BAD;
     }
     if (tmx_ring_polling(mode) && ep->ooo) {
@@ -707,9 +689,7 @@ void tmx_ring_tx_grant(tmx_ep_t *ep, const uint8_t *buf, size_t len)
     tx->slot_size  = h.slot_size;
     tx->max        = tmx_ring_slot_max(tx->mode, tx->slot_size);
     tx->addr       = h.addr;
-    tx->big        = h.reserved != 0 ? TMX_RING_GRANT_BIG(h.reserved) : tx->slots;
-    tx->big_log2   = tmx_ring_log2(tx->big);
-    tx->cells      = h.reserved != 0 ? h.addr + (uint64_t)tx->big * h.slot_size : 0;
+    tx->cells      = h.reserved == TMX_RING_CELL ? h.addr + (uint64_t)h.slots * h.slot_size : 0;
     tx->rkey       = h.rkey;
     tx->seq_on     = tmx_ring_polling(tx->mode);
     tx->caps       = iface->dev->attr.caps;
@@ -739,9 +719,9 @@ void tmx_ring_tx_grant(tmx_ep_t *ep, const uint8_t *buf, size_t len)
     }
     /* RING_ACK is the first numbered message; the ring is used once it is posted */
     tmx_proto_send_ctrl(ep, TMX_PROTO_RING_ACK, 0, TMX_RING_REFUSE_NONE);
-    tmx_info("endpoint to %016llx: eager-RDMA ring %s (%u x %u bytes, %u positions, messages "
-             "up to %zu bytes)", (unsigned long long)ep->remote_uuid,
-             tmx_ring_mode_name(tx->mode), tx->big, h.slot_size, tx->slots, tx->max);
+    tmx_info("endpoint to %016llx: eager-RDMA ring %s (%u x %u bytes, messages up to %zu "
+             "bytes)", (unsigned long long)ep->remote_uuid, tmx_ring_mode_name(tx->mode),
+             tx->slots, h.slot_size, tx->max);
     return;
 
 refused:
@@ -797,8 +777,7 @@ tmx_status_t tmx_ring_ctrl_post(tmx_ep_t *ep, uint8_t op, int32_t status)
         h.rkey      = rx->mr->rkey;
         h.slots     = rx->slots;
         h.slot_size = (uint32_t)rx->slot_size;
-        /* the cells follow the slots; the slots' count with them ("Cells") */
-        h.reserved  = rx->cells != NULL ? TMX_RING_GRANT_CELLS(rx->big_log2) : 0;
+        h.reserved  = rx->cells != NULL ? TMX_RING_CELL : 0; /* the cells follow the slots */
     } else if (status == TMX_RING_REFUSE_NONE) {
         tmx_ring_tx_t *tx = ep->ring_tx;
 
@@ -827,8 +806,7 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
     uint64_t       img[2 * TMX_RING_SMALL / 8]; /* half used; the rest quiets -Warray-bounds */
     tmx_ring_wr_t  rw;
     tmx_send_wr_t  wr, *bad;
-    int            direct, cell;
-    uint8_t        marker;
+    int            direct;
     tmx_status_t   status;
 
     if (!tx->ready || hlen + len > tx->max || ep->closing || ep->state != TMX_EP_CONNECTED) {
@@ -841,14 +819,9 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
     if ((caps & (TMX_DEV_CAP_MEM_DIRECT | TMX_DEV_CAP_MANUAL_PROGRESS)) && ep->sq_busy > 0) {
         return TMX_ERR_NO_RESOURCE;
     }
-    /* to its position's cell (free once the message a lap of positions before it was taken),
-     * or to its slot (once the last message written there was taken): ring.h "Cells" */
-    cell = tx->cells != 0 && hlen + len + TMX_RING_FLAG <= TMX_RING_CELL;
-    if (cell || tx->cells == 0 ? tx->head - tx->consumed >= tx->slots
-                               : tx->slot_use[tx->head & (tx->big - 1)] > tx->consumed) {
+    if (tx->head - tx->consumed >= tx->slots) {
         tmx_ring_tx_credits(tx);
-        if (cell || tx->cells == 0 ? tx->head - tx->consumed >= tx->slots
-                                   : tx->slot_use[tx->head & (tx->big - 1)] > tx->consumed) {
+        if (tx->head - tx->consumed >= tx->slots) {
             w->ring_stats.full++;
             if (tx->full_ns == 0) {
                 tx->full_ns = tmx_time_ns();
@@ -857,7 +830,6 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
         }
         tx->full_ns = 0;
     }
-    marker = cell ? tx->marker : tmx_ring_marker(tx->head, tx->big_log2);
     if (tx->asleep) {
         tmx_ring_tx_sleep(tx);
         if (tx->asleep) {
@@ -870,7 +842,7 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
          * one piece, so that the device copies one sge; the same bytes as
          * tmx_ring_slot_build's */
         size_t   mlen = hlen + len;
-        uint64_t flag = tmx_ring_flag(tx->seq, mlen, hlen, marker);
+        uint64_t flag = tmx_ring_flag(tx->seq, mlen, hlen, tx->marker);
 
         if (hlen == sizeof(tmx_proto_hdr_t)) {
             memcpy(img, hdr, sizeof(tmx_proto_hdr_t)); /* a plain EAGER's: two moves */
@@ -884,19 +856,19 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
         rw.sge[0]    = (tmx_sge_t){.addr = (uintptr_t)img, .length = (uint32_t)rw.len};
         rw.num_sge   = 1;
     } else {
-        tmx_ring_slot_build(tx->mode, tx->slot_size, tx->big_log2, tx->head, tx->seq, hdr,
+        tmx_ring_slot_build(tx->mode, tx->slot_size, tx->slots_log2, tx->head, tx->seq, hdr,
                             hlen, buf, len, tx->stage, &rw);
     }
     memset(&wr, 0, sizeof(wr));
     wr.wr_id            = TMX_WRID(TMX_WRID_RING_TX, ep->id);
     wr.sg_list          = rw.sge;
     wr.num_sge          = rw.num_sge;
-    if (cell) {
+    if (tx->cells != 0 && rw.len <= TMX_RING_CELL) {
         /* to the position's cell, laid out as in a slot (ring.h "Cells") */
         wr.rdma.remote_addr = tx->cells + (tx->head & (tx->slots - 1)) * TMX_RING_CELL +
                               TMX_RING_CELL - rw.len;
     } else {
-        wr.rdma.remote_addr = tx->addr + (tx->head & (tx->big - 1)) * tx->slot_size + rw.off;
+        wr.rdma.remote_addr = tx->addr + (tx->head & (tx->slots - 1)) * tx->slot_size + rw.off;
     }
     wr.rdma.rkey        = tx->rkey;
     wr.send_flags       = TMX_SEND_INLINE;
@@ -916,9 +888,6 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
     }
     if (wr.send_flags & TMX_SEND_SIGNALED) {
         ep->sq_busy++;
-    }
-    if (!cell && tx->cells != 0) {
-        tx->slot_use[tx->head & (tx->big - 1)] = tx->head + 1;
     }
     tx->head++;
     if ((tx->head & (tx->slots - 1)) == 0) {
@@ -986,9 +955,11 @@ tmx_status_t tmx_ring_arm(tmx_worker_t *w)
     tmx_list_for_each(l, &w->ring_polled) {
         tmx_ring_rx_t *rx = tmx_container_of(l, tmx_ring_rx_t, link);
 
-        /* the position's slot and cell (tmx_ring_rx_aim) */
-        if (__atomic_load_n(rx->poll_at, __ATOMIC_ACQUIRE) == rx->slot_marker ||
-            __atomic_load_n(rx->poll_cell, __ATOMIC_ACQUIRE) == rx->poll_marker) {
+        if (tmx_ring_slot_ready(rx->base + (rx->head & (rx->slots - 1)) * rx->slot_size,
+                                rx->slot_size, rx->slots_log2, rx->head) ||
+            (rx->cells != NULL &&
+             tmx_ring_slot_ready(rx->cells + (rx->head & (rx->slots - 1)) * TMX_RING_CELL,
+                                 TMX_RING_CELL, rx->slots_log2, rx->head))) {
             return TMX_ERR_BUSY;
         }
     }

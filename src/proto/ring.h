@@ -28,8 +28,8 @@
  * so they are in its memory by the time the queue message completes. With IMM, ring messages
  * complete in the same completion queue as the rest, in order.
  *
- * Cells (WHOLE only). A ring has one 64-byte cell per position (slots of them), all in a row
- * after its slots (TMX_RING_CELL; the grant says so in its last word). A message that fits a
+ * Cells (WHOLE only). Next to its slots a ring has one 64-byte cell per slot, all in a row
+ * after the slots (TMX_RING_CELL; the grant says so in its last word). A message that fits a
  * cell with its flag (a 40-byte payload behind the 16-byte header) is written to its
  * position's cell, laid out as in a slot; a larger one to its slot. The reader looks at both
  * for the position's marker, the cell first. Small messages in a row then land in adjacent
@@ -37,16 +37,6 @@
  * reader's cache fetches the next ones ahead (compare.sh 8 B rate). A cell or a slot not
  * written for 255 laps shows this lap's marker again: the reader takes only the one whose
  * sequence number is the next, and passes over one that is older.
- *
- * With cells a ring has fewer slots than positions: big = min(slots, TMX_RING_BIG), position
- * pos goes to cell pos % slots or slot pos % big, each with the marker of its own lap (pos /
- * slots, pos / big). Cycling over 32 slots of 2 KiB, a ping-pong of 1 KiB messages wrote and
- * read 64 KiB of lines per lap, more than a core's first-level cache holds; over 8 it stays
- * in it, and where moving a line between the cores is slow a 1 KiB message cost about 0.6 us
- * against 0.9 (two pinned threads, the same layout). The sender keeps the last position it
- * wrote into each slot (slot_use) and writes a slot once that position is taken; the receiver
- * reports its count after every big / 2 messages once one came from a slot (else after every
- * half ring), so a sender that waits for a slot learns of it within big / 2 messages.
  *
  * Credits. A slot is free again once the receiver has taken its message (matched, or copied
  * into an unexpected message); the receiver writes the count into the sender's control word
@@ -99,8 +89,6 @@
 /* How long a sender waits for a full polling ring's slots before its eager messages take the
  * queue ("Credits"). */
 #define TMX_RING_SPILL_NS (100ull * 1000)
-/* Slots of slot_size bytes of a ring with cells, at most ("Cells"). */
-#define TMX_RING_BIG 8
 
 /* The receiver's side: the ring it lends a sender (on the passive endpoint). */
 typedef struct tmx_ring_rx {
@@ -116,10 +104,7 @@ typedef struct tmx_ring_rx {
      * and a compare */
     const uint8_t *poll_at;
     const uint8_t *poll_cell;  /* the position's cell's last byte (poll_at when no cells) */
-    uint8_t    poll_marker;  /* of the cell (of the slot when no cells) */
-    uint8_t    slot_marker;  /* of the slot (its laps are of big positions) */
-    int        slot_taken;   /* a message came from a slot since the last report */
-    unsigned   big, big_log2; /* slots of slot_size bytes: slots, or fewer with cells ("Cells") */
+    uint8_t    poll_marker;
     uint8_t   *cells;      /* WHOLE: slots cells of TMX_RING_CELL bytes after the slots */
     size_t     cell_step;  /* what poll_cell moves by: TMX_RING_CELL, or slot_size (none) */
     uint64_t   reported;   /* head last written into the sender's control word */
@@ -152,9 +137,6 @@ typedef struct tmx_ring_tx {
     size_t    max;         /* largest message (header and payload) a slot takes */
     uint64_t  addr;        /* the receiver's slots */
     uint64_t  cells;       /* and its cells (ring.h "Cells"), 0: none */
-    unsigned  big, big_log2; /* slots of slot_size bytes (slots when no cells) */
-    uint64_t  slot_use[TMX_RING_BIG]; /* with cells: 1 + the last position written to each
-                                       * slot, 0: none ("Cells") */
     uint32_t  rkey;
     uint64_t  head;        /* messages written */
     uint8_t   marker;      /* tmx_ring_marker(head): it changes once a lap */
@@ -216,7 +198,7 @@ static inline unsigned tmx_ring_poll(tmx_worker_t *w)
         tmx_ring_rx_t *rx = tmx_container_of(l, tmx_ring_rx_t, link);
 
         if (__atomic_load_n(rx->poll_cell, __ATOMIC_ACQUIRE) == rx->poll_marker ||
-            __atomic_load_n(rx->poll_at, __ATOMIC_ACQUIRE) == rx->slot_marker) {
+            __atomic_load_n(rx->poll_at, __ATOMIC_ACQUIRE) == rx->poll_marker) {
             n += tmx_ring_poll_rx(rx);
         }
     }

@@ -26,15 +26,6 @@ for run in whole:whole aligned128:aligned128 none:imm; do
     fi
 done
 
-# More positions than slots (16 cells, 8 slots: tmx_ring_send's slot_use, the receiver's early
-# reports after a slot message): small and slot-sized messages mixed in every phase
-run 120 env TMX_RING=yes TMX_RING_SLOTS=16 TMX_RING_SLOT_SIZE=256 TMX_SOFT_DATA_IN_ORDER=whole \
-    RING_EXPECT_MODE=whole "$TMXRUN" -n 2 --timeout 100 "$prog"
-expect_rc 0 "rings whole, 16 positions over 8 slots"
-expect_grep "$T/out" "rank 1: all ok" "rank 1 got every message in order, intact (8 slots)"
-expect_grep "$T/out" "rank 0: rings lent [0-9]* taken 1; sent [1-9]" "rank 0 sent by ring (8 slots)"
-expect_grep "$T/out" "rank 0: .*full [1-9]" "rank 0 found the ring full (8 slots)"
-
 # A receiver that polls and receives nothing: a polling ring's messages take no eager credit,
 # so past the unexpected budget their slots must stay taken until a receive comes, or the
 # sender floods the receiver's memory (ring.c "bound": 2000 sends, at most 400 done)

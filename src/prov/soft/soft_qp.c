@@ -3390,26 +3390,17 @@ static int tmx_soft_write_direct(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, siz
 }
 
 /*
- * The eager-RDMA ring's write of a small message in one piece (tmx_ring_send): an unsignaled
- * inline RDMA WRITE of one sge into a whole-message device's memory, alone, on an RC QP in RTS
- * whose send queue is empty. tmx_soft_wr_check's checks that apply to it and
- * tmx_soft_write_direct's, once each, and the store. 0: not this case (nothing done).
+ * The second half of tmx_soft_write_small and tmx_soft_write_slot, once their callers checked
+ * the work request and the QP: tmx_soft_write_direct's checks of the nsge pieces' total bytes
+ * against the peer's memory, and the store. Inline in both (with nsge a constant 1 in the
+ * first). 0: not this case (nothing done).
  */
-static inline int tmx_soft_write_small(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr)
+static inline __attribute__((always_inline)) int
+tmx_soft_write_store(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr, int nsge, size_t total)
 {
-    const tmx_sge_t *sge = wr->sg_list;
-    tmx_soft_rseg_t *r;
+    tmx_soft_rseg_t *r = qp->rseg;
     uint8_t         *dst;
-    size_t           total;
 
-    if (wr->next != NULL || wr->opcode != TMX_WR_RDMA_WRITE || wr->num_sge != 1 || sge == NULL ||
-        (wr->send_flags & (TMX_SEND_INLINE | TMX_SEND_SIGNALED)) != TMX_SEND_INLINE ||
-        qp->super.state != TMX_QPS_RTS || qp->super.type != TMX_QPT_RC || qp->tm_qp ||
-        (qp->sq_count | qp->resp_count) != 0 || qp->sig_all || qp->ooo ||
-        (total = sge->length) > qp->dev->max_payload || tmx_soft_write_hook != NULL) {
-        return 0;
-    }
-    r = qp->rseg;
     if (r->h.data_order != TMX_SOFT_DIO_WHOLE ||
         (dst = tmx_soft_dm_target(r, wr->rdma.remote_addr, total)) == NULL ||
         tmx_soft_key_check((const tmx_soft_mr_ent_t *)((uint8_t *)r->base + r->hdr->mr_off),
@@ -3419,12 +3410,33 @@ static inline int tmx_soft_write_small(tmx_soft_qp_t *qp, const tmx_send_wr_t *w
         return 0;
     }
     tmx_soft_rseg_touch(r, dst, total);
-    tmx_soft_dm_store_whole(sge, 1, wr->rdma.remote_addr, total, dst);
+    tmx_soft_dm_store_whole(wr->sg_list, nsge, wr->rdma.remote_addr, total, dst);
     /* the queue was empty: head, tx and next were equal and stay so */
     qp->next_seq++;
     qp->tx_seq++;
     qp->head_seq++;
     return 1;
+}
+
+/*
+ * The eager-RDMA ring's write of a small message in one piece (tmx_ring_send): an unsignaled
+ * inline RDMA WRITE of one sge into a whole-message device's memory, alone, on an RC QP in RTS
+ * whose send queue is empty. tmx_soft_wr_check's checks that apply to it and
+ * tmx_soft_write_direct's, once each, and the store. 0: not this case (nothing done).
+ */
+static inline int tmx_soft_write_small(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr)
+{
+    const tmx_sge_t *sge = wr->sg_list;
+    size_t           total;
+
+    if (wr->next != NULL || wr->opcode != TMX_WR_RDMA_WRITE || wr->num_sge != 1 || sge == NULL ||
+        (wr->send_flags & (TMX_SEND_INLINE | TMX_SEND_SIGNALED)) != TMX_SEND_INLINE ||
+        qp->super.state != TMX_QPS_RTS || qp->super.type != TMX_QPT_RC || qp->tm_qp ||
+        (qp->sq_count | qp->resp_count) != 0 || qp->sig_all || qp->ooo ||
+        (total = sge->length) > qp->dev->max_payload || tmx_soft_write_hook != NULL) {
+        return 0;
+    }
+    return tmx_soft_write_store(qp, wr, 1, total);
 }
 
 /*
@@ -3436,8 +3448,6 @@ static inline int tmx_soft_write_small(tmx_soft_qp_t *qp, const tmx_send_wr_t *w
 static int tmx_soft_write_slot(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr)
 {
     const tmx_sge_t *sge = wr->sg_list;
-    tmx_soft_rseg_t *r;
-    uint8_t         *dst;
     size_t           total = 0;
 
     if (wr->next != NULL || wr->opcode != TMX_WR_RDMA_WRITE || wr->num_sge < 2 ||
@@ -3451,22 +3461,10 @@ static int tmx_soft_write_slot(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr)
     for (int i = 0; i < wr->num_sge; i++) {
         total += sge[i].length; /* three 32-bit lengths: no overflow */
     }
-    r = qp->rseg;
-    if (total > qp->dev->max_payload || r->h.data_order != TMX_SOFT_DIO_WHOLE ||
-        (dst = tmx_soft_dm_target(r, wr->rdma.remote_addr, total)) == NULL ||
-        tmx_soft_key_check((const tmx_soft_mr_ent_t *)((uint8_t *)r->base + r->hdr->mr_off),
-                           r->hdr->max_mrs, wr->rdma.rkey, wr->rdma.remote_addr, total,
-                           TMX_ACCESS_REMOTE_WRITE) != 0 ||
-        r->dead) {
+    if (total > qp->dev->max_payload) {
         return 0;
     }
-    tmx_soft_rseg_touch(r, dst, total);
-    tmx_soft_dm_store_whole(sge, wr->num_sge, wr->rdma.remote_addr, total, dst);
-    /* the queue was empty: head, tx and next were equal and stay so */
-    qp->next_seq++;
-    qp->tx_seq++;
-    qp->head_seq++;
-    return 1;
+    return tmx_soft_write_store(qp, wr, wr->num_sge, total);
 }
 
 /* tmx_soft_post_send past its ring write fast path: its own function, so that the fast path

@@ -158,6 +158,10 @@ typedef struct tmx_worker {
     tmx_list_t        mems;           /* tmx_mem_t mapped by the user (mem.c) */
     uint64_t          stat_rndv_regs;   /* rendezvous buffers registered per message */
     uint64_t          stat_rndv_mapped; /* rendezvous buffers in a tmx_mem_map range */
+    uint64_t          stat_rndv_cached; /* rendezvous buffers in a cached registration */
+    uint64_t          stat_rndv_cache_regs; /* registrations made for the cache (TMX_MR_CACHE) */
+    int               mr_cache;       /* TMX_MR_CACHE: 1 on (the monitor runs), -1 off, 0 not
+                                       * started yet (mem.c) */
     uint64_t          stat_sleeps;    /* blocking waits' sleeps on epfd (tmx_worker_idle) */
     uint64_t          stat_sleep_timeouts; /* of them, those that no wakeup ended */
     unsigned          spin_us;        /* TMX_WAIT=auto's polling before a sleep, adapted

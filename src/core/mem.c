@@ -2,20 +2,53 @@
  * Memory the user registers with a worker (tmx_mem_map): rendezvous messages whose buffer lies
  * in such a range use its registration instead of registering their buffer per message.
  *
- * This is the registration cache, and deliberately the only one: tmx caches a registration
- * only where the user promised that the memory stays mapped until tmx_mem_unmap. An implicit
- * cache of every buffer ever sent would need to learn when memory leaves the process (munmap,
- * a heap trimmed by free, madvise(MADV_DONTNEED)): a registration pins the old pages, and a
- * buffer mapped again at the same address would be read through them, silently stale. UCX
- * and libfabric learn it by patching the memory calls or through userfaultfd; tmx has no such
- * monitor (tmx(7), "Memory registration").
+ * The registration cache (TMX_MR_CACHE=N, off by default): a rendezvous buffer outside every
+ * mapping is registered page-aligned and kept after its message, up to N per worker (the least
+ * recently used one with no message in flight goes first), for the next message from or into
+ * the same memory. A registration pins the pages it saw, so the cache must learn when memory
+ * leaves the process (munmap, a heap trimmed by free, madvise(MADV_DONTNEED), mremap): a
+ * buffer mapped again at the same address would otherwise be sent from, or received into, the
+ * old pages, silently. It learns it from a userfaultfd(2) with UFFD_FEATURE_EVENT_UNMAP,
+ * _REMOVE and _REMAP: each cached range is registered with it in write-protect mode
+ * (UFFDIO_REGISTER_MODE_WP), and since tmx never write-protects a page no page fault of the
+ * program ever reaches it (unlike the missing-page mode, where a fault after
+ * MADV_DONTNEED would wait for the monitor, and one from the kernel would fail with
+ * UFFD_USER_MODE_ONLY); only the events do. The kernel holds the munmap or madvise until a
+ * thread reads the event: the monitor thread reads them with rc.lock held and marks the
+ * overlapping entries invalid before it lets go, so once the call has returned no lookup
+ * (which takes rc.lock) can find them. Nothing under rc.lock allocates, frees or calls the
+ * device (any of them could unmap memory and wait for the monitor): entries are allocated
+ * before it and deregistered after it, by their worker only. A registration made while any
+ * event arrived is used for its message only. Where userfaultfd is refused (not Linux, an old
+ * kernel, a seccomp filter, vm.unprivileged_userfaultfd=0 on a kernel without
+ * UFFD_USER_MODE_ONLY) or a range cannot be registered (a file mapping, memory another
+ * userfaultfd watches), buffers are registered per message as without the cache.
  */
 #include "config.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#if defined(__linux__) && defined(__has_include)
+#if __has_include(<linux/userfaultfd.h>)
+#include <linux/userfaultfd.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#endif
+#endif
 
 #include "core/core.h"
 #include "util/log.h"
+
+#if defined(UFFDIO_REGISTER_MODE_WP) && defined(UFFD_FEATURE_EVENT_REMOVE) && \
+    defined(SYS_userfaultfd)
+#define TMX_MEM_UFFD 1
+#endif
 
 struct tmx_mem {
     uint32_t      magic;
@@ -24,9 +57,28 @@ struct tmx_mem {
     tmx_worker_t *worker;
     uintptr_t     start, end;
     unsigned      access;    /* what the registrations allow */
-    tmx_list_t    link;      /* worker->mems, while mapped */
+    tmx_list_t    link;      /* worker->mems, while mapped; rc.ents if cached */
     tmx_mr_t     *mr[TMX_MAX_IFACES];
+    int           cached;    /* an entry of the registration cache (mr[iface] only) */
+    int           valid;     /* cached: its memory has not left since (rc.lock) */
+    uint64_t      used;      /* cached: rc.clock at its last use (the LRU) */
 };
+
+/* The registration cache's monitor and entries, one per process (rc.lock) */
+static struct {
+    pthread_mutex_t lock;    /* rc.ents, each entry's valid, refs and used, gen, clock */
+    pthread_mutex_t start;   /* users, fd, efd, thread */
+    tmx_list_t      ents;    /* every worker's cached entries */
+    uint64_t        gen;     /* events read */
+    uint64_t        clock;
+    unsigned        users;   /* workers with the monitor started */
+    int             fd, efd; /* the userfaultfd, the monitor's stop eventfd */
+    pthread_t       thread;
+} rc = {.lock  = PTHREAD_MUTEX_INITIALIZER,
+        .start = PTHREAD_MUTEX_INITIALIZER,
+        .ents  = {&rc.ents, &rc.ents},
+        .fd    = -1,
+        .efd   = -1};
 
 static void tmx_mem_free(tmx_mem_t *m)
 {
@@ -104,6 +156,323 @@ TMX_API tmx_status_t tmx_mem_unmap(tmx_mem_h m)
     return TMX_OK;
 }
 
+#ifdef TMX_MEM_UFFD
+/* The monitor: every event that takes memory from the process invalidates the entries it
+ * overlaps, read and applied under rc.lock (see the top of the file). */
+static void *tmx_mem_monitor(void *arg)
+{
+    struct pollfd p[2] = {{.fd = rc.fd, .events = POLLIN}, {.fd = rc.efd, .events = POLLIN}};
+
+    (void)arg;
+    for (;;) {
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            break;
+        }
+        if (p[1].revents != 0) {
+            break;
+        }
+        pthread_mutex_lock(&rc.lock);
+        for (;;) {
+            struct uffd_msg m;
+            uintptr_t       s, e;
+            tmx_list_t     *l;
+
+            if (read(rc.fd, &m, sizeof(m)) != (ssize_t)sizeof(m)) {
+                break; /* EAGAIN: none left */
+            }
+            if (m.event == UFFD_EVENT_UNMAP || m.event == UFFD_EVENT_REMOVE) {
+                s = (uintptr_t)m.arg.remove.start;
+                e = (uintptr_t)m.arg.remove.end;
+            } else if (m.event == UFFD_EVENT_REMAP) {
+                s = (uintptr_t)m.arg.remap.from;
+                e = s + (uintptr_t)m.arg.remap.len;
+            } else {
+                continue; /* no page is write-protected: no fault comes */
+            }
+            rc.gen++;
+            tmx_list_for_each(l, &rc.ents) {
+                tmx_mem_t *c = tmx_container_of(l, tmx_mem_t, link);
+
+                if (c->start < e && s < c->end) {
+                    c->valid = 0;
+                }
+            }
+        }
+        pthread_mutex_unlock(&rc.lock);
+    }
+    return NULL;
+}
+
+/* Starts the monitor for worker w (once per process; w->mr_cache 1), or says why not (-1). */
+static void tmx_mem_cache_start(tmx_worker_t *w)
+{
+    struct uffdio_api api;
+    const char       *why = NULL;
+    int               fd;
+
+    pthread_mutex_lock(&rc.start);
+    if (rc.users > 0) {
+        rc.users++;
+        w->mr_cache = 1;
+        pthread_mutex_unlock(&rc.start);
+        return;
+    }
+#ifdef UFFD_USER_MODE_ONLY
+    /* only events are wanted: this needs no privilege where vm.unprivileged_userfaultfd=0 */
+    fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+    if (fd < 0 && errno == EINVAL)
+#endif
+    {
+        fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+    }
+    if (fd < 0) {
+        why = "userfaultfd";
+    } else {
+        memset(&api, 0, sizeof(api));
+        api.api      = UFFD_API;
+        api.features = UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_EVENT_REMOVE |
+                       UFFD_FEATURE_EVENT_REMAP;
+        if (ioctl(fd, UFFDIO_API, &api) != 0) {
+            why = "UFFDIO_API (unmap, remove and remap events)";
+        } else if ((rc.efd = eventfd(0, EFD_CLOEXEC)) < 0) {
+            why = "eventfd";
+        } else {
+            rc.fd = fd;
+            if (pthread_create(&rc.thread, NULL, tmx_mem_monitor, NULL) != 0) {
+                why = "pthread_create";
+                close(rc.efd);
+                rc.efd = -1;
+                rc.fd  = -1;
+            }
+        }
+        if (why != NULL) {
+            close(fd);
+        }
+    }
+    if (why != NULL) {
+        w->mr_cache = -1;
+        pthread_mutex_unlock(&rc.start);
+        tmx_info("registration cache off: %s failed (%s); rendezvous buffers are registered per "
+                 "message", why, strerror(errno));
+        return;
+    }
+    rc.users = 1;
+    w->mr_cache = 1;
+    pthread_mutex_unlock(&rc.start);
+}
+
+static void tmx_mem_cache_stop(void)
+{
+    uint64_t one = 1;
+
+    pthread_mutex_lock(&rc.start);
+    if (rc.users > 0 && --rc.users == 0) {
+        if (write(rc.efd, &one, sizeof(one)) != (ssize_t)sizeof(one)) {
+            tmx_warn("registration cache: the monitor could not be told to stop");
+        }
+        pthread_join(rc.thread, NULL);
+        close(rc.efd);
+        close(rc.fd); /* unregisters every range */
+        rc.efd = -1;
+        rc.fd  = -1;
+    }
+    pthread_mutex_unlock(&rc.start);
+}
+#else
+static void tmx_mem_cache_start(tmx_worker_t *w)
+{
+    w->mr_cache = -1;
+    tmx_info("registration cache off: no userfaultfd events in this build; rendezvous buffers "
+             "are registered per message");
+}
+
+static void tmx_mem_cache_stop(void)
+{
+}
+#endif
+
+/* Entry c has just left rc.ents (rc.lock held): its range stops being watched unless another
+ * entry overlaps it, so that the program's later munmap and madvise of it do not wait for the
+ * monitor. Under rc.lock, so that no entry registered meanwhile loses its watch. */
+static void tmx_mem_cache_unwatch(tmx_mem_t *c)
+{
+#ifdef TMX_MEM_UFFD
+    struct uffdio_range r;
+    tmx_list_t         *l;
+
+    tmx_list_for_each(l, &rc.ents) {
+        tmx_mem_t *o = tmx_container_of(l, tmx_mem_t, link);
+
+        if (o->start < c->end && c->start < o->end) {
+            return;
+        }
+    }
+    r.start = c->start;
+    r.len   = c->end - c->start;
+    (void)ioctl(rc.fd, UFFDIO_UNREGISTER, &r); /* fails if it is unmapped already */
+#else
+    (void)c;
+#endif
+}
+
+/* Moves w's entries (every one, or the invalid ones and, past TMX_MR_CACHE, the least recently
+ * used) that no message holds from rc.ents to *out; rc.lock held. Returns how many w keeps. */
+static unsigned tmx_mem_cache_reap(tmx_worker_t *w, int all, tmx_list_t *out)
+{
+    unsigned    max = w->ctx->cfg.mr_cache, n = 0;
+    tmx_list_t *l, *next;
+
+    for (l = rc.ents.next; l != &rc.ents; l = next) {
+        tmx_mem_t *c = tmx_container_of(l, tmx_mem_t, link);
+
+        next = l->next;
+        if (c->worker != w) {
+            continue;
+        }
+        if (all || (!c->valid && c->refs == 0)) {
+            tmx_list_del(l);
+            tmx_list_add_tail(out, l);
+            tmx_mem_cache_unwatch(c);
+        } else {
+            n++;
+        }
+    }
+    while (!all && n > max) {
+        tmx_mem_t *old = NULL;
+
+        tmx_list_for_each(l, &rc.ents) {
+            tmx_mem_t *c = tmx_container_of(l, tmx_mem_t, link);
+
+            if (c->worker == w && c->refs == 0 && (old == NULL || c->used < old->used)) {
+                old = c;
+            }
+        }
+        if (old == NULL) {
+            break; /* every one in use */
+        }
+        tmx_list_del(&old->link);
+        tmx_list_add_tail(out, &old->link);
+        tmx_mem_cache_unwatch(old);
+        n--;
+    }
+    return n;
+}
+
+static void tmx_mem_free_list(tmx_list_t *out)
+{
+    while (!tmx_list_is_empty(out)) {
+        tmx_mem_free(tmx_container_of(tmx_list_pop_head(out), tmx_mem_t, link));
+    }
+}
+
+/* A cached registration of buf for iface: TMX_OK (a hit, or a new entry), or not cacheable
+ * here (the caller registers per message). */
+static tmx_status_t tmx_mem_cache_get(tmx_iface_t *iface, void *buf, size_t len,
+                                      unsigned access, tmx_mr_t **mr_p, tmx_mem_t **memh_p)
+{
+    tmx_worker_t *w    = iface->worker;
+    int           idx  = (int)(iface - w->ifaces);
+    uintptr_t     page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t     b = (uintptr_t)buf, start = b & ~(page - 1);
+    uintptr_t     end = (b + len + page - 1) & ~(page - 1);
+    tmx_list_t    out, *l;
+    tmx_mem_t    *m = NULL;
+    tmx_status_t  status;
+    uint64_t      gen;
+
+    if (w->mr_cache == 0) {
+        tmx_mem_cache_start(w);
+    }
+    if (w->mr_cache < 0 || end < b || len == 0) {
+        return TMX_ERR_UNSUPPORTED;
+    }
+    tmx_list_init(&out);
+    pthread_mutex_lock(&rc.lock);
+    tmx_mem_cache_reap(w, 0, &out);
+    tmx_list_for_each(l, &rc.ents) {
+        tmx_mem_t *c = tmx_container_of(l, tmx_mem_t, link);
+
+        if (c->worker == w && c->valid && c->mr[idx] != NULL && c->start <= b &&
+            b + len <= c->end && (access & ~c->access) == 0) {
+            m = c;
+            break;
+        }
+    }
+    if (m != NULL) {
+        m->refs++;
+        m->used = ++rc.clock;
+    }
+    gen = rc.gen;
+    pthread_mutex_unlock(&rc.lock);
+    tmx_mem_free_list(&out);
+    if (m != NULL) {
+        *mr_p   = m->mr[idx];
+        *memh_p = m;
+        w->stat_rndv_cached++;
+        return TMX_OK;
+    }
+#ifdef TMX_MEM_UFFD
+    {
+        struct uffdio_register r;
+
+        memset(&r, 0, sizeof(r));
+        r.range.start = start;
+        r.range.len   = end - start;
+        r.mode        = UFFDIO_REGISTER_MODE_WP;
+        if (ioctl(rc.fd, UFFDIO_REGISTER, &r) != 0) {
+            return TMX_ERR_UNSUPPORTED; /* a file mapping, or watched by another userfaultfd */
+        }
+    }
+#endif
+    m = calloc(1, sizeof(*m));
+    if (m == NULL) {
+        return TMX_ERR_UNSUPPORTED;
+    }
+    m->magic  = TMX_MAGIC_MEM;
+    m->worker = w;
+    m->start  = start;
+    m->end    = end;
+    m->access = TMX_ACCESS_LOCAL_WRITE | TMX_ACCESS_REMOTE_READ;
+    m->cached = 1;
+    status    = iface->ops->mr_reg(iface->pd, (void *)start, end - start, m->access, &m->mr[idx]);
+    if (status != TMX_OK) {
+        free(m);
+        return TMX_ERR_UNSUPPORTED;
+    }
+    w->stat_rndv_cache_regs++;
+    m->refs = 1;
+    tmx_list_init(&out);
+    pthread_mutex_lock(&rc.lock);
+    m->valid = rc.gen == gen; /* else memory left while we registered: this message only */
+    m->used  = ++rc.clock;
+    tmx_list_add_tail(&rc.ents, &m->link);
+    tmx_mem_cache_reap(w, 0, &out);
+    pthread_mutex_unlock(&rc.lock);
+    tmx_mem_free_list(&out);
+    *mr_p   = m->mr[idx];
+    *memh_p = m;
+    return TMX_OK;
+}
+
+/* The end of a message's use of cached entry m. */
+static void tmx_mem_cache_put(tmx_mem_t *m)
+{
+    tmx_list_t out;
+
+    tmx_list_init(&out);
+    pthread_mutex_lock(&rc.lock);
+    if (--m->refs == 0 && !m->valid) {
+        tmx_list_del(&m->link);
+        tmx_list_add_tail(&out, &m->link);
+        tmx_mem_cache_unwatch(m);
+    }
+    pthread_mutex_unlock(&rc.lock);
+    tmx_mem_free_list(&out);
+}
+
 tmx_status_t tmx_mem_reg_rndv(tmx_iface_t *iface, void *buf, size_t len, unsigned access,
                               tmx_mr_t **mr_p, tmx_mem_t **memh_p)
 {
@@ -126,6 +495,10 @@ tmx_status_t tmx_mem_reg_rndv(tmx_iface_t *iface, void *buf, size_t len, unsigne
         }
     }
     *memh_p = NULL;
+    if (w->ctx->cfg.mr_cache > 0 && tmx_mem_cache_get(iface, buf, len, access, mr_p, memh_p) ==
+                                        TMX_OK) {
+        return TMX_OK;
+    }
     status  = iface->ops->mr_reg(iface->pd, buf, len, access, mr_p);
     w->stat_rndv_regs += status == TMX_OK;
     return status;
@@ -135,7 +508,9 @@ void tmx_mem_dereg_rndv(tmx_iface_t *iface, tmx_mr_t **mr_p, tmx_mem_t **memh_p)
 {
     tmx_mem_t *m = *memh_p;
 
-    if (m != NULL) {
+    if (m != NULL && m->cached) {
+        tmx_mem_cache_put(m);
+    } else if (m != NULL) {
         if (--m->refs == 0 && m->unmapped) {
             tmx_mem_free(m);
         }
@@ -148,9 +523,25 @@ void tmx_mem_dereg_rndv(tmx_iface_t *iface, tmx_mr_t **mr_p, tmx_mem_t **memh_p)
 
 void tmx_mem_cleanup(tmx_worker_t *w)
 {
-    if (w->stat_rndv_regs + w->stat_rndv_mapped > 0) {
+    if (w->stat_rndv_regs + w->stat_rndv_mapped > 0 && w->mr_cache <= 0) {
         tmx_info("rendezvous buffers: %llu registered per message, %llu in a tmx_mem_map range",
                  (unsigned long long)w->stat_rndv_regs, (unsigned long long)w->stat_rndv_mapped);
+    }
+    if (w->mr_cache > 0) {
+        tmx_list_t out;
+
+        tmx_info("rendezvous buffers: %llu registered per message, %llu in a tmx_mem_map range, "
+                 "%llu in a cached registration (%llu registrations made for the cache)",
+                 (unsigned long long)w->stat_rndv_regs, (unsigned long long)w->stat_rndv_mapped,
+                 (unsigned long long)w->stat_rndv_cached,
+                 (unsigned long long)w->stat_rndv_cache_regs);
+        tmx_list_init(&out);
+        pthread_mutex_lock(&rc.lock);
+        tmx_mem_cache_reap(w, 1, &out);
+        pthread_mutex_unlock(&rc.lock);
+        tmx_mem_free_list(&out);
+        tmx_mem_cache_stop();
+        w->mr_cache = 0;
     }
     while (!tmx_list_is_empty(&w->mems)) {
         tmx_mem_free(tmx_container_of(tmx_list_pop_head(&w->mems), tmx_mem_t, link));

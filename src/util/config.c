@@ -119,6 +119,12 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "Work requests each connection's send queue holds (the RC QP's depth); "
                       "posts that find it full wait in tmx's queues and are retried."),
      .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX, .min = 4, .max = 65536},
+    {TMX_CONFIG_FIELD("MR_CACHE", TMX_CONFIG_UINT, "0", mr_cache,
+                      "Rendezvous buffers' registrations a worker keeps after their message, for "
+                      "the next message from or into the same memory (0: none, each is "
+                      "registered per message); a userfaultfd monitor drops one when its memory "
+                      "is unmapped or released (Linux; off where userfaultfd is refused)."),
+     .flags = TMX_CONFIG_F_MAX, .max = 4096},
     {TMX_CONFIG_FIELD("TAG_HASH_BITS", TMX_CONFIG_UINT, "10", tag_hash_bits,
                       "Log2 of the initial number of tag matching hash bins (they grow)."),
      .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX, .min = 1, .max = 24},

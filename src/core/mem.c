@@ -30,6 +30,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -72,6 +73,7 @@ static struct {
     uint64_t        gen;     /* events read */
     uint64_t        clock;
     unsigned        users;   /* workers with the monitor started */
+    uintptr_t       page;    /* the page size, set before the first start */
     int             fd, efd; /* the userfaultfd, the monitor's stop eventfd */
     pthread_t       thread;
 } rc = {.lock  = PTHREAD_MUTEX_INITIALIZER,
@@ -214,6 +216,7 @@ static void tmx_mem_cache_start(tmx_worker_t *w)
     int               fd;
 
     pthread_mutex_lock(&rc.start);
+    rc.page = (uintptr_t)sysconf(_SC_PAGESIZE);
     if (rc.users > 0) {
         rc.users++;
         w->mr_cache = 1;
@@ -240,8 +243,16 @@ static void tmx_mem_cache_start(tmx_worker_t *w)
         } else if ((rc.efd = eventfd(0, EFD_CLOEXEC)) < 0) {
             why = "eventfd";
         } else {
+            sigset_t all, old;
+            int      err;
+
+            /* the program's signals go to its own threads, never to the monitor */
+            sigfillset(&all);
+            pthread_sigmask(SIG_SETMASK, &all, &old);
             rc.fd = fd;
-            if (pthread_create(&rc.thread, NULL, tmx_mem_monitor, NULL) != 0) {
+            err   = pthread_create(&rc.thread, NULL, tmx_mem_monitor, NULL);
+            pthread_sigmask(SIG_SETMASK, &old, NULL);
+            if (err != 0) {
                 why = "pthread_create";
                 close(rc.efd);
                 rc.efd = -1;
@@ -294,6 +305,16 @@ static void tmx_mem_cache_stop(void)
 }
 #endif
 
+static uintptr_t tmx_mem_page_down(uintptr_t a)
+{
+    return a & ~(rc.page - 1);
+}
+
+static uintptr_t tmx_mem_page_up(uintptr_t a)
+{
+    return tmx_mem_page_down(a + rc.page - 1);
+}
+
 /* Entry c has just left rc.ents (rc.lock held): its range stops being watched unless another
  * entry overlaps it, so that the program's later munmap and madvise of it do not wait for the
  * monitor. Under rc.lock, so that no entry registered meanwhile loses its watch. */
@@ -303,15 +324,17 @@ static void tmx_mem_cache_unwatch(tmx_mem_t *c)
     struct uffdio_range r;
     tmx_list_t         *l;
 
+    uintptr_t           s = tmx_mem_page_down(c->start), e = tmx_mem_page_up(c->end);
+
     tmx_list_for_each(l, &rc.ents) {
         tmx_mem_t *o = tmx_container_of(l, tmx_mem_t, link);
 
-        if (o->start < c->end && c->start < o->end) {
+        if (tmx_mem_page_down(o->start) < e && s < tmx_mem_page_up(o->end)) {
             return;
         }
     }
-    r.start = c->start;
-    r.len   = c->end - c->start;
+    r.start = s;
+    r.len   = e - s;
     (void)ioctl(rc.fd, UFFDIO_UNREGISTER, &r); /* fails if it is unmapped already */
 #else
     (void)c;
@@ -373,11 +396,9 @@ static void tmx_mem_free_list(tmx_list_t *out)
 static tmx_status_t tmx_mem_cache_get(tmx_iface_t *iface, void *buf, size_t len,
                                       unsigned access, tmx_mr_t **mr_p, tmx_mem_t **memh_p)
 {
-    tmx_worker_t *w    = iface->worker;
-    int           idx  = (int)(iface - w->ifaces);
-    uintptr_t     page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t     b = (uintptr_t)buf, start = b & ~(page - 1);
-    uintptr_t     end = (b + len + page - 1) & ~(page - 1);
+    tmx_worker_t *w   = iface->worker;
+    int           idx = (int)(iface - w->ifaces);
+    uintptr_t     b   = (uintptr_t)buf;
     tmx_list_t    out, *l;
     tmx_mem_t    *m = NULL;
     tmx_status_t  status;
@@ -386,7 +407,7 @@ static tmx_status_t tmx_mem_cache_get(tmx_iface_t *iface, void *buf, size_t len,
     if (w->mr_cache == 0) {
         tmx_mem_cache_start(w);
     }
-    if (w->mr_cache < 0 || end < b || len == 0) {
+    if (w->mr_cache < 0 || len == 0 || b + len < b || tmx_mem_page_up(b + len) < b) {
         return TMX_ERR_UNSUPPORTED;
     }
     tmx_list_init(&out);
@@ -419,8 +440,8 @@ static tmx_status_t tmx_mem_cache_get(tmx_iface_t *iface, void *buf, size_t len,
         struct uffdio_register r;
 
         memset(&r, 0, sizeof(r));
-        r.range.start = start;
-        r.range.len   = end - start;
+        r.range.start = tmx_mem_page_down(b);
+        r.range.len   = tmx_mem_page_up(b + len) - r.range.start;
         r.mode        = UFFDIO_REGISTER_MODE_WP;
         if (ioctl(rc.fd, UFFDIO_REGISTER, &r) != 0) {
             return TMX_ERR_UNSUPPORTED; /* a file mapping, or watched by another userfaultfd */
@@ -433,11 +454,12 @@ static tmx_status_t tmx_mem_cache_get(tmx_iface_t *iface, void *buf, size_t len,
     }
     m->magic  = TMX_MAGIC_MEM;
     m->worker = w;
-    m->start  = start;
-    m->end    = end;
+    /* the buffer's bytes exactly, not its pages: a peer that gets the key reads no neighbour */
+    m->start  = b;
+    m->end    = b + len;
     m->access = TMX_ACCESS_LOCAL_WRITE | TMX_ACCESS_REMOTE_READ;
     m->cached = 1;
-    status    = iface->ops->mr_reg(iface->pd, (void *)start, end - start, m->access, &m->mr[idx]);
+    status    = iface->ops->mr_reg(iface->pd, buf, len, m->access, &m->mr[idx]);
     if (status != TMX_OK) {
         free(m);
         return TMX_ERR_UNSUPPORTED;

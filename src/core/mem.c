@@ -461,7 +461,25 @@ static tmx_status_t tmx_mem_cache_get(tmx_iface_t *iface, void *buf, size_t len,
     m->cached = 1;
     status    = iface->ops->mr_reg(iface->pd, buf, len, m->access, &m->mr[idx]);
     if (status != TMX_OK) {
+        /* the device may be out of registrations: give back the idle ones (the caller's
+         * registration per message comes next) */
+        tmx_list_t *next;
+
         free(m);
+        tmx_list_init(&out);
+        pthread_mutex_lock(&rc.lock);
+        for (l = rc.ents.next; l != &rc.ents; l = next) {
+            tmx_mem_t *c = tmx_container_of(l, tmx_mem_t, link);
+
+            next = l->next;
+            if (c->worker == w && c->refs == 0) {
+                tmx_list_del(l);
+                tmx_list_add_tail(&out, l);
+                tmx_mem_cache_unwatch(c);
+            }
+        }
+        pthread_mutex_unlock(&rc.lock);
+        tmx_mem_free_list(&out);
         return TMX_ERR_UNSUPPORTED;
     }
     w->stat_rndv_cache_regs++;

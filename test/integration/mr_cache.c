@@ -13,6 +13,9 @@
  * from (or received into) the old, pinned pages over a device that reads through the
  * registration (verbs), and on any device the counts that mr_cache.sh checks would be 5
  * cached messages and 1 registration instead of 3 and 3.
+ * With an argument N, then N messages more, each from and into another 64 KiB slice of one
+ * mapping: with TMX_SOFT_MAX_MRS low, the device runs out of registrations while the cache
+ * holds them, and the cache must give its idle ones back (else the sends wait forever).
  * Prints "mr_cache ok" per rank when every check held; exits non-zero otherwise.
  */
 #define _GNU_SOURCE
@@ -57,13 +60,14 @@ static uint8_t *map_at(void *addr)
     return p;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     tmx_job_h     job;
     tmx_context_h ctx;
     tmx_worker_h  worker;
     tmx_ep_h      eps[2];
     uint8_t      *buf;
+    unsigned      many = argc > 1 ? (unsigned)atoi(argv[1]) : 0;
 
     CHECK(tmx_job_init(&job));
     rank = tmx_job_rank(job);
@@ -95,6 +99,29 @@ int main(void)
         }
     }
 
+    if (many > 0) {
+        uint8_t *pool = map_at(NULL);
+
+        REQUIRE(munmap(pool, MSG) == 0);
+        pool = mmap(NULL, (size_t)many * MSG, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        REQUIRE(pool != MAP_FAILED);
+        CHECK(tmx_job_barrier(job));
+        for (unsigned i = 0; i < many; i++) {
+            tmx_tag_recv_info_t info;
+            uint8_t            *b = pool + (size_t)i * MSG;
+
+            if (rank == 0) {
+                fill(b, MSG, 100 + i);
+                CHECK(tmx_tag_send(eps[1], b, MSG, 100 + i));
+            } else {
+                CHECK(tmx_tag_recv(worker, b, MSG, 100 + i, ~(tmx_tag_t)0, &info));
+                REQUIRE(info.length == MSG);
+                check(b, MSG, 100 + i);
+            }
+        }
+        munmap(pool, (size_t)many * MSG);
+    }
     CHECK(tmx_job_barrier(job));
     for (int r = 0; r < 2; r++) {
         CHECK(tmx_ep_close(eps[r], TMX_EP_CLOSE_FLUSH));

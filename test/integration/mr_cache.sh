@@ -21,4 +21,12 @@ expect_rc 0 "rendezvous messages from and into memory released and mapped again"
     ok "each rank: 3 messages by a cached registration, 3 registrations (the releases seen)" ||
     { fail "not the expected counts"; show; }
 grep "rendezvous buffers" "$T/err" | sed 's/^/    /'
+
+# 40 more messages, each from and into another buffer, with a cache larger than the soft
+# device's registrations (TMX_SOFT_MAX_MRS=8; other devices ignore it): the cache gives its
+# idle ones back when a registration is refused (without that the sends wait forever)
+run 120 env TMX_MR_CACHE=4096 TMX_SOFT_MAX_MRS=8 "$TMXRUN" -n 2 --timeout 100 "$prog" 40
+expect_rc 0 "40 buffers through a cache larger than the device's registrations"
+[ "$(grep -c "mr_cache ok" "$T/out")" -eq 2 ] && ok "both ranks checked every payload" ||
+    { fail "not both ranks ok"; show; }
 finish

@@ -213,7 +213,7 @@ static void tmx_mem_cache_start(tmx_worker_t *w)
 {
     struct uffdio_api api;
     const char       *why = NULL;
-    int               fd;
+    int               fd, eno = 0;
 
     pthread_mutex_lock(&rc.start);
     rc.page = (uintptr_t)sysconf(_SC_PAGESIZE);
@@ -233,6 +233,7 @@ static void tmx_mem_cache_start(tmx_worker_t *w)
     }
     if (fd < 0) {
         why = "userfaultfd";
+        eno = errno;
     } else {
         memset(&api, 0, sizeof(api));
         api.api      = UFFD_API;
@@ -240,8 +241,10 @@ static void tmx_mem_cache_start(tmx_worker_t *w)
                        UFFD_FEATURE_EVENT_REMAP;
         if (ioctl(fd, UFFDIO_API, &api) != 0) {
             why = "UFFDIO_API (unmap, remove and remap events)";
+            eno = errno;
         } else if ((rc.efd = eventfd(0, EFD_CLOEXEC)) < 0) {
             why = "eventfd";
+            eno = errno;
         } else {
             sigset_t all, old;
             int      err;
@@ -254,6 +257,7 @@ static void tmx_mem_cache_start(tmx_worker_t *w)
             pthread_sigmask(SIG_SETMASK, &old, NULL);
             if (err != 0) {
                 why = "pthread_create";
+                eno = err;
                 close(rc.efd);
                 rc.efd = -1;
                 rc.fd  = -1;
@@ -267,7 +271,7 @@ static void tmx_mem_cache_start(tmx_worker_t *w)
         w->mr_cache = -1;
         pthread_mutex_unlock(&rc.start);
         tmx_info("registration cache off: %s failed (%s); rendezvous buffers are registered per "
-                 "message", why, strerror(errno));
+                 "message", why, strerror(eno));
         return;
     }
     rc.users = 1;

@@ -74,6 +74,7 @@ static struct {
     uint64_t        clock;
     unsigned        users;   /* workers with the monitor started */
     uintptr_t       page;    /* the page size, set before the first start */
+    pid_t           pid;     /* the process that started the monitor */
     int             fd, efd; /* the userfaultfd, the monitor's stop eventfd */
     pthread_t       thread;
 } rc = {.lock  = PTHREAD_MUTEX_INITIALIZER,
@@ -217,6 +218,15 @@ static void tmx_mem_cache_start(tmx_worker_t *w)
 
     pthread_mutex_lock(&rc.start);
     rc.page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    if (rc.users > 0 && rc.pid != getpid()) {
+        /* a child forked with the monitor running: the userfaultfd watches the parent's
+         * memory, and no thread reads it here */
+        w->mr_cache = -1;
+        pthread_mutex_unlock(&rc.start);
+        tmx_info("registration cache off: in a child forked from a process that runs the "
+                 "monitor; rendezvous buffers are registered per message");
+        return;
+    }
     if (rc.users > 0) {
         rc.users++;
         w->mr_cache = 1;
@@ -274,7 +284,8 @@ static void tmx_mem_cache_start(tmx_worker_t *w)
                  "message", why, strerror(eno));
         return;
     }
-    rc.users = 1;
+    rc.users    = 1;
+    rc.pid      = getpid();
     w->mr_cache = 1;
     pthread_mutex_unlock(&rc.start);
 }
@@ -285,10 +296,12 @@ static void tmx_mem_cache_stop(void)
 
     pthread_mutex_lock(&rc.start);
     if (rc.users > 0 && --rc.users == 0) {
-        if (write(rc.efd, &one, sizeof(one)) != (ssize_t)sizeof(one)) {
-            tmx_warn("registration cache: the monitor could not be told to stop");
+        if (rc.pid == getpid()) { /* a forked child has no monitor thread to stop */
+            if (write(rc.efd, &one, sizeof(one)) != (ssize_t)sizeof(one)) {
+                tmx_warn("registration cache: the monitor could not be told to stop");
+            }
+            pthread_join(rc.thread, NULL);
         }
-        pthread_join(rc.thread, NULL);
         close(rc.efd);
         close(rc.fd); /* unregisters every range */
         rc.efd = -1;

@@ -675,33 +675,40 @@ int tmx_fi_cq_push_err(tmx_fi_cq_t *cq, void *context, uint64_t flags, size_t le
 }
 
 /* Copies up to count ready entries (count > 0, buf not NULL) in the CQ's format. */
+/* Copies min(count, entries) entries in the CQ's format (count > 0, the CQ not empty): the
+ * format chosen once, not per entry, and the queue's fields read once and written back once
+ * (stores into buf could alias them for the compiler, which reloaded head, count and cap for
+ * every entry: 47 instructions for Open MPI's usual read of one entry, callgrind). */
+#define TMX_FI_CQ_COPY(_type)                                                                     \
+    for (size_t i = 0; i < n; i++) {                                                              \
+        memcpy((_type *)buf + i, &ring[(head + i) & mask], sizeof(_type));                        \
+    }
 static __attribute__((noinline)) ssize_t tmx_fi_cq_copy(tmx_fi_cq_t *cq, void *buf, size_t count)
 {
-    size_t n = 0;
+    const struct fi_cq_tagged_entry *ring = cq->ring;
+    size_t                           head = cq->head, mask = cq->cap - 1;
+    size_t                           n    = count < cq->count ? count : cq->count;
 
-    while (n < count && cq->count > 0) {
-        const struct fi_cq_tagged_entry *e = &cq->ring[cq->head];
-        /* each format is a prefix of the tagged entry: copies of a constant size (no call) */
-        switch (cq->format) {
-        case FI_CQ_FORMAT_CONTEXT:
-            memcpy((struct fi_cq_entry *)buf + n, e, sizeof(struct fi_cq_entry));
-            break;
-        case FI_CQ_FORMAT_MSG:
-            memcpy((struct fi_cq_msg_entry *)buf + n, e, sizeof(struct fi_cq_msg_entry));
-            break;
-        case FI_CQ_FORMAT_DATA:
-            memcpy((struct fi_cq_data_entry *)buf + n, e, sizeof(struct fi_cq_data_entry));
-            break;
-        default: /* FI_CQ_FORMAT_TAGGED */
-            memcpy((struct fi_cq_tagged_entry *)buf + n, e, sizeof(*e));
-            break;
-        }
-        cq->head = (cq->head + 1) & (cq->cap - 1);
-        cq->count--;
-        n++;
+    /* each format is a prefix of the tagged entry: copies of a constant size (no call) */
+    switch (cq->format) {
+    case FI_CQ_FORMAT_CONTEXT:
+        TMX_FI_CQ_COPY(struct fi_cq_entry);
+        break;
+    case FI_CQ_FORMAT_MSG:
+        TMX_FI_CQ_COPY(struct fi_cq_msg_entry);
+        break;
+    case FI_CQ_FORMAT_DATA:
+        TMX_FI_CQ_COPY(struct fi_cq_data_entry);
+        break;
+    default: /* FI_CQ_FORMAT_TAGGED */
+        TMX_FI_CQ_COPY(struct fi_cq_tagged_entry);
+        break;
     }
-    return n > 0 ? (ssize_t)n : -FI_EAGAIN;
+    cq->head = (head + n) & mask;
+    cq->count -= n;
+    return (ssize_t)n;
 }
+#undef TMX_FI_CQ_COPY
 
 /* fi_cq_read: manual progress when nothing is ready, then the entries; an error entry first
  * makes -FI_EAVAIL (fi_cq_readerr). The idle poll of a waiting caller (Open MPI's progress

@@ -51,6 +51,7 @@ typedef struct tmx_config {
     /* soft device */
     size_t   soft_ring_size;   /* TMX_SOFT_RING_SIZE: bytes of each per-peer fast ring */
     size_t   soft_ring0_size;  /* TMX_SOFT_RING0_SIZE: bytes of the first one */
+    int      soft_ring0_early; /* TMX_SOFT_RING0_EARLY: -1 auto, 0 no, 1 yes */
     size_t   soft_inbox_size;  /* TMX_SOFT_INBOX_SIZE: bytes of the shared receive ring */
     unsigned soft_fast_rings;  /* TMX_SOFT_FAST_RINGS */
     unsigned soft_max_qps;     /* TMX_SOFT_MAX_QPS */

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,7 @@ static _Atomic int      tmx_soft_membarrier_reg = -1; /* this process registered
 static int tmx_soft_membarrier_register(void);
 
 static void tmx_soft_populate(const uint8_t *p, size_t len);
+static int tmx_soft_ring0_early(const tmx_config_t *cfg);
 
 /* Reads /proc/<pid>/stat into buf: the text after the command name (from the space before
  * field 3, the state), or NULL when the process is unknown. The command name may hold spaces
@@ -546,6 +548,9 @@ static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t
     dev->inbox_size  = dev->hdr->inbox_size;
     /* all its pages now: every sender's first load from one maps 16 (tmx_soft_rseg_touch) */
     tmx_soft_populate((uint8_t *)dev->inbox_ctrl, sizeof(*dev->inbox_ctrl) + dev->inbox_size);
+    if (dev->hdr->max_fast > 0 && tmx_soft_ring0_early(cfg)) {
+        tmx_soft_populate(tmx_soft_ring(dev->base, dev->hdr, 0), dev->hdr->ring0_size);
+    }
     /* A record is at most a quarter ring: with the consumer publishing its position every
      * quarter ring, a record and its wrap padding always fit once the ring has drained. */
     dev->max_payload = dev->hdr->ring_size / 4 - sizeof(tmx_soft_rec_t) -
@@ -1108,6 +1113,27 @@ static void tmx_soft_dm_mark(tmx_soft_dev_t *dev, size_t first, size_t n, int ta
             dev->dm_map[l / 64] &= ~(1ull << (l % 64));
         }
     }
+}
+
+/*
+ * Whether the first fast ring's pages are made when the device opens (TMX_SOFT_RING0_EARLY).
+ * Made in its first lap instead, they cost a stream the ring is lent to 1.2-1.9 ms (512 pages
+ * of 2 MiB, each made and zeroed at its first touch; measured here): fi_pingpong, which runs
+ * 1000 round trips of 4 KiB with no warm-up, took 3.65x the time of libfabric's shm provider.
+ * Made here they cost every process ring0_size bytes of memory whether a peer ever earns the
+ * ring or not; the borrower then only maps them (tmx_soft_prefault, about 0.15 ms). auto: not
+ * when more processes share our CPUs than there are (TMX_LOCAL_SIZE), as in an all-to-all of
+ * many ranks, where few rings are lent and memory per rank matters more.
+ */
+static int tmx_soft_ring0_early(const tmx_config_t *cfg)
+{
+    cpu_set_t set;
+
+    if (cfg->soft_ring0_early >= 0) {
+        return cfg->soft_ring0_early;
+    }
+    return cfg->local_size <= 0 || sched_getaffinity(0, sizeof(set), &set) != 0 ||
+           cfg->local_size <= CPU_COUNT(&set);
 }
 
 /* Makes the pages of [p, p + len) of our segment (an optimization: where MADV_POPULATE_WRITE

@@ -1,9 +1,11 @@
 /* The configuration table: the only place where tmx reads the environment. */
+#define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -141,8 +143,9 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "to 16 times while sleeps end soon after they start)."),
      .flags = TMX_CONFIG_F_MAX, .max = 10000000},
     {TMX_CONFIG_FIELD("LOCAL_SIZE", TMX_CONFIG_INT, "-1", local_size,
-                      "Processes of the job that run on this process's CPUs (set by tmxrun); "
-                      "more than the CPUs of the affinity mask is oversubscribed. -1: unknown."),
+                      "Processes of the job that run on this process's CPUs (set by tmxrun; unset, "
+                      "from Open MPI's or MPICH's local size when not bound); more than the CPUs "
+                      "of the affinity mask is oversubscribed. -1: unknown."),
      .flags = TMX_CONFIG_F_MIN, .min = -1},
     {TMX_CONFIG_FIELD("BIND", TMX_CONFIG_ENUM, "unknown", bind,
                       "What tmxrun bound this process to: none, core, numa or socket; unknown "
@@ -661,6 +664,41 @@ static void tmx_config_warn_unknown(void)
     pthread_mutex_unlock(&lock);
 }
 
+/*
+ * TMX_LOCAL_SIZE of a program another launcher started: the processes of the job on this
+ * node as Open MPI (OMPI_COMM_WORLD_LOCAL_SIZE) or MPICH's hydra (MPI_LOCALNRANKS) tell
+ * them, taken only when the process may run on every online CPU. A launcher that bound it
+ * to fewer did so because ranks do not share CPUs (Open MPI binds only when not
+ * oversubscribed), and the node-wide count would then call it oversubscribed wrongly.
+ * -1 when unknown.
+ */
+static int tmx_config_launcher_local_size(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"};
+    long      online = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+
+    if (online <= 0 || sched_getaffinity(0, sizeof(set), &set) != 0 ||
+        CPU_COUNT(&set) < online) {
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        char       *end;
+        long        n;
+
+        if (v == NULL || *v == '\0') {
+            continue;
+        }
+        errno = 0;
+        n     = strtol(v, &end, 10);
+        if (errno == 0 && *end == '\0' && n > 0 && n <= INT_MAX) {
+            return (int)n;
+        }
+    }
+    return -1;
+}
+
 tmx_status_t tmx_config_load(tmx_config_t *cfg)
 {
     tmx_config_t tmp;
@@ -681,6 +719,9 @@ tmx_status_t tmx_config_load(tmx_config_t *cfg)
         }
     }
     tmx_config_warn_unknown();
+    if (getenv(TMX_CONFIG_PREFIX "LOCAL_SIZE") == NULL) {
+        tmp.local_size = tmx_config_launcher_local_size();
+    }
     *cfg   = tmp;
     status = TMX_OK;
 out:

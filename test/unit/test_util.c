@@ -1,9 +1,11 @@
 /* Unit tests of src/util: configuration table, log, hash map, memory pool.
  * Criterion runs every test in its own process, so setenv() in one does not leak. */
+#define _GNU_SOURCE
 #include <criterion/criterion.h>
 
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +29,8 @@ static void clean_env(void)
         snprintf(name, sizeof(name), "TMX_%s", tmx_config_var_name(i));
         unsetenv(name);
     }
+    unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    unsetenv("MPI_LOCALNRANKS");
 }
 
 TestSuite(config, .init = clean_env);
@@ -34,7 +38,7 @@ TestSuite(config, .init = clean_env);
 Test(config, table_covers_struct)
 {
     /* 22 members in tmx_config_t; a new member needs a new row (and a man page entry). */
-    cr_assert_eq(tmx_config_num_vars(), 57);
+    cr_assert_eq(tmx_config_num_vars(), 58);
     cr_assert_null(tmx_config_var_name(tmx_config_num_vars()));
     for (size_t i = 0; i < tmx_config_num_vars(); i++) {
         for (size_t j = i + 1; j < tmx_config_num_vars(); j++) {
@@ -248,6 +252,47 @@ Test(config, get_returns_loaded)
     cr_assert_eq(cfg->rank, 3);
     cr_assert_eq(cfg->size, 8);
     cr_assert_eq(tmx_config_get(), cfg);
+}
+
+/* Under another launcher TMX_LOCAL_SIZE comes from its local size, unless the launcher bound
+ * the process to fewer CPUs than are online (then ranks do not share them). */
+Test(config, local_size_from_launcher)
+{
+    long         online = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t    all, one;
+    tmx_config_t cfg;
+
+    CPU_ZERO(&all);
+    for (long c = 0; c < online && c < CPU_SETSIZE; c++) {
+        CPU_SET((int)c, &all);
+    }
+    if (online <= 0 || sched_setaffinity(0, sizeof(all), &all) != 0) {
+        cr_skip_test("cannot run on every online CPU here");
+    }
+    cr_assert_eq(tmx_config_load(&cfg), TMX_OK);
+    cr_assert_eq(cfg.local_size, -1);
+    setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "7", 1);
+    cr_assert_eq(tmx_config_load(&cfg), TMX_OK);
+    cr_assert_eq(cfg.local_size, 7);
+    unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    setenv("MPI_LOCALNRANKS", "5", 1);
+    cr_assert_eq(tmx_config_load(&cfg), TMX_OK);
+    cr_assert_eq(cfg.local_size, 5);
+    setenv("TMX_LOCAL_SIZE", "3", 1);
+    cr_assert_eq(tmx_config_load(&cfg), TMX_OK);
+    cr_assert_eq(cfg.local_size, 3, "TMX_LOCAL_SIZE wins over the launcher's");
+    unsetenv("TMX_LOCAL_SIZE");
+    setenv("MPI_LOCALNRANKS", "5x", 1);
+    cr_assert_eq(tmx_config_load(&cfg), TMX_OK);
+    cr_assert_eq(cfg.local_size, -1, "a malformed count is ignored");
+    setenv("MPI_LOCALNRANKS", "5", 1);
+    if (online > 1) {
+        CPU_ZERO(&one);
+        CPU_SET(0, &one);
+        cr_assert_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+        cr_assert_eq(tmx_config_load(&cfg), TMX_OK);
+        cr_assert_eq(cfg.local_size, -1, "a bound process does not take the node's count");
+    }
 }
 
 Test(config, unknown_variables_found)

@@ -212,7 +212,7 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "ring size)."),
      .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX | TMX_CONFIG_F_POW2, .min = 4096,
      .max = 1ull << 30 /* a peer takes a segment of rings up to 4 GiB each */},
-    {TMX_CONFIG_FIELD("SOFT_INBOX_SIZE", TMX_CONFIG_SIZE, "512k", soft_inbox_size,
+    {TMX_CONFIG_FIELD("SOFT_INBOX_SIZE", TMX_CONFIG_SIZE, "256k", soft_inbox_size,
                       "Soft device: bytes of the receive ring that every sender shares (at "
                       "least the fast ring size)."),
      .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX | TMX_CONFIG_F_POW2, .min = 4096,

@@ -122,6 +122,9 @@ log "# binding: one rank per core when N <= $cores (tmxrun's default, mpirun --b
 # ---------------------------------------------------------------- one run
 
 shm_used_kib() { df -k --output=used /dev/shm 2> /dev/null | tail -1 | tr -d ' '; }
+# Every shmem page of the machine (/dev/shm files, memfd segments, SysV): the one count that
+# sees tmx's memfd segments and Open MPI's /dev/shm files alike, whether mapped or not.
+shmem_kib() { awk '/^Shmem:/ { print $2 }' /proc/meminfo; }
 mem_avail_mib() { awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo; }
 
 # Runs one job in the background and samples, every 0.1 s while it runs, the /dev/shm usage
@@ -129,11 +132,13 @@ mem_avail_mib() { awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo;
 # memory (below the guard the job is stopped: a quadratic footprint at 256 ranks must not
 # push the whole machine, shared with others, into the OOM killer).
 run_one() { # tool ranks round command...
-    local tool=$1 n=$2 round=$3 out pid rc t0 t1 base peak cur status=ok guard=0
+    local tool=$1 n=$2 round=$3 out pid rc t0 t1 base peak cur status=ok guard=0 sbase speak scur
     shift 3
     out="$raw/r$round-$tool-n$n.txt"
     base=$(shm_used_kib)
     peak=$base
+    sbase=$(shmem_kib)
+    speak=$sbase
     t0=$(date +%s%N)
     # -T: the launch time, from which the program measures start-up
     timeout -k 10 "$run_timeout" "$@" -T "$t0" > "$out" 2> "$out.err" < /dev/null &
@@ -141,6 +146,8 @@ run_one() { # tool ranks round command...
     while kill -0 "$pid" 2> /dev/null; do
         cur=$(shm_used_kib)
         [ -n "$cur" ] && [ "$cur" -gt "$peak" ] && peak=$cur
+        scur=$(shmem_kib)
+        [ -n "$scur" ] && [ "$scur" -gt "$speak" ] && speak=$scur
         if [ "$guard" -eq 0 ] && [ "$(mem_avail_mib)" -lt "$min_avail_mib" ]; then
             guard=1
             log "round $round: $tool -n $n: MemAvailable $(mem_avail_mib) MiB <" \
@@ -164,6 +171,7 @@ run_one() { # tool ranks round command...
     if [ "$status" = ok ]; then
         echo "$tool $n $round wall_ms $(((t1 - t0) / 1000000))" >> "$data"
         echo "$tool $n $round devshm_kib $((peak - base))" >> "$data"
+        echo "$tool $n $round shmem_kib $((speak - sbase))" >> "$data"
         # result/memory/startup/loop lines: "word key=value ...", every key kept
         awk -v tool="$tool" -v n="$n" -v round="$round" '
             /^(result|memory|startup|loop) / {
@@ -313,14 +321,14 @@ awk -v counts="$counts" -v rounds="$rounds" -v size="$size" '
         print ""
         print "memory of the job after the last round, MiB: sums over the ranks (launcher not counted)"
         print ""
-        print "| ranks | tmx shm (Pss_Shmem) | ompi shm | tmx/ompi | tmx /dev/shm | ompi /dev/shm | tmx Pss | ompi Pss | tmx Pss_Anon | ompi Pss_Anon | tmx RSS | ompi RSS |"
+        print "| ranks | tmx shm (Pss_Shmem) | ompi shm | tmx/ompi | tmx Shmem peak | ompi Shmem peak | tmx Pss | ompi Pss | tmx Pss_Anon | ompi Pss_Anon | tmx RSS | ompi RSS |"
         print "|---|---|---|---|---|---|---|---|---|---|---|---|"
         for (i = 1; i <= nc; i++) {
             n = c[i]
             printf "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", n,
                    cell("tmx", n, "pss_shmem_kib", mib, 1), cell("ompi", n, "pss_shmem_kib", mib, 1),
                    ratio(n, "pss_shmem_kib"),
-                   cell("tmx", n, "devshm_kib", mib, 1), cell("ompi", n, "devshm_kib", mib, 1),
+                   cell("tmx", n, "shmem_kib", mib, 1), cell("ompi", n, "shmem_kib", mib, 1),
                    cell("tmx", n, "pss_kib", mib, 1), cell("ompi", n, "pss_kib", mib, 1),
                    cell("tmx", n, "pss_anon_kib", mib, 1), cell("ompi", n, "pss_anon_kib", mib, 1),
                    cell("tmx", n, "rss_kib", mib, 1), cell("ompi", n, "rss_kib", mib, 1)

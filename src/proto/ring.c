@@ -33,6 +33,13 @@
  * much on the stack costs less than the device's write of three pieces (callgrind, cg_small:
  * 128 B 1340 -> 1240 instructions a message, 256 B 1356 -> 1279). */
 #define TMX_RING_SMALL 512
+/* The first TMX_RING_FULL rings a worker lends have TMX_RING_SLOTS slots; while that many are
+ * lent, another has a quarter of them (at least 8, or TMX_RING_SLOTS if fewer). The few busy
+ * peers (a ping-pong's one, a pipeline's neighbours) keep the whole ring for their windows;
+ * the rest of an all-to-all, one message per peer and round, needs few: at 64 ranks with
+ * 1 KiB messages the eight rings of 32 slots (68 KiB each, made when lent) were half of every
+ * rank's shared memory (tmx_alltoall, Pss_Shmem). */
+#define TMX_RING_FULL 2
 /* Ring messages taken per ring per poll, so that one busy sender does not hold the others. */
 #define TMX_RING_DRAIN 32
 /* How often the lent rings are looked at for an idle one, when a sender waits for a ring and
@@ -444,6 +451,10 @@ static void tmx_ring_grant(tmx_ep_t *ep)
     rx->ep         = ep;
     rx->mode       = ep->ring_choice;
     rx->slots      = cfg->ring_slots;
+    if (w->rings_rx >= TMX_RING_FULL) {
+        rx->slots = cfg->ring_slots / 4 >= 8 ? cfg->ring_slots / 4
+                                             : (cfg->ring_slots < 8 ? cfg->ring_slots : 8);
+    }
     rx->slots_log2 = tmx_ring_log2(rx->slots);
     rx->slot_size  = tmx_ring_slot_bytes(rx->mode, cfg->ring_slot_size, ep->iface->max_inline);
     rx->idle_head  = UINT64_MAX; /* not idle at the first look: it has just begun */

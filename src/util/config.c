@@ -226,7 +226,7 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "(TMX_SOFT_RING0_SIZE bytes of memory per process, used or not) instead "
                       "of in its first lap; auto does unless oversubscribed (TMX_LOCAL_SIZE)."),
      .words = tmx_config_ternary},
-    {TMX_CONFIG_FIELD("SOFT_INBOX_SIZE", TMX_CONFIG_SIZE, "512k", soft_inbox_size,
+    {TMX_CONFIG_FIELD("SOFT_INBOX_SIZE", TMX_CONFIG_SIZE, "256k", soft_inbox_size,
                       "Soft device: bytes of the receive ring that every sender shares (at "
                       "least the fast ring size)."),
      .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX | TMX_CONFIG_F_POW2, .min = 4096,

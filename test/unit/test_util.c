@@ -74,7 +74,7 @@ Test(config, defaults)
     cr_assert_float_eq(cfg.peer_timeout, 10.0, 1e-12);
     cr_assert_eq(cfg.soft_ring_size, 256u << 10);
     cr_assert_eq(cfg.soft_max_qps, 4096);
-    cr_assert_eq(cfg.soft_inbox_size, 512u << 10);
+    cr_assert_eq(cfg.soft_inbox_size, 256u << 10);
     cr_assert_eq(cfg.soft_fast_rings, 8);
     cr_assert_eq(cfg.soft_max_mrs, 4096);
     cr_assert_eq(cfg.soft_cma, -1);

@@ -614,6 +614,7 @@ struct tmx_soft_dev {
     tmx_soft_ring_ctrl_t *inbox_ctrl;
     uint64_t              inbox_head;
     uint64_t              inbox_published;
+    uint64_t              inbox_made; /* its pages made from the start (tmx_soft_inbox_make) */
 
     /* receives in place (tmx_soft_rx_send_whole): while a poll may hand out completions that
      * point into the rings, inplace_cq is the CQ it polls and inplace_budget how many it can
@@ -736,6 +737,20 @@ int tmx_soft_membarrier(void);
 tmx_soft_rseg_t *tmx_soft_rseg_get(tmx_soft_dev_t *dev, const void *addr, size_t len,
                                    tmx_status_t *status_p);
 void tmx_soft_rseg_put(tmx_soft_dev_t *dev, tmx_soft_rseg_t *rseg);
+void tmx_soft_inbox_make(tmx_soft_dev_t *dev);
+
+/* The inbox's pages are made TMX_SOFT_INBOX_AHEAD bytes ahead of where we read, in its first
+ * lap (tmx_soft_inbox_make), rather than whole when the device opens: tmpfs allocates a page
+ * at its first touch, so a job whose inbox never laps keeps only what its senders wrote. */
+#define TMX_SOFT_INBOX_AHEAD (32 * 1024)
+
+/* After reading the inbox up to head: make the pages ahead, while its first lap lasts. */
+static inline void tmx_soft_inbox_ahead(tmx_soft_dev_t *dev)
+{
+    if (__builtin_expect(dev->inbox_head + TMX_SOFT_INBOX_AHEAD > dev->inbox_made, 0)) {
+        tmx_soft_inbox_make(dev);
+    }
+}
 int tmx_soft_rseg_cma(tmx_soft_dev_t *dev, tmx_soft_rseg_t *rseg);
 int tmx_soft_pid_dead(pid_t pid);
 int tmx_soft_rseg_dead(tmx_soft_rseg_t *rseg);

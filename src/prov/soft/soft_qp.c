@@ -2640,6 +2640,7 @@ static void tmx_soft_inbox_drain(tmx_soft_dev_t *dev)
             tmx_soft_rx_publish(dev->inbox_ctrl, dev->inbox_size, head, &dev->inbox_published);
         }
     }
+    tmx_soft_inbox_ahead(dev);
 }
 
 /* Whether a record waits at head of a ring: the question every poll asks of every ring it

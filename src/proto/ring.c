@@ -729,6 +729,15 @@ void tmx_ring_tx_grant(tmx_ep_t *ep, const uint8_t *buf, size_t len)
         refuse = TMX_RING_REFUSE_NOMEM;
         goto refused;
     }
+    /* a device that lets us write the ring's small messages without a work request each
+     * (prov.h rma_map): the checks of the region once, here */
+    tx->mapped = tx->mode == TMX_RING_MODE_WHOLE && (tx->caps & TMX_DEV_CAP_MEM_DIRECT) &&
+                 iface->ops->rma_map != NULL &&
+                 iface->ops->rma_write != NULL &&
+                 iface->ops->rma_map(ep->qp, tx->addr,
+                                     (size_t)tx->slots * tx->slot_size +
+                                         (tx->cells != 0 ? (size_t)tx->slots * TMX_RING_CELL : 0),
+                                     tx->rkey, &tx->map) == TMX_OK;
     ep->ring_tx = tx;
     ep->worker->rings_tx++;
     if (tx->seq_on) {
@@ -874,7 +883,23 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
         }
         tmx_copy((uint8_t *)img + hlen, buf, len);
         memcpy((uint8_t *)img + mlen, &flag, sizeof(flag));
-        rw.len       = mlen + TMX_RING_FLAG;
+        rw.len = mlen + TMX_RING_FLAG;
+        if (tx->mapped) {
+            /* the same write without a work request (prov.h rma_write): to the position's
+             * cell or the end of its slot */
+            size_t pos = (size_t)(tx->head & (tx->slots - 1));
+            size_t off = tx->cells != 0 && rw.len <= TMX_RING_CELL
+                             ? (size_t)(tx->cells - tx->addr) + pos * TMX_RING_CELL +
+                                   TMX_RING_CELL - rw.len
+                             : pos * tx->slot_size + tx->slot_size - rw.len;
+
+            status = iface->ops->rma_write(ep->qp, &tx->map, off, img, rw.len,
+                                           TMX_WRID(TMX_WRID_RING_TX, ep->id));
+            if (status != TMX_OK) {
+                return TMX_ERR_NO_RESOURCE;
+            }
+            goto written;
+        }
         rw.off       = tx->slot_size - rw.len;
         rw.sge[0]    = (tmx_sge_t){.addr = (uintptr_t)img, .length = (uint32_t)rw.len};
         rw.num_sge   = 1;
@@ -912,6 +937,7 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
     if (wr.send_flags & TMX_SEND_SIGNALED) {
         ep->sq_busy++;
     }
+written:
     tx->head++;
     if ((tx->head & (tx->slots - 1)) == 0) {
         tx->marker = tmx_ring_marker(tx->head, tx->slots_log2); /* a new lap */

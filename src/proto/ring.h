@@ -151,6 +151,8 @@ typedef struct tmx_ring_tx {
     tmx_mr_t *ctrl_mr;     /* our control word, written by the receiver */
     int       ctrl_host;   /* ctrl_mr from tmx_prov_host_mem_alloc, not the device */
     uint8_t  *stage;       /* ALIGNED128: a slot's image (slot_size bytes) */
+    int       mapped;      /* map is the ring (slots and cells): small writes by rma_write */
+    tmx_rma_map_t map;
 } tmx_ring_tx_t;
 
 /* Connect: what the receiving side of ep would lend (ep->ring_choice), logged for passive

@@ -536,6 +536,7 @@ typedef struct tmx_rma_map {
     size_t      len;
     uint32_t    rkey;
     uint32_t    prov_word;
+    uint32_t    prov_gen;
     void       *prov_ptr;
     const void *prov_aux[2];
 } tmx_rma_map_t;

@@ -491,6 +491,7 @@ typedef struct tmx_soft_qp {
     int             pending;   /* position in dev->pend + 1: has work for cq_poll */
     tmx_soft_rq_t   rq;
     int             sig_all;
+    uint32_t        rma_gen;   /* bumped at reset: an rma_map made before is stale */
     uint32_t        max_inline;
 
     /* receiving side: records come from the inbox, or from a fast ring while one is lent */

@@ -2994,6 +2994,7 @@ static void tmx_soft_qp_reset(tmx_soft_qp_t *qp)
     tmx_soft_sq_reap(qp);
     tmx_soft_rseg_put(qp->dev, qp->rseg);
     qp->rseg       = NULL;
+    qp->rma_gen++; /* maps into that peer's memory are stale (rma_write posts) */
     qp->out_ring   = NULL;
     qp->resp_count = 0;
     qp->rx_busy    = 0;
@@ -3518,7 +3519,8 @@ static __attribute__((noinline)) tmx_status_t tmx_soft_post_send_any(tmx_soft_qp
  * rma_map / rma_write (prov.h): the eager-RDMA ring's writes with the checks that cannot
  * change hoisted out of every write. The map holds where the region lies in our mapping of the
  * peer's device memory (prov_ptr), its key's table entry and the generation it must show
- * (prov_aux[0], prov_word), and the peer segment it was checked against (prov_aux[1]). Only
+ * (prov_aux[0], prov_word), and the peer segment it was checked against (prov_aux[1]) under
+ * the QP's reset count (prov_gen: a reset forgets that peer, so the map is stale). Only
  * an RC QP to a whole-message device without OOO placement is mapped: every other case keeps
  * the general path, which scrambles writes as the device's data-in-order mode says.
  */
@@ -3549,6 +3551,7 @@ tmx_status_t tmx_soft_rma_map(tmx_qp_t *q, uint64_t raddr, size_t len, uint32_t 
     map->prov_word   = 0x100u | (rkey & 0xffu);
     map->prov_aux[0] = &table[rkey >> 8].gen_valid;
     map->prov_aux[1] = r;
+    map->prov_gen    = qp->rma_gen;
     return TMX_OK;
 }
 
@@ -3587,7 +3590,8 @@ tmx_status_t tmx_soft_rma_write(tmx_qp_t *q, const tmx_rma_map_t *map, size_t of
      * rest, then those 8 bytes with release, as tmx_soft_dm_store_whole stores it */
     if (off <= map->len && n <= map->len - off && n >= 8 && n <= qp->dev->max_payload &&
         (((uintptr_t)dst + n) & 7) == 0 && qp->super.state == TMX_QPS_RTS &&
-        (qp->sq_count | qp->resp_count) == 0 && qp->rseg == r && !r->dead &&
+        (qp->sq_count | qp->resp_count) == 0 && qp->rma_gen == map->prov_gen &&
+        qp->rseg == r && !r->dead &&
         tmx_soft_write_hook == NULL &&
         atomic_load_explicit((const _Atomic uint32_t *)map->prov_aux[0],
                              memory_order_acquire) == map->prov_word) {

@@ -37,9 +37,15 @@
  * lent, another has a quarter of them (at least 8, or TMX_RING_SLOTS if fewer). The few busy
  * peers (a ping-pong's one, a pipeline's neighbours) keep the whole ring for their windows;
  * the rest of an all-to-all, one message per peer and round, needs few: at 64 ranks with
- * 1 KiB messages the eight rings of 32 slots (68 KiB each, made when lent) were half of every
+ * 1 KiB messages the eight rings of 32 slots (68 KiB each then, made when lent) were half of every
  * rank's shared memory (tmx_alltoall, Pss_Shmem). */
 #define TMX_RING_FULL 2
+/* Cells per slot (ring.h "Cells"): a small message's position is free again once the receiver
+ * is fewer than slots * this many behind. With 32 slots, 128 cells (8 KiB): a 64-message window
+ * of 8-byte sends fitted 32 positions badly (the sender spilled into pending requests while
+ * the receiver posted its receives; TMX_RING_SLOTS=64 as a stand-in: tmx_pingpong -t bw 8 B,
+ * fast phase, median of 10 rounds 117 -> 131 MB/s). */
+#define TMX_RING_CELLS_PER_SLOT 4
 /* Ring messages taken per ring per poll, so that one busy sender does not hold the others. */
 #define TMX_RING_DRAIN 32
 /* How often the lent rings are looked at for an idle one, when a sender waits for a ring and
@@ -274,9 +280,10 @@ static inline void tmx_ring_rx_aim(tmx_ring_rx_t *rx)
 {
     rx->poll_at     = rx->base + (rx->head & (rx->slots - 1)) * rx->slot_size + rx->slot_size - 1;
     rx->poll_cell   = rx->cells == NULL ? rx->poll_at
-                                        : rx->cells + (rx->head & (rx->slots - 1)) * TMX_RING_CELL +
+                                        : rx->cells + (rx->head & (rx->ncells - 1)) * TMX_RING_CELL +
                                               TMX_RING_CELL - 1;
     rx->poll_marker = tmx_ring_marker(rx->head, rx->slots_log2);
+    rx->poll_cell_marker = tmx_ring_marker(rx->head, rx->cells_log2);
 }
 
 /* A message taken out of a slot: to the protocol (eager messages only come this way). Inline
@@ -325,7 +332,8 @@ static unsigned tmx_ring_rx_drain(tmx_ep_t *ep, tmx_ring_rx_t *rx, unsigned max)
         if (rx->mode == TMX_RING_MODE_WHOLE && rx->cells != NULL) {
             /* the position's cell, then its slot (ring.h "Cells"): the one whose number is
              * not older than the next one (the other may show this marker from 255 laps ago) */
-            rc = tmx_ring_slot_read_whole(rx->poll_cell, rx->poll_marker, TMX_RING_CELL, &msg);
+            rc = tmx_ring_slot_read_whole(rx->poll_cell, rx->poll_cell_marker, TMX_RING_CELL,
+                                          &msg);
             if (rc > 0 && (int32_t)(msg.seq - rx->expected) < 0) {
                 rc = 0;
             }
@@ -466,7 +474,8 @@ static void tmx_ring_grant(tmx_ep_t *ep)
     status = ep->iface->ops->mem_alloc(ep->iface->pd,
                                        (size_t)rx->slots * rx->slot_size +
                                            (rx->mode == TMX_RING_MODE_WHOLE
-                                                ? (size_t)rx->slots * TMX_RING_CELL
+                                                ? (size_t)rx->slots * TMX_RING_CELLS_PER_SLOT *
+                                                      TMX_RING_CELL
                                                 : 0),
                                        TMX_ACCESS_LOCAL_WRITE | TMX_ACCESS_REMOTE_WRITE, &rx->mr);
     if (status != TMX_OK) {
@@ -476,9 +485,11 @@ static void tmx_ring_grant(tmx_ep_t *ep)
         free(rx);
         return;
     }
-    rx->base      = rx->mr->addr;
-    rx->cells     = rx->mode == TMX_RING_MODE_WHOLE ? rx->base + rx->slots * rx->slot_size : NULL;
-    rx->cell_step = rx->cells != NULL ? TMX_RING_CELL : rx->slot_size;
+    rx->base       = rx->mr->addr;
+    rx->cells      = rx->mode == TMX_RING_MODE_WHOLE ? rx->base + rx->slots * rx->slot_size : NULL;
+    rx->cell_step  = rx->cells != NULL ? TMX_RING_CELL : rx->slot_size;
+    rx->ncells     = rx->cells != NULL ? rx->slots * TMX_RING_CELLS_PER_SLOT : rx->slots;
+    rx->cells_log2 = tmx_ring_log2(rx->ncells);
     tmx_ring_rx_aim(rx);
     ep->ring_rx = rx;
     w->rings_rx++;
@@ -690,7 +701,9 @@ static unsigned tmx_ring_refusal(tmx_ep_t *ep, const tmx_proto_ring_hdr_t *h)
         h->slots > 65536 || (h->slots & (h->slots - 1)) != 0 || h->slot_size < 128 ||
         h->slot_size > 65536 || h->slot_size % TMX_RING_BLOCK != 0 ||
         h->slot_size > ep->iface->max_inline ||
-        (h->reserved != 0 && (h->reserved != TMX_RING_CELL || mode != TMX_RING_MODE_WHOLE))) {
+        (h->reserved != 0 && (h->reserved < h->slots || h->reserved > 65536 ||
+                              (h->reserved & (h->reserved - 1)) != 0 ||
+                              mode != TMX_RING_MODE_WHOLE))) {
         return TMX_RING_REFUSE_BAD;
     }
     if (tmx_ring_polling(mode) && ep->ooo) {
@@ -723,7 +736,10 @@ void tmx_ring_tx_grant(tmx_ep_t *ep, const uint8_t *buf, size_t len)
     tx->slot_size  = h.slot_size;
     tx->max        = tmx_ring_slot_max(tx->mode, tx->slot_size);
     tx->addr       = h.addr;
-    tx->cells      = h.reserved == TMX_RING_CELL ? h.addr + (uint64_t)h.slots * h.slot_size : 0;
+    tx->cells      = h.reserved != 0 ? h.addr + (uint64_t)h.slots * h.slot_size : 0;
+    tx->ncells     = h.reserved != 0 ? h.reserved : h.slots;
+    tx->cells_log2 = tmx_ring_log2(tx->ncells);
+    tx->cell_marker = tmx_ring_marker(0, tx->cells_log2);
     tx->rkey       = h.rkey;
     tx->seq_on     = tmx_ring_polling(tx->mode);
     tx->caps       = iface->dev->attr.caps;
@@ -740,6 +756,15 @@ void tmx_ring_tx_grant(tmx_ep_t *ep, const uint8_t *buf, size_t len)
         refuse = TMX_RING_REFUSE_NOMEM;
         goto refused;
     }
+    /* a device that lets us write the ring's small messages without a work request each
+     * (prov.h rma_map): the checks of the region once, here */
+    tx->mapped = tx->mode == TMX_RING_MODE_WHOLE && (tx->caps & TMX_DEV_CAP_MEM_DIRECT) &&
+                 iface->ops->rma_map != NULL &&
+                 iface->ops->rma_write != NULL &&
+                 iface->ops->rma_map(ep->qp, tx->addr,
+                                     (size_t)tx->slots * tx->slot_size +
+                                         (tx->cells != 0 ? (size_t)tx->ncells * TMX_RING_CELL : 0),
+                                     tx->rkey, &tx->map) == TMX_OK;
     ep->ring_tx = tx;
     ep->worker->rings_tx++;
     if (tx->seq_on) {
@@ -811,7 +836,7 @@ tmx_status_t tmx_ring_ctrl_post(tmx_ep_t *ep, uint8_t op, int32_t status)
         h.rkey      = rx->mr->rkey;
         h.slots     = rx->slots;
         h.slot_size = (uint32_t)rx->slot_size;
-        h.reserved  = rx->cells != NULL ? TMX_RING_CELL : 0; /* the cells follow the slots */
+        h.reserved  = rx->cells != NULL ? rx->ncells : 0; /* the cells follow the slots */
     } else if (status == TMX_RING_REFUSE_NONE) {
         tmx_ring_tx_t *tx = ep->ring_tx;
 
@@ -842,6 +867,10 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
     tmx_send_wr_t  wr, *bad;
     int            direct;
     tmx_status_t   status;
+    /* to its position's cell (ring.h "Cells"), which is free while fewer than ncells
+     * messages are outstanding; else to its slot (fewer than slots) */
+    int            cell = tx->cells != 0 && hlen + len + TMX_RING_FLAG <= TMX_RING_CELL;
+    uint64_t       cap  = cell ? tx->ncells : tx->slots;
 
     if (!tx->ready || hlen + len > tx->max || ep->closing || ep->state != TMX_EP_CONNECTED) {
         return TMX_ERR_NO_RESOURCE;
@@ -853,9 +882,9 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
     if ((caps & (TMX_DEV_CAP_MEM_DIRECT | TMX_DEV_CAP_MANUAL_PROGRESS)) && ep->sq_busy > 0) {
         return TMX_ERR_NO_RESOURCE;
     }
-    if (tx->head - tx->consumed >= tx->slots) {
+    if (tx->head - tx->consumed >= cap) {
         tmx_ring_tx_credits(tx);
-        if (tx->head - tx->consumed >= tx->slots) {
+        if (tx->head - tx->consumed >= cap) {
             w->ring_stats.full++;
             if (tx->full_ns == 0) {
                 tx->full_ns = tmx_time_ns();
@@ -876,7 +905,7 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
          * one piece, so that the device copies one sge; the same bytes as
          * tmx_ring_slot_build's */
         size_t   mlen = hlen + len;
-        uint64_t flag = tmx_ring_flag(tx->seq, mlen, hlen, tx->marker);
+        uint64_t flag = tmx_ring_flag(tx->seq, mlen, hlen, cell ? tx->cell_marker : tx->marker);
 
         if (hlen == sizeof(tmx_proto_hdr_t)) {
             memcpy(img, hdr, sizeof(tmx_proto_hdr_t)); /* a plain EAGER's: two moves */
@@ -885,7 +914,23 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
         }
         tmx_copy((uint8_t *)img + hlen, buf, len);
         memcpy((uint8_t *)img + mlen, &flag, sizeof(flag));
-        rw.len       = mlen + TMX_RING_FLAG;
+        rw.len = mlen + TMX_RING_FLAG;
+        if (tx->mapped) {
+            /* the same write without a work request (prov.h rma_write): to the position's
+             * cell or the end of its slot */
+            size_t off = cell ? (size_t)(tx->cells - tx->addr) +
+                                    (size_t)(tx->head & (tx->ncells - 1)) * TMX_RING_CELL +
+                                    TMX_RING_CELL - rw.len
+                              : (size_t)(tx->head & (tx->slots - 1)) * tx->slot_size +
+                                    tx->slot_size - rw.len;
+
+            status = iface->ops->rma_write(ep->qp, &tx->map, off, img, rw.len,
+                                           TMX_WRID(TMX_WRID_RING_TX, ep->id));
+            if (status != TMX_OK) {
+                return TMX_ERR_NO_RESOURCE;
+            }
+            goto written;
+        }
         rw.off       = tx->slot_size - rw.len;
         rw.sge[0]    = (tmx_sge_t){.addr = (uintptr_t)img, .length = (uint32_t)rw.len};
         rw.num_sge   = 1;
@@ -897,9 +942,9 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
     wr.wr_id            = TMX_WRID(TMX_WRID_RING_TX, ep->id);
     wr.sg_list          = rw.sge;
     wr.num_sge          = rw.num_sge;
-    if (tx->cells != 0 && rw.len <= TMX_RING_CELL) {
+    if (cell) {
         /* to the position's cell, laid out as in a slot (ring.h "Cells") */
-        wr.rdma.remote_addr = tx->cells + (tx->head & (tx->slots - 1)) * TMX_RING_CELL +
+        wr.rdma.remote_addr = tx->cells + (tx->head & (tx->ncells - 1)) * TMX_RING_CELL +
                               TMX_RING_CELL - rw.len;
     } else {
         wr.rdma.remote_addr = tx->addr + (tx->head & (tx->slots - 1)) * tx->slot_size + rw.off;
@@ -923,9 +968,11 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
     if (wr.send_flags & TMX_SEND_SIGNALED) {
         ep->sq_busy++;
     }
+written:
     tx->head++;
     if ((tx->head & (tx->slots - 1)) == 0) {
-        tx->marker = tmx_ring_marker(tx->head, tx->slots_log2); /* a new lap */
+        tx->marker      = tmx_ring_marker(tx->head, tx->slots_log2); /* a new lap */
+        tx->cell_marker = tmx_ring_marker(tx->head, tx->cells_log2);
     }
     w->ring_stats.sent++;
     if (tx->seq_on) {
@@ -992,8 +1039,8 @@ tmx_status_t tmx_ring_arm(tmx_worker_t *w)
         if (tmx_ring_slot_ready(rx->base + (rx->head & (rx->slots - 1)) * rx->slot_size,
                                 rx->slot_size, rx->slots_log2, rx->head) ||
             (rx->cells != NULL &&
-             tmx_ring_slot_ready(rx->cells + (rx->head & (rx->slots - 1)) * TMX_RING_CELL,
-                                 TMX_RING_CELL, rx->slots_log2, rx->head))) {
+             tmx_ring_slot_ready(rx->cells + (rx->head & (rx->ncells - 1)) * TMX_RING_CELL,
+                                 TMX_RING_CELL, rx->cells_log2, rx->head))) {
             return TMX_ERR_BUSY;
         }
     }

@@ -28,10 +28,15 @@
  * so they are in its memory by the time the queue message completes. With IMM, ring messages
  * complete in the same completion queue as the rest, in order.
  *
- * Cells (WHOLE only). Next to its slots a ring has one 64-byte cell per slot, all in a row
- * after the slots (TMX_RING_CELL; the grant says so in its last word). A message that fits a
- * cell with its flag (a 40-byte payload behind the 16-byte header) is written to its
- * position's cell, laid out as in a slot; a larger one to its slot. The reader looks at both
+ * Cells (WHOLE only). Next to its slots a ring has TMX_RING_CELLS_PER_SLOT 64-byte cells per
+ * slot, all in a row after the slots (TMX_RING_CELL; the grant's last word says how many).
+ * Position pos has cell pos % ncells and slot pos % slots. A message that fits a cell with
+ * its flag (a 40-byte payload behind the 16-byte header) is written to its position's cell,
+ * laid out as in a slot, with the marker of the cells' lap; a larger one to its slot. A
+ * small message needs only its cell free (fewer than ncells positions outstanding), a large
+ * one its slot (fewer than slots): a window of 64 small messages (osu_bw, tmx_pingpong -t
+ * bw) fits a 32-slot ring without waiting for the receiver, which posts its receives
+ * meanwhile. The reader looks at both
  * for the position's marker, the cell first. Small messages in a row then land in adjacent
  * lines, not one line per 2 KiB slot: where moving a line between the cores is slow, the
  * reader's cache fetches the next ones ahead (compare.sh 8 B rate). A cell or a slot not
@@ -105,7 +110,9 @@ typedef struct tmx_ring_rx {
     const uint8_t *poll_at;
     const uint8_t *poll_cell;  /* the position's cell's last byte (poll_at when no cells) */
     uint8_t    poll_marker;
-    uint8_t   *cells;      /* WHOLE: slots cells of TMX_RING_CELL bytes after the slots */
+    uint8_t    poll_cell_marker; /* the cell's (its laps are ncells positions long) */
+    uint8_t   *cells;      /* WHOLE: ncells cells of TMX_RING_CELL bytes after the slots */
+    unsigned   ncells, cells_log2; /* slots and slots_log2 when no cells */
     size_t     cell_step;  /* what poll_cell moves by: TMX_RING_CELL, or slot_size (none) */
     uint64_t   reported;   /* head last written into the sender's control word */
     int        report_due; /* that write found the send queue full: ep's progress retries
@@ -137,9 +144,11 @@ typedef struct tmx_ring_tx {
     size_t    max;         /* largest message (header and payload) a slot takes */
     uint64_t  addr;        /* the receiver's slots */
     uint64_t  cells;       /* and its cells (ring.h "Cells"), 0: none */
+    unsigned  ncells, cells_log2; /* how many (slots and slots_log2 when none) */
     uint32_t  rkey;
     uint64_t  head;        /* messages written */
     uint8_t   marker;      /* tmx_ring_marker(head): it changes once a lap */
+    uint8_t   cell_marker; /* the same for the cells, whose lap is ncells positions */
     uint64_t  consumed;    /* taken by the receiver, as its word last said */
     int       asleep;      /* and whether it sleeps */
     int       ready;       /* our RING_ACK is posted: ring messages may follow it */
@@ -151,6 +160,8 @@ typedef struct tmx_ring_tx {
     tmx_mr_t *ctrl_mr;     /* our control word, written by the receiver */
     int       ctrl_host;   /* ctrl_mr from tmx_prov_host_mem_alloc, not the device */
     uint8_t  *stage;       /* ALIGNED128: a slot's image (slot_size bytes) */
+    int       mapped;      /* map is the ring (slots and cells): small writes by rma_write */
+    tmx_rma_map_t map;
 } tmx_ring_tx_t;
 
 /* Connect: what the receiving side of ep would lend (ep->ring_choice), logged for passive
@@ -197,7 +208,7 @@ static inline unsigned tmx_ring_poll(tmx_worker_t *w)
     tmx_list_for_each_safe(l, t, &w->ring_polled) {
         tmx_ring_rx_t *rx = tmx_container_of(l, tmx_ring_rx_t, link);
 
-        if (__atomic_load_n(rx->poll_cell, __ATOMIC_ACQUIRE) == rx->poll_marker ||
+        if (__atomic_load_n(rx->poll_cell, __ATOMIC_ACQUIRE) == rx->poll_cell_marker ||
             __atomic_load_n(rx->poll_at, __ATOMIC_ACQUIRE) == rx->poll_marker) {
             n += tmx_ring_poll_rx(rx);
         }

@@ -529,6 +529,18 @@ typedef struct tmx_wc {
     const void *data;
 } tmx_wc_t;
 
+/* A region of a peer's memory mapped for rma_write (the ops table). The first three fields
+ * are the caller's arguments to rma_map; the rest is the provider's. */
+typedef struct tmx_rma_map {
+    uint64_t    remote_addr;
+    size_t      len;
+    uint32_t    rkey;
+    uint32_t    prov_word;
+    uint32_t    prov_gen;
+    void       *prov_ptr;
+    const void *prov_aux[2];
+} tmx_rma_map_t;
+
 /* ---------------------------------------------------------------- the ops table */
 
 struct tmx_prov_ops {
@@ -628,6 +640,23 @@ struct tmx_prov_ops {
     /* UD: an address handle from a device address blob. */
     tmx_status_t (*ah_create)(tmx_pd_t *pd, const void *dev_addr, size_t len, tmx_ah_t **ah_p);
     void (*ah_destroy)(tmx_ah_t *ah);
+
+    /*
+     * Optional (both NULL: not offered), for a caller that writes many small messages into one
+     * region of its RC peer's memory (the eager-RDMA ring). rma_map checks once that len
+     * bytes at remote_addr (rkey) can be written through qp and fills *map (TMX_OK), or says
+     * TMX_ERR_UNSUPPORTED (the caller posts RDMA WRITEs as before). rma_write(qp, map, off,
+     * src, n, wr_id) is then exactly post_send of one unsignaled inline RDMA_WRITE (wr_id) of
+     * n bytes from src to remote_addr + off (same order with the QP's other work, same data-in-order
+     * behaviour, same status), without the per-write checks of the work request and of the
+     * region: the device checks only what can change (the QP's state and queue, the key still
+     * registered, the peer alive) and writes, or posts the write as post_send would. off + n
+     * must lie within the map. The map stays valid until qp is destroyed.
+     */
+    tmx_status_t (*rma_map)(tmx_qp_t *qp, uint64_t remote_addr, size_t len, uint32_t rkey,
+                            tmx_rma_map_t *map);
+    tmx_status_t (*rma_write)(tmx_qp_t *qp, const tmx_rma_map_t *map, size_t off,
+                              const void *src, size_t n, uint64_t wr_id);
 };
 
 struct tmx_prov {

@@ -38,6 +38,15 @@
  *          as before, a short job's first exchanges met the grant midway (tmx_alltoall at 8
  *          ranks: the second and third rounds took 1-8 ms and 0.3-0.5 ms against 0.15)
  *
+ * `ring window` (ring.sh, whole mode) runs only this:
+ *
+ *  window  rank 1, awake, stops calling tmx while rank 0 sends 3 x TMX_RING_SLOTS small
+ *          messages: they fit the ring's cells (4 per slot, ring.h "Cells"), so every send
+ *          completes in place (no request); then all arrive in order, intact. With one cell
+ *          per slot the sends past the slots went into requests that wait for the receiver
+ *          (an osu_bw window of 64 against a 32-slot ring: the sender spilled into pending
+ *          requests while the receiver posted its receives)
+ *
  * Prints "rank N: ... ok" lines and exits 0 when everything held.
  */
 #include <tmx/tmx.h>
@@ -261,7 +270,8 @@ static void pingpong(tmx_ep_h ep, unsigned first, unsigned n, size_t len)
 
 static void phase_stale(tmx_job_h job, tmx_ep_h ep)
 {
-    unsigned laps = 260 * 8; /* more than 255 laps of rings of up to 8 slots */
+    unsigned laps = 260 * 8 * 4; /* more than 255 laps of the cells of rings of up to 8 slots
+                                  * (4 cells a slot) */
 
     CHECK(tmx_job_barrier(job));
     pingpong(ep, 0, 8, 100);        /* slots */
@@ -525,6 +535,60 @@ static void phase_first(tmx_job_h job, tmx_ep_h ep)
     printf("rank %d: first %s\n", rank, bad ? "FAILED" : "ok");
 }
 
+static void phase_window(tmx_job_h job, tmx_ep_h ep)
+{
+    static tmx_request_h reqs[1024];
+    static unsigned char bufs[1024][8];
+    tmx_worker_attr_t    a = ring_query();
+    unsigned             n = 3 * a.ring.slots, inplace = 0;
+    char                 go[8] = "go";
+
+    EXPECT(n >= 3 && n <= 1024, "window: %u messages", n);
+    CHECK(tmx_job_barrier(job));
+    /* a round trip first: rank 1 is awake (its word in rank 0's memory says so) and rank 0
+     * has its ring */
+    for (int k = 0; k < 4; k++) {
+        if (rank == 0) {
+            CHECK(tmx_tag_send(ep, go, sizeof(go), TAG + 1));
+            CHECK(tmx_tag_recv(worker, go, sizeof(go), TAG + 1, ~(tmx_tag_t)0, NULL));
+        } else {
+            CHECK(tmx_tag_recv(worker, go, sizeof(go), TAG + 1, ~(tmx_tag_t)0, NULL));
+            CHECK(tmx_tag_send(ep, go, sizeof(go), TAG + 1));
+        }
+    }
+    if (rank == 0) {
+        for (unsigned i = 0; i < n; i++) {
+            reqs[i] = send_msg(ep, bufs[i], i, sizeof(bufs[i]), 0, 0);
+            inplace += reqs[i] == NULL;
+        }
+        for (unsigned i = 0; i < n; i++) {
+            if (reqs[i] != NULL) {
+                CHECK(tmx_request_wait(reqs[i], NULL));
+                tmx_request_free(reqs[i]);
+            }
+        }
+        printf("rank 0: window: %u of %u small sends done in place (%u slots)\n", inplace, n,
+               a.ring.slots);
+        /* the positions rank 1 took and has not reported yet: fewer than half the slots */
+        EXPECT(inplace >= n - a.ring.slots / 2,
+               "window: only %u of %u sends done in place: the ring's cells did not take them",
+               inplace, n);
+    } else {
+        usleep(100 * 1000); /* no tmx call while rank 0 sends */
+        for (unsigned i = 0; i < n; i++) {
+            tmx_tag_recv_info_t info;
+            unsigned char       rb[8];
+            tmx_status_t        st = tmx_tag_recv(worker, rb, sizeof(rb), TAG, ~(tmx_tag_t)0,
+                                                  &info);
+
+            check_msg("window", i, st, &info, rb, sizeof(rb), 0);
+            EXPECT(intact(rb, sizeof(rb), i), "window %u: torn", i);
+        }
+    }
+    CHECK(tmx_job_barrier(job));
+    printf("rank %d: window %s\n", rank, bad ? "FAILED" : "ok");
+}
+
 int main(int argc, char **argv)
 {
     tmx_job_h         job;
@@ -553,6 +617,10 @@ int main(int argc, char **argv)
     }
     if (argc > 1 && strcmp(argv[1], "first") == 0) {
         phase_first(job, eps[1 - rank]);
+        goto out;
+    }
+    if (argc > 1 && strcmp(argv[1], "window") == 0) {
+        phase_window(job, eps[1 - rank]);
         goto out;
     }
     phase_order(job, eps[1 - rank]);

@@ -59,6 +59,14 @@ expect_rc 0 "TMX_RING=no"
 expect_grep "$T/out" "rank 1: rings lent 0 taken 0; sent 0 received 0" "no ring with TMX_RING=no"
 expect_grep "$T/out" "rank 1: all ok" "and the messages all came"
 
+# A window of small sends while the receiver does not call tmx (osu_bw's 64 against 32 slots):
+# they fit the cells, 4 per slot, and all complete in place (ring.c "window")
+run 60 env TMX_RING=yes TMX_RING_SLOTS=8 TMX_SOFT_DATA_IN_ORDER=whole "$TMXRUN" -n 2 \
+    --timeout 50 "$prog" window
+expect_rc 0 "a window of 24 small sends into an 8-slot ring"
+expect_grep "$T/out" "rank 0: window: 24 of 24 small sends done in place" "all in place"
+expect_grep "$T/out" "rank 1: window ok" "and all came, in order"
+
 # TMX_RING=auto: while the receiver has rings to spare, a sender is lent one at its first
 # eager message (it was the 16th, then the 2nd: a short job's traffic met the grant midway).
 # One message in the whole job: the receiver lends, the sender takes a ring.

@@ -491,6 +491,7 @@ typedef struct tmx_soft_qp {
     int             pending;   /* position in dev->pend + 1: has work for cq_poll */
     tmx_soft_rq_t   rq;
     int             sig_all;
+    uint32_t        rma_gen;   /* bumped at reset: an rma_map made before is stale */
     uint32_t        max_inline;
 
     /* receiving side: records come from the inbox, or from a fast ring while one is lent */
@@ -941,6 +942,10 @@ tmx_status_t tmx_soft_qp_get_addr(tmx_qp_t *qp, void *buf, size_t *len_p);
 tmx_status_t tmx_soft_qp_modify(tmx_qp_t *qp, const tmx_qp_attr_t *attr, unsigned attr_mask);
 unsigned tmx_soft_qp_data_in_order(tmx_qp_t *qp, tmx_wr_opcode_t op);
 tmx_status_t tmx_soft_post_send(tmx_qp_t *qp, tmx_send_wr_t *wr, tmx_send_wr_t **bad_p);
+tmx_status_t tmx_soft_rma_map(tmx_qp_t *qp, uint64_t raddr, size_t len, uint32_t rkey,
+                              tmx_rma_map_t *map);
+tmx_status_t tmx_soft_rma_write(tmx_qp_t *qp, const tmx_rma_map_t *map, size_t off,
+                                const void *src, size_t n, uint64_t wr_id);
 tmx_status_t tmx_soft_post_recv(tmx_qp_t *qp, tmx_recv_wr_t *wr, tmx_recv_wr_t **bad_p);
 void tmx_soft_rx_arrivals(tmx_soft_dev_t *dev);
 int tmx_soft_cq_poll(tmx_cq_t *cq, int n, tmx_wc_t *wc);

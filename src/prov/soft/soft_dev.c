@@ -1777,6 +1777,8 @@ const tmx_prov_ops_t tmx_soft_ops = {
     .post_recv        = tmx_soft_post_recv,
     .ah_create        = tmx_soft_ah_create,
     .ah_destroy       = tmx_soft_ah_destroy,
+    .rma_map          = tmx_soft_rma_map,
+    .rma_write        = tmx_soft_rma_write,
 };
 
 const tmx_prov_t tmx_soft_prov = {

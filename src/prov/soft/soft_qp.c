@@ -3007,6 +3007,7 @@ static void tmx_soft_qp_reset(tmx_soft_qp_t *qp)
     tmx_soft_sq_reap(qp);
     tmx_soft_rseg_put(qp->dev, qp->rseg);
     qp->rseg       = NULL;
+    qp->rma_gen++; /* maps into that peer's memory are stale (rma_write posts) */
     qp->out_ring   = NULL;
     qp->resp_count = 0;
     qp->rx_busy    = 0;
@@ -3525,6 +3526,100 @@ static __attribute__((noinline)) tmx_status_t tmx_soft_post_send_any(tmx_soft_qp
         }
     }
     return status;
+}
+
+/*
+ * rma_map / rma_write (prov.h): the eager-RDMA ring's writes with the checks that cannot
+ * change hoisted out of every write. The map holds where the region lies in our mapping of the
+ * peer's device memory (prov_ptr), its key's table entry and the generation it must show
+ * (prov_aux[0], prov_word), and the peer segment it was checked against (prov_aux[1]) under
+ * the QP's reset count (prov_gen: a reset forgets that peer, so the map is stale). Only
+ * an RC QP to a whole-message device without OOO placement is mapped: every other case keeps
+ * the general path, which scrambles writes as the device's data-in-order mode says.
+ */
+tmx_status_t tmx_soft_rma_map(tmx_qp_t *q, uint64_t raddr, size_t len, uint32_t rkey,
+                              tmx_rma_map_t *map)
+{
+    tmx_soft_qp_t           *qp = (tmx_soft_qp_t *)q;
+    tmx_soft_rseg_t         *r  = qp->rseg;
+    const tmx_soft_mr_ent_t *table;
+    uint8_t                 *dst;
+
+    memset(map, 0, sizeof(*map));
+    map->remote_addr = raddr;
+    map->len         = len;
+    map->rkey        = rkey;
+    if (qp->super.type != TMX_QPT_RC || qp->super.state != TMX_QPS_RTS || qp->tm_qp ||
+        qp->ooo || qp->sig_all || r == NULL || r->dead || r->h.data_order != TMX_SOFT_DIO_WHOLE ||
+        (dst = tmx_soft_dm_target(r, raddr, len)) == NULL) {
+        return TMX_ERR_UNSUPPORTED;
+    }
+    table = (const tmx_soft_mr_ent_t *)((uint8_t *)r->base + r->hdr->mr_off);
+    if (tmx_soft_key_check(table, r->hdr->max_mrs, rkey, raddr, len, TMX_ACCESS_REMOTE_WRITE) !=
+        0) {
+        return TMX_ERR_UNSUPPORTED;
+    }
+    tmx_soft_rseg_touch(r, dst, len); /* its pages once, here */
+    map->prov_ptr    = dst;
+    map->prov_word   = 0x100u | (rkey & 0xffu);
+    map->prov_aux[0] = &table[rkey >> 8].gen_valid;
+    map->prov_aux[1] = r;
+    map->prov_gen    = qp->rma_gen;
+    return TMX_OK;
+}
+
+/* rma_write past its fast path: the bounds, then the general post_send of the same write. */
+static __attribute__((noinline)) tmx_status_t
+tmx_soft_rma_write_post(tmx_qp_t *q, const tmx_rma_map_t *map, size_t off, const void *src,
+                        size_t n, uint64_t wr_id)
+{
+    tmx_sge_t     sge = {.addr = (uintptr_t)src, .length = (uint32_t)n};
+    tmx_send_wr_t wr, *bad;
+
+    if (off > map->len || n > map->len - off) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id            = wr_id;
+    wr.sg_list          = &sge;
+    wr.num_sge          = 1;
+    wr.opcode           = TMX_WR_RDMA_WRITE;
+    wr.send_flags       = TMX_SEND_INLINE;
+    wr.rdma.remote_addr = map->remote_addr + off;
+    wr.rdma.rkey        = map->rkey;
+    return tmx_soft_post_send(q, &wr, &bad);
+}
+
+tmx_status_t tmx_soft_rma_write(tmx_qp_t *q, const tmx_rma_map_t *map, size_t off,
+                                const void *src, size_t n, uint64_t wr_id)
+{
+    tmx_soft_qp_t         *qp  = (tmx_soft_qp_t *)q;
+    const tmx_soft_rseg_t *r   = map->prov_aux[1];
+    uint8_t               *dst = (uint8_t *)map->prov_ptr + off;
+    uint64_t               v;
+
+    /* tmx_soft_write_small's case (placed now: the queue is empty, the key still good, the
+     * peer alive), for a write that ends on an aligned 8 bytes (the ring's flag word): the
+     * rest, then those 8 bytes with release, as tmx_soft_dm_store_whole stores it */
+    if (off <= map->len && n <= map->len - off && n >= 8 && n <= qp->dev->max_payload &&
+        (((uintptr_t)dst + n) & 7) == 0 && qp->super.state == TMX_QPS_RTS &&
+        (qp->sq_count | qp->resp_count) == 0 && qp->rma_gen == map->prov_gen &&
+        qp->rseg == r && !r->dead &&
+        tmx_soft_write_hook == NULL &&
+        atomic_load_explicit((const _Atomic uint32_t *)map->prov_aux[0],
+                             memory_order_acquire) == map->prov_word) {
+        tmx_copy(dst, src, n - 8);
+        TMX_SOFT_RELEASE_FENCE();
+        memcpy(&v, (const uint8_t *)src + n - 8, 8);
+        __atomic_store_n((uint64_t *)(void *)(dst + n - 8), v, __ATOMIC_RELEASE);
+        TMX_SOFT_RELEASE_FENCE();
+        /* the queue was empty: head, tx and next were equal and stay so */
+        qp->next_seq++;
+        qp->tx_seq++;
+        qp->head_seq++;
+        return TMX_OK;
+    }
+    return tmx_soft_rma_write_post(q, map, off, src, n, wr_id);
 }
 
 tmx_status_t tmx_soft_post_send(tmx_qp_t *q, tmx_send_wr_t *wr, tmx_send_wr_t **bad_p)

@@ -95,6 +95,18 @@
  * 50-58 against 41-43 (8 KiB records: level with 16 KiB up to 128 KiB, then slower).
  */
 #define TMX_SOFT_RRESP_CHUNK 16384
+/*
+ * An RDMA READ of TMX_SOFT_SPLIT_MIN..TMX_SOFT_SPLIT_MAX bytes, where cross-memory attach works,
+ * is split between the two cores: the target writes the first half straight into the reader's
+ * buffer (process_vm_writev, asked for by the RREQ) while the reader reads the second half
+ * (process_vm_readv), one copy of half the data on each core, independent of the cache state
+ * that makes the rings' two copies fast or slow (tmx_soft_rd_mode; bench/README.md).
+ */
+#define TMX_SOFT_SPLIT_MIN ((size_t)64 * 1024)
+#define TMX_SOFT_SPLIT_MAX ((size_t)512 * 1024)
+/* Such a READ goes split or through the rings, whichever costs less per byte as measured (a
+ * split one: the longer of the two copies); every TMX_SOFT_SPLIT_PROBE-th the other way. */
+#define TMX_SOFT_SPLIT_PROBE 32
 /* Reads through the rings from this size (two records and more) measure the target's copy
  * mode; every TMX_SOFT_RD_PROBE-th tries the other one (tmx_soft_rd_mode). */
 #define TMX_SOFT_RD_MEASURE_MIN (2 * TMX_SOFT_RRESP_CHUNK)
@@ -236,6 +248,8 @@ enum tmx_soft_rec_flags {
     TMX_SOFT_REC_LAST  = 1u << 1,
     TMX_SOFT_REC_IMM   = 1u << 2,
     TMX_SOFT_REC_NT    = 1u << 3, /* RREQ: answer with non-temporal stores (a hint) */
+    TMX_SOFT_REC_CMAW  = 1u << 4, /* RREQ: write the data by cross-memory attach to the reader's
+                                   * address in the payload (a request); RRESP: done so */
 };
 
 /* 32 bytes, so that an 8-byte SEND behind the core's 24-byte header fits in one line. */
@@ -451,6 +465,10 @@ typedef struct tmx_soft_swr {
     uint8_t         nt;        /* READ through the rings: asked with TMX_SOFT_REC_NT */
     size_t          first_len; /* READ through the rings: bytes of its first response */
     uint64_t        first_ns;  /* and when we took it */
+    size_t          split;     /* READ split (TMX_SOFT_SPLIT_MIN): bytes the target answers,
+                                * the rest we read ourselves; 0: the target answers all */
+    tmx_wc_status_t split_status; /* how our own part went */
+    uint64_t        split_ns;     /* and how long it took */
 } tmx_soft_swr_t;
 
 /* WRs a TM QP's send queue carries for rendezvous offload (never the user's). */
@@ -466,6 +484,8 @@ typedef struct tmx_soft_resp {
     uint32_t status;
     int      is_read;
     int      nt;    /* copy with non-temporal stores (the reader's TMX_SOFT_REC_NT) */
+    int      cmaw;  /* write it by cross-memory attach to dst (the reader's TMX_SOFT_REC_CMAW) */
+    uint64_t dst;
     uint64_t addr;  /* local address to read from */
     uint64_t total;
     uint64_t off;
@@ -547,6 +567,8 @@ typedef struct tmx_soft_qp {
     uint64_t              rd_cost[2];   /* reads through the rings: ps per byte, moving
                                          * average, by ordinary [0] and streaming [1] stores
                                          * of the target (0: not measured yet) */
+    uint64_t              sp_cost;      /* split reads: ps per byte, moving average */
+    uint32_t              sp_count;     /* reads that could go split */
     uint32_t              rd_count;     /* reads through the rings measured or asked */
     uint32_t              tx_count;     /* SENDs of one record from TMX_SOFT_TX_NT_MIN */
     uint64_t              tx_cost[2];   /* and what our copy into the ring cost (cycles per

@@ -1669,7 +1669,7 @@ static int split_target(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg
 
 static int split_initiator(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
 {
-    static const size_t sizes[] = {131072, 65536, 65537, 100003, 524288, 524289, 1048576};
+    static const size_t sizes[] = {131072, 65536, 131073, 200003, 524288, 524289, 1048576};
     static const size_t offs[]  = {0, 4096, 12345, 1, 0, 7, 0};
     uint8_t       *l = malloc(SPLIT_SZ + 64);
     tmx_mr_t      *mr;

@@ -102,11 +102,14 @@
  * (process_vm_readv), one copy of half the data on each core, independent of the cache state
  * that makes the rings' two copies fast or slow (tmx_soft_rd_mode; bench/README.md).
  */
-#define TMX_SOFT_SPLIT_MIN ((size_t)64 * 1024)
+#define TMX_SOFT_SPLIT_MIN ((size_t)128 * 1024)
 #define TMX_SOFT_SPLIT_MAX ((size_t)512 * 1024)
 /* Such a READ goes split or through the rings, whichever costs less per byte as measured (a
- * split one: the longer of the two copies); every TMX_SOFT_SPLIT_PROBE-th the other way. */
-#define TMX_SOFT_SPLIT_PROBE 32
+ * split one: the longer of the two copies); every TMX_SOFT_SPLIT_PROBE-th the other way (a
+ * probe of the rings takes their two store modes in turn). 64 KiB split measured 66-89 ps per
+ * byte against the rings' 52-57 (2026-11-26): from 128 KiB only. */
+#define TMX_SOFT_SPLIT_PROBE 64
+#define TMX_SOFT_SPLIT_BURST 4 /* reads of a probe of the rings; the last one is measured */
 /* Reads through the rings from this size (two records and more) measure the target's copy
  * mode; every TMX_SOFT_RD_PROBE-th tries the other one (tmx_soft_rd_mode). */
 #define TMX_SOFT_RD_MEASURE_MIN (2 * TMX_SOFT_RRESP_CHUNK)
@@ -463,6 +466,8 @@ typedef struct tmx_soft_swr {
     uint32_t        tm_handle; /* the entry it finishes */
     uint32_t        tm_len;    /* rendezvous length (the DATA_VALID byte_len) */
     uint8_t         nt;        /* READ through the rings: asked with TMX_SOFT_REC_NT */
+    uint8_t         unmeasured; /* READ through the rings: not to be measured (a probe's
+                                 * first reads, before the ring's lines are warm) */
     size_t          first_len; /* READ through the rings: bytes of its first response */
     uint64_t        first_ns;  /* and when we took it */
     size_t          split;     /* READ split (TMX_SOFT_SPLIT_MIN): bytes the target answers,
@@ -569,6 +574,7 @@ typedef struct tmx_soft_qp {
                                          * of the target (0: not measured yet) */
     uint64_t              sp_cost;      /* split reads: ps per byte, moving average */
     uint32_t              sp_count;     /* reads that could go split */
+    uint32_t              sp_burst;     /* reads through the rings left in a probe */
     uint32_t              rd_count;     /* reads through the rings measured or asked */
     uint32_t              tx_count;     /* SENDs of one record from TMX_SOFT_TX_NT_MIN */
     uint64_t              tx_cost[2];   /* and what our copy into the ring cost (cycles per

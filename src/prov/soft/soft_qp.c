@@ -1441,7 +1441,8 @@ static inline int tmx_soft_by_split(const tmx_soft_qp_t *qp, const tmx_soft_swr_
  * ordinary stores and 10-15 in others and in its bad phase; a split read 15-20 in both. The
  * cost of each way is measured (the rings: tmx_soft_rd_measure, the cheaper of its two store
  * modes; a split read: the longer of the two copies, tmx_soft_rx_rresp); the cheaper is taken,
- * the other every TMX_SOFT_SPLIT_PROBE-th read. Split until it is measured.
+ * the other every TMX_SOFT_SPLIT_PROBE-th read. Split until it is measured. 1: split; 0:
+ * through the rings; 2: through the rings, a probe (tmx_soft_tx_one picks the store mode).
  */
 static int tmx_soft_split_mode(tmx_soft_qp_t *qp)
 {
@@ -1449,6 +1450,10 @@ static int tmx_soft_split_mode(tmx_soft_qp_t *qp)
     int      best;
 
     qp->sp_count++;
+    if (qp->sp_burst > 0) {
+        qp->sp_burst--;
+        return 2;
+    }
     if (qp->sp_cost == 0) {
         return 1;
     }
@@ -1456,7 +1461,16 @@ static int tmx_soft_split_mode(tmx_soft_qp_t *qp)
         return 0;
     }
     best = qp->sp_cost <= ring;
-    return (qp->sp_count % TMX_SOFT_SPLIT_PROBE) == 0 ? !best : best;
+    if ((qp->sp_count % TMX_SOFT_SPLIT_PROBE) == 0) {
+        if (!best) {
+            return 1;
+        }
+        /* a ring read after split ones finds the ring's lines cold: measure only the last
+         * of a few in a row */
+        qp->sp_burst = TMX_SOFT_SPLIT_BURST - 1;
+        return 2;
+    }
+    return best;
 }
 
 /*
@@ -1548,6 +1562,7 @@ static int tmx_soft_tx_one(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
 {
     tmx_soft_rec_t *rec;
     uint8_t        *dst;
+    int             split;
 
     if (swr->state == TMX_SOFT_SWR_DONE) {
         return 1;
@@ -1594,14 +1609,19 @@ static int tmx_soft_tx_one(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
         if (tmx_soft_by_cma(qp, swr)) {
             return tmx_soft_tx_cma(qp, swr);
         }
-        if (tmx_soft_by_split(qp, swr) && tmx_soft_split_mode(qp)) {
+        split = tmx_soft_by_split(qp, swr) ? tmx_soft_split_mode(qp) : 0;
+        if (split == 1) {
             return tmx_soft_tx_split(qp, swr);
         }
         rec = tmx_soft_qp_reserve(qp, TMX_SOFT_HDR_EXT);
         if (rec == NULL) {
             return 0;
         }
-        swr->nt                  = (uint8_t)tmx_soft_rd_mode(qp, swr);
+        /* a probe of the rings among split reads: each store mode in turn, so that both stay
+         * measured (tmx_soft_rd_mode alone would try the other one every 128th ring read) */
+        swr->nt                  = split == 2 ? (uint8_t)((qp->sp_count / TMX_SOFT_SPLIT_PROBE) & 1)
+                                              : (uint8_t)tmx_soft_rd_mode(qp, swr);
+        swr->unmeasured          = split == 2 && qp->sp_burst > 0;
         rec->len                 = 0;
         rec->op                  = TMX_SOFT_OP_RREQ;
         rec->flags               = swr->nt ? TMX_SOFT_REC_NT : 0;
@@ -2291,8 +2311,10 @@ static int tmx_soft_rx_rresp(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
                          TMX_SOFT_HDR_EXT, len);
     if (swr->off == 0) {
         swr->first_len = len;
-        swr->first_ns  = swr->total >= TMX_SOFT_RD_MEASURE_MIN && swr->split == 0 ? tmx_time_ns()
-                                                                                  : 0;
+        swr->first_ns  = swr->total >= TMX_SOFT_RD_MEASURE_MIN && swr->split == 0 &&
+                                 !swr->unmeasured
+                             ? tmx_time_ns()
+                             : 0;
     }
     swr->off += len;
     if (flags & TMX_SOFT_REC_LAST) {
@@ -3378,6 +3400,7 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
     swr->cma_done = 0;
     swr->early    = 0;
     swr->split    = 0;
+    swr->unmeasured = 0;
     if (wr->num_sge > 0) {
         memcpy(swr->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(tmx_sge_t));
     }

@@ -468,12 +468,12 @@ typedef struct tmx_soft_swr {
     uint8_t         nt;        /* READ through the rings: asked with TMX_SOFT_REC_NT */
     uint8_t         unmeasured; /* READ through the rings: not to be measured (a probe's
                                  * first reads, before the ring's lines are warm) */
-    size_t          first_len; /* READ through the rings: bytes of its first response */
-    uint64_t        first_ns;  /* and when we took it */
-    size_t          split;     /* READ split (TMX_SOFT_SPLIT_MIN): bytes the target answers,
+    uint8_t         split_status; /* READ split: how our own part went (tmx_wc_status_t) */
+    uint32_t        first_len; /* READ through the rings: bytes of its first response */
+    uint32_t        split;     /* READ split (TMX_SOFT_SPLIT_MIN): bytes the target answers,
                                 * the rest we read ourselves; 0: the target answers all */
-    tmx_wc_status_t split_status; /* how our own part went */
-    uint64_t        split_ns;     /* and how long it took */
+    uint64_t        first_ns;  /* READ through the rings: when we took its first response;
+                                * split: how long our own part took */
 } tmx_soft_swr_t;
 
 /* WRs a TM QP's send queue carries for rendezvous offload (never the user's). */
@@ -488,12 +488,14 @@ typedef struct tmx_soft_resp {
     uint32_t seq;
     uint32_t status;
     int      is_read;
-    int      nt;    /* copy with non-temporal stores (the reader's TMX_SOFT_REC_NT) */
-    int      cmaw;  /* write it by cross-memory attach to dst (the reader's TMX_SOFT_REC_CMAW) */
-    uint64_t dst;
+    uint8_t  nt;    /* copy with non-temporal stores (the reader's TMX_SOFT_REC_NT) */
+    uint8_t  cmaw;  /* write it by cross-memory attach to dst (the reader's TMX_SOFT_REC_CMAW) */
     uint64_t addr;  /* local address to read from */
     uint64_t total;
-    uint64_t off;
+    union {
+        uint64_t off; /* through the rings: bytes answered */
+        uint64_t dst; /* cmaw: the reader's address */
+    };
 } tmx_soft_resp_t;
 
 typedef struct tmx_soft_dev tmx_soft_dev_t;

@@ -1505,9 +1505,8 @@ static int tmx_soft_tx_split(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
         return 0;
     }
     swr->nt                  = (uint8_t)!tmx_soft_rd_plain_better(qp);
-    swr->split               = half;
-    swr->split_status        = TMX_WC_SUCCESS;
-    swr->first_ns            = 0;
+    swr->split               = (uint32_t)half;
+    swr->split_status        = (uint8_t)TMX_WC_SUCCESS;
     rec->len                 = sizeof(dst);
     rec->op                  = TMX_SOFT_OP_RREQ;
     rec->flags               = (uint8_t)(TMX_SOFT_REC_CMAW | (swr->nt ? TMX_SOFT_REC_NT : 0));
@@ -1523,9 +1522,9 @@ static int tmx_soft_tx_split(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
     liov.iov_len  = swr->total - half;
     riov.iov_base = (void *)(uintptr_t)(swr->raddr + half);
     riov.iov_len  = swr->total - half;
-    swr->split_ns = tmx_time_ns();
+    swr->first_ns = tmx_time_ns();
     n             = process_vm_readv(r->pid, &liov, 1, &riov, 1, 0);
-    swr->split_ns = tmx_time_ns() - swr->split_ns;
+    swr->first_ns = tmx_time_ns() - swr->first_ns; /* what our part took */
     if (n != (ssize_t)(swr->total - half)) {
         int err = n < 0 ? errno : 0;
 
@@ -1535,7 +1534,7 @@ static int tmx_soft_tx_split(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
         if (err == ESRCH || tmx_soft_rseg_dead(r)) {
             return TMX_SOFT_TX_GONE;
         }
-        swr->split_status = TMX_WC_REM_ACCESS_ERR; /* at the target's answer */
+        swr->split_status = (uint8_t)TMX_WC_REM_ACCESS_ERR; /* at the target's answer */
     }
     return 1;
 }
@@ -2262,7 +2261,7 @@ static tmx_soft_swr_t *tmx_soft_rx_swr(tmx_soft_qp_t *qp, uint32_t seq)
  * only our choice of path depends on it), in ps per byte of the read, as tmx_soft_rd_measure. */
 static void tmx_soft_split_measure(tmx_soft_qp_t *qp, const tmx_soft_swr_t *swr, uint32_t peer_ns)
 {
-    uint64_t ns = swr->split_ns > peer_ns ? swr->split_ns : peer_ns;
+    uint64_t ns = swr->first_ns > peer_ns ? swr->first_ns : peer_ns; /* ours: tmx_soft_tx_split */
     uint64_t ps = ns * 1000 / (uint64_t)swr->total;
 
     if (swr->split_status != TMX_WC_SUCCESS) {
@@ -2292,7 +2291,7 @@ static int tmx_soft_rx_rresp(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
         }
         swr->off    = end;
         swr->state  = TMX_SOFT_SWR_DONE;
-        swr->status = swr->split_status;
+        swr->status = (tmx_wc_status_t)swr->split_status;
         tmx_soft_split_measure(qp, swr, rec->imm);
         return TMX_SOFT_RX_DONE;
     }
@@ -2304,7 +2303,7 @@ static int tmx_soft_rx_rresp(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
                              (const uint8_t *)rec + TMX_SOFT_HDR_EXT, len);
         swr->off    = end;
         swr->state  = TMX_SOFT_SWR_DONE;
-        swr->status = swr->split_status;
+        swr->status = (tmx_wc_status_t)swr->split_status;
         return TMX_SOFT_RX_DONE;
     }
     tmx_soft_sge_scatter(swr->sge, swr->num_sge, swr->off, (const uint8_t *)rec +

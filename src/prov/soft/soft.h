@@ -95,21 +95,6 @@
  * 50-58 against 41-43 (8 KiB records: level with 16 KiB up to 128 KiB, then slower).
  */
 #define TMX_SOFT_RRESP_CHUNK 16384
-/*
- * An RDMA READ of TMX_SOFT_SPLIT_MIN..TMX_SOFT_SPLIT_MAX bytes, where cross-memory attach works,
- * is split between the two cores: the target writes the first half straight into the reader's
- * buffer (process_vm_writev, asked for by the RREQ) while the reader reads the second half
- * (process_vm_readv), one copy of half the data on each core, independent of the cache state
- * that makes the rings' two copies fast or slow (tmx_soft_rd_mode; bench/README.md).
- */
-#define TMX_SOFT_SPLIT_MIN ((size_t)128 * 1024)
-#define TMX_SOFT_SPLIT_MAX ((size_t)512 * 1024)
-/* Such a READ goes split or through the rings, whichever costs less per byte as measured (a
- * split one: the longer of the two copies); every TMX_SOFT_SPLIT_PROBE-th the other way (a
- * probe of the rings takes their two store modes in turn). 64 KiB split measured 66-89 ps per
- * byte against the rings' 52-57 (2026-11-26): from 128 KiB only. */
-#define TMX_SOFT_SPLIT_PROBE 64
-#define TMX_SOFT_SPLIT_BURST 4 /* reads of a probe of the rings; the last one is measured */
 /* Reads through the rings from this size (two records and more) measure the target's copy
  * mode; every TMX_SOFT_RD_PROBE-th tries the other one (tmx_soft_rd_mode). */
 #define TMX_SOFT_RD_MEASURE_MIN (2 * TMX_SOFT_RRESP_CHUNK)
@@ -251,8 +236,6 @@ enum tmx_soft_rec_flags {
     TMX_SOFT_REC_LAST  = 1u << 1,
     TMX_SOFT_REC_IMM   = 1u << 2,
     TMX_SOFT_REC_NT    = 1u << 3, /* RREQ: answer with non-temporal stores (a hint) */
-    TMX_SOFT_REC_CMAW  = 1u << 4, /* RREQ: write the data by cross-memory attach to the reader's
-                                   * address in the payload (a request); RRESP: done so */
 };
 
 /* 32 bytes, so that an 8-byte SEND behind the core's 24-byte header fits in one line. */
@@ -466,14 +449,8 @@ typedef struct tmx_soft_swr {
     uint32_t        tm_handle; /* the entry it finishes */
     uint32_t        tm_len;    /* rendezvous length (the DATA_VALID byte_len) */
     uint8_t         nt;        /* READ through the rings: asked with TMX_SOFT_REC_NT */
-    uint8_t         unmeasured; /* READ through the rings: not to be measured (a probe's
-                                 * first reads, before the ring's lines are warm) */
-    uint8_t         split_status; /* READ split: how our own part went (tmx_wc_status_t) */
-    uint32_t        first_len; /* READ through the rings: bytes of its first response */
-    uint32_t        split;     /* READ split (TMX_SOFT_SPLIT_MIN): bytes the target answers,
-                                * the rest we read ourselves; 0: the target answers all */
-    uint64_t        first_ns;  /* READ through the rings: when we took its first response;
-                                * split: how long our own part took */
+    size_t          first_len; /* READ through the rings: bytes of its first response */
+    uint64_t        first_ns;  /* and when we took it */
 } tmx_soft_swr_t;
 
 /* WRs a TM QP's send queue carries for rendezvous offload (never the user's). */
@@ -488,14 +465,10 @@ typedef struct tmx_soft_resp {
     uint32_t seq;
     uint32_t status;
     int      is_read;
-    uint8_t  nt;    /* copy with non-temporal stores (the reader's TMX_SOFT_REC_NT) */
-    uint8_t  cmaw;  /* write it by cross-memory attach to dst (the reader's TMX_SOFT_REC_CMAW) */
+    int      nt;    /* copy with non-temporal stores (the reader's TMX_SOFT_REC_NT) */
     uint64_t addr;  /* local address to read from */
     uint64_t total;
-    union {
-        uint64_t off; /* through the rings: bytes answered */
-        uint64_t dst; /* cmaw: the reader's address */
-    };
+    uint64_t off;
 } tmx_soft_resp_t;
 
 typedef struct tmx_soft_dev tmx_soft_dev_t;
@@ -574,9 +547,6 @@ typedef struct tmx_soft_qp {
     uint64_t              rd_cost[2];   /* reads through the rings: ps per byte, moving
                                          * average, by ordinary [0] and streaming [1] stores
                                          * of the target (0: not measured yet) */
-    uint64_t              sp_cost;      /* split reads: ps per byte, moving average */
-    uint32_t              sp_count;     /* reads that could go split */
-    uint32_t              sp_burst;     /* reads through the rings left in a probe */
     uint32_t              rd_count;     /* reads through the rings measured or asked */
     uint32_t              tx_count;     /* SENDs of one record from TMX_SOFT_TX_NT_MIN */
     uint64_t              tx_cost[2];   /* and what our copy into the ring cost (cycles per

@@ -947,56 +947,6 @@ static int tmx_soft_tx_gather(tmx_soft_qp_t *qp, const tmx_sge_t *sge, int n, ui
     return nt;
 }
 
-static int tmx_soft_cma_target_gone(tmx_soft_rseg_t *r);
-
-/*
- * Answers a split READ (tmx_soft_tx_split) by writing the data into the reader's buffer by
- * cross-memory attach, then an RRESP without data that says so; an ACK with the error when the
- * write failed. 0 when the ring is full (nothing written yet).
- */
-static int tmx_soft_resp_cmaw(tmx_soft_qp_t *qp, tmx_soft_resp_t *r)
-{
-    tmx_soft_rec_t     *rec = tmx_soft_qp_reserve(qp, TMX_SOFT_HDR_EXT);
-    tmx_soft_rec_ext_t *ext;
-    struct iovec        liov, riov;
-    ssize_t             n   = -1;
-    uint64_t            ns;
-
-    if (rec == NULL) {
-        return 0;
-    }
-    liov.iov_base = (void *)(uintptr_t)r->addr;
-    liov.iov_len  = r->total;
-    riov.iov_base = (void *)(uintptr_t)r->dst;
-    riov.iov_len  = r->total;
-    /* the reader's pid, asked first (tmx_soft_cma_target_gone): it may be another's by now */
-    ns = tmx_time_ns();
-    if (!tmx_soft_cma_target_gone(qp->rseg)) {
-        n = r->total == 0 ? 0 : process_vm_writev(qp->rseg->pid, &liov, 1, &riov, 1, 0);
-    }
-    ns         = tmx_time_ns() - ns;
-    ext        = tmx_soft_ext(rec);
-    rec->len   = 0;
-    rec->seq   = r->seq;
-    rec->imm   = ns < UINT32_MAX ? (uint32_t)ns : UINT32_MAX; /* what our copy took */
-    if (n == (ssize_t)r->total) {
-        rec->op    = TMX_SOFT_OP_RRESP;
-        rec->flags = TMX_SOFT_REC_LAST | TMX_SOFT_REC_CMAW;
-        ext->raddr = 0;
-        ext->total = r->total;
-    } else {
-        tmx_debug("qp %u: cma write of %llu bytes for a read failed: %s", qp->super.qp_num,
-                  (unsigned long long)r->total, n < 0 ? strerror(errno) : "short");
-        rec->op     = TMX_SOFT_OP_ACK;
-        rec->flags  = 0;
-        ext->status = TMX_WC_REM_ACCESS_ERR;
-    }
-    tmx_soft_qp_commit(qp, rec, TMX_SOFT_HDR_EXT);
-    qp->resp_head = (qp->resp_head + 1) % TMX_SOFT_MAX_RESP;
-    qp->resp_count--;
-    return 1;
-}
-
 /* Serves the responses this QP owes its peer (fallback RDMA); 0 when the ring is full. */
 static int tmx_soft_resp_progress(tmx_soft_qp_t *qp)
 {
@@ -1014,12 +964,6 @@ static int tmx_soft_resp_progress(tmx_soft_qp_t *qp)
             /* Deregistered while being read: refuse the rest. */
             r->is_read = 0;
             r->status  = TMX_WC_REM_ACCESS_ERR;
-        }
-        if (r->is_read && r->cmaw) {
-            if (!tmx_soft_resp_cmaw(qp, r)) {
-                return 0;
-            }
-            continue;
         }
         if (r->is_read) {
             /* records of TMX_SOFT_RRESP_CHUNK: the reader copies one out while we write the
@@ -1427,118 +1371,6 @@ static inline int tmx_soft_by_cma(const tmx_soft_qp_t *qp, const tmx_soft_swr_t 
     return qp->cma && swr->total >= qp->cma_min;
 }
 
-/* Whether a READ may be split between the target's write and our read (TMX_SOFT_SPLIT_MIN). */
-static inline int tmx_soft_by_split(const tmx_soft_qp_t *qp, const tmx_soft_swr_t *swr)
-{
-    return qp->cma && swr->total >= TMX_SOFT_SPLIT_MIN && swr->total <= TMX_SOFT_SPLIT_MAX &&
-           swr->num_sge == 1 && !qp->ooo;
-}
-
-/*
- * Whether such a READ goes split (1) or through the rings (0): which is cheaper changes with
- * the machine's phase and with where the ring's lines are. On a 2-core VM (2026-11-26,
- * tmx_pingpong -t bw, 128 KiB) the rings moved 26-32 GB/s in some runs of its good phase with
- * ordinary stores and 10-15 in others and in its bad phase; a split read 15-20 in both. The
- * cost of each way is measured (the rings: tmx_soft_rd_measure, the cheaper of its two store
- * modes; a split read: the longer of the two copies, tmx_soft_rx_rresp); the cheaper is taken,
- * the other every TMX_SOFT_SPLIT_PROBE-th read. Split until it is measured. 1: split; 0:
- * through the rings; 2: through the rings, a probe (tmx_soft_tx_one picks the store mode).
- */
-static int tmx_soft_split_mode(tmx_soft_qp_t *qp)
-{
-    uint64_t ring = tmx_soft_rd_plain_better(qp) ? qp->rd_cost[0] : qp->rd_cost[1];
-    int      best;
-
-    qp->sp_count++;
-    if (qp->sp_burst > 0) {
-        qp->sp_burst--;
-        return 2;
-    }
-    if (qp->sp_cost == 0) {
-        return 1;
-    }
-    if (ring == 0) {
-        return 0;
-    }
-    best = qp->sp_cost <= ring;
-    if ((qp->sp_count % TMX_SOFT_SPLIT_PROBE) == 0) {
-        if (!best) {
-            return 1;
-        }
-        /* a ring read after split ones finds the ring's lines cold: measure only the last
-         * of a few in a row */
-        qp->sp_burst = TMX_SOFT_SPLIT_BURST - 1;
-        return 2;
-    }
-    return best;
-}
-
-/*
- * A READ split between the cores: an RREQ for the first half (whole pages) that asks the
- * target to write it into our buffer by cross-memory attach (TMX_SOFT_REC_CMAW; a target that
- * cannot answers through the rings, as any RREQ), then our own process_vm_readv of the rest,
- * while the target copies. The WR completes when the target's answer came (tmx_soft_rx_rresp),
- * with our part's status: the target may still be writing into our buffer until then. As
- * tmx_soft_tx_one returns.
- */
-static int tmx_soft_tx_split(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
-{
-    tmx_soft_rseg_t         *r     = qp->rseg;
-    const tmx_soft_mr_ent_t *table = (tmx_soft_mr_ent_t *)((uint8_t *)r->base + r->hdr->mr_off);
-    size_t                   half  = (swr->total / 2) & ~(size_t)4095;
-    uint64_t                 dst   = swr->sge[0].addr;
-    struct iovec             liov, riov;
-    tmx_soft_rec_t          *rec;
-    ssize_t                  n;
-
-    if (tmx_soft_cma_target_gone(r)) {
-        return TMX_SOFT_TX_GONE;
-    }
-    if (tmx_soft_key_check(table, r->hdr->max_mrs, swr->rkey, swr->raddr, swr->total,
-                           TMX_ACCESS_REMOTE_READ) != 0) {
-        swr->state  = TMX_SOFT_SWR_DONE;
-        swr->status = TMX_WC_REM_ACCESS_ERR;
-        return 1;
-    }
-    rec = tmx_soft_qp_reserve(qp, TMX_SOFT_HDR_EXT + sizeof(dst));
-    if (rec == NULL) {
-        return 0;
-    }
-    swr->nt                  = (uint8_t)!tmx_soft_rd_plain_better(qp);
-    swr->split               = (uint32_t)half;
-    swr->split_status        = (uint8_t)TMX_WC_SUCCESS;
-    rec->len                 = sizeof(dst);
-    rec->op                  = TMX_SOFT_OP_RREQ;
-    rec->flags               = (uint8_t)(TMX_SOFT_REC_CMAW | (swr->nt ? TMX_SOFT_REC_NT : 0));
-    rec->seq                 = swr->seq;
-    tmx_soft_ext(rec)->raddr = swr->raddr;
-    tmx_soft_ext(rec)->total = half;
-    tmx_soft_ext(rec)->rkey  = swr->rkey;
-    memcpy(tmx_soft_ext(rec) + 1, &dst, sizeof(dst));
-    tmx_soft_qp_commit(qp, rec, TMX_SOFT_HDR_EXT + sizeof(dst));
-    swr->off   = 0;
-    swr->state = TMX_SOFT_SWR_WAIT;
-    liov.iov_base = (uint8_t *)(uintptr_t)dst + half;
-    liov.iov_len  = swr->total - half;
-    riov.iov_base = (void *)(uintptr_t)(swr->raddr + half);
-    riov.iov_len  = swr->total - half;
-    swr->first_ns = tmx_time_ns();
-    n             = process_vm_readv(r->pid, &liov, 1, &riov, 1, 0);
-    swr->first_ns = tmx_time_ns() - swr->first_ns; /* what our part took */
-    if (n != (ssize_t)(swr->total - half)) {
-        int err = n < 0 ? errno : 0;
-
-        tmx_debug("qp %u: cma read of %zu bytes at 0x%llx failed: %s", qp->super.qp_num,
-                  swr->total - half, (unsigned long long)(swr->raddr + half),
-                  n < 0 ? strerror(err) : "short");
-        if (err == ESRCH || tmx_soft_rseg_dead(r)) {
-            return TMX_SOFT_TX_GONE;
-        }
-        swr->split_status = (uint8_t)TMX_WC_REM_ACCESS_ERR; /* at the target's answer */
-    }
-    return 1;
-}
-
 /* A WR with FENCE waits until the earlier RDMA READs of the QP completed. */
 static int tmx_soft_fenced(tmx_soft_qp_t *qp, const tmx_soft_swr_t *swr)
 {
@@ -1561,7 +1393,6 @@ static int tmx_soft_tx_one(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
 {
     tmx_soft_rec_t *rec;
     uint8_t        *dst;
-    int             split;
 
     if (swr->state == TMX_SOFT_SWR_DONE) {
         return 1;
@@ -1608,19 +1439,11 @@ static int tmx_soft_tx_one(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
         if (tmx_soft_by_cma(qp, swr)) {
             return tmx_soft_tx_cma(qp, swr);
         }
-        split = tmx_soft_by_split(qp, swr) ? tmx_soft_split_mode(qp) : 0;
-        if (split == 1) {
-            return tmx_soft_tx_split(qp, swr);
-        }
         rec = tmx_soft_qp_reserve(qp, TMX_SOFT_HDR_EXT);
         if (rec == NULL) {
             return 0;
         }
-        /* a probe of the rings among split reads: each store mode in turn, so that both stay
-         * measured (tmx_soft_rd_mode alone would try the other one every 128th ring read) */
-        swr->nt                  = split == 2 ? (uint8_t)((qp->sp_count / TMX_SOFT_SPLIT_PROBE) & 1)
-                                              : (uint8_t)tmx_soft_rd_mode(qp, swr);
-        swr->unmeasured          = split == 2 && qp->sp_burst > 0;
+        swr->nt                  = (uint8_t)tmx_soft_rd_mode(qp, swr);
         rec->len                 = 0;
         rec->op                  = TMX_SOFT_OP_RREQ;
         rec->flags               = swr->nt ? TMX_SOFT_REC_NT : 0;
@@ -2234,11 +2057,6 @@ static int tmx_soft_rx_rreq(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
     }
     r->is_read = 1;
     r->nt      = (rec->flags & TMX_SOFT_REC_NT) != 0;
-    if ((rec->flags & TMX_SOFT_REC_CMAW) && rec->len == sizeof(r->dst) && qp->cma) {
-        /* the reader's own address: a bad one hurts only the reader (the kernel refuses it) */
-        memcpy(&r->dst, (const uint8_t *)rec + TMX_SOFT_HDR_EXT, sizeof(r->dst));
-        r->cmaw = 1;
-    }
     r->status  = ext->rkey; /* kept to re-check the key before each chunk */
     r->addr    = ext->raddr;
     r->total   = ext->total;
@@ -2257,63 +2075,20 @@ static tmx_soft_swr_t *tmx_soft_rx_swr(tmx_soft_qp_t *qp, uint32_t seq)
     return swr->seq == seq && swr->state == TMX_SOFT_SWR_WAIT ? swr : NULL;
 }
 
-/* A split read's cost: the longer of our copy and the target's (its ns, in the answer's imm;
- * only our choice of path depends on it), in ps per byte of the read, as tmx_soft_rd_measure. */
-static void tmx_soft_split_measure(tmx_soft_qp_t *qp, const tmx_soft_swr_t *swr, uint32_t peer_ns)
-{
-    uint64_t ns = swr->first_ns > peer_ns ? swr->first_ns : peer_ns; /* ours: tmx_soft_tx_split */
-    uint64_t ps = ns * 1000 / (uint64_t)swr->total;
-
-    if (swr->split_status != TMX_WC_SUCCESS) {
-        return;
-    }
-    ps          = ps != 0 ? ps : 1;
-    qp->sp_cost = qp->sp_cost == 0 ? ps : (qp->sp_cost + ps) / 2;
-}
-
 static int tmx_soft_rx_rresp(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
                              const tmx_soft_rec_ext_t *ext, uint32_t len, unsigned flags)
 {
     tmx_soft_swr_t *swr = tmx_soft_rx_swr(qp, rec->seq);
-    size_t          end;
 
-    if (swr == NULL || swr->opcode != TMX_WR_RDMA_READ) {
+    if (swr == NULL || swr->opcode != TMX_WR_RDMA_READ || ext->raddr != swr->off ||
+        len > swr->total - swr->off) {
         return TMX_SOFT_RX_BAD;
-    }
-    end = swr->split != 0 ? swr->split : swr->total; /* what the target answers */
-    if (ext->raddr != swr->off || len > end - swr->off) {
-        return TMX_SOFT_RX_BAD;
-    }
-    if (swr->split != 0 && (flags & TMX_SOFT_REC_CMAW)) {
-        /* the target wrote the rest of its part into our buffer itself */
-        if (len != 0 || !(flags & TMX_SOFT_REC_LAST) || ext->total != end - swr->off) {
-            return TMX_SOFT_RX_BAD;
-        }
-        swr->off    = end;
-        swr->state  = TMX_SOFT_SWR_DONE;
-        swr->status = (tmx_wc_status_t)swr->split_status;
-        tmx_soft_split_measure(qp, swr, rec->imm);
-        return TMX_SOFT_RX_DONE;
-    }
-    if (swr->split != 0 && (flags & TMX_SOFT_REC_LAST)) {
-        if (swr->off + len != end) {
-            return TMX_SOFT_RX_BAD;
-        }
-        tmx_soft_sge_scatter(swr->sge, swr->num_sge, swr->off,
-                             (const uint8_t *)rec + TMX_SOFT_HDR_EXT, len);
-        swr->off    = end;
-        swr->state  = TMX_SOFT_SWR_DONE;
-        swr->status = (tmx_wc_status_t)swr->split_status;
-        return TMX_SOFT_RX_DONE;
     }
     tmx_soft_sge_scatter(swr->sge, swr->num_sge, swr->off, (const uint8_t *)rec +
                          TMX_SOFT_HDR_EXT, len);
     if (swr->off == 0) {
         swr->first_len = len;
-        swr->first_ns  = swr->total >= TMX_SOFT_RD_MEASURE_MIN && swr->split == 0 &&
-                                 !swr->unmeasured
-                             ? tmx_time_ns()
-                             : 0;
+        swr->first_ns  = swr->total >= TMX_SOFT_RD_MEASURE_MIN ? tmx_time_ns() : 0;
     }
     swr->off += len;
     if (flags & TMX_SOFT_REC_LAST) {
@@ -3398,8 +3173,6 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
     swr->copy     = NULL;
     swr->cma_done = 0;
     swr->early    = 0;
-    swr->split    = 0;
-    swr->unmeasured = 0;
     if (wr->num_sge > 0) {
         memcpy(swr->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(tmx_sge_t));
     }

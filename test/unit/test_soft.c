@@ -1642,6 +1642,72 @@ Test(soft, rdma_cma_min, .timeout = 30)
     run_pair(cma_min_target, cma_min_initiator, &cfg);
 }
 
+/* A probe of ordinary stores among streaming ones (tmx_soft_rd_mode) is TMX_SOFT_RD_BURST reads
+ * in a row, only the last measured: the first ones find the ring's lines cold. */
+#define PROBE_SZ ((size_t)256 * 1024)
+
+static int probe_target(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t  *t = malloc(PROBE_SZ);
+    tmx_mr_t *mr;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    CHECK(t != NULL);
+    fill(t, PROBE_SZ, 4);
+    mr = reg(n, t, PROBE_SZ, TMX_ACCESS_REMOTE_READ);
+    CHECK(mr != NULL);
+    sh->addr[0][0] = (uintptr_t)t;
+    sh->rkey[0][0] = mr->rkey;
+    TRY(node_connect(n));
+    CHECK(node_barrier(n, 1) == 0);
+    CHECK(node_barrier(n, 3) == 0); /* polling: serves the reads through the rings */
+    n->ops->mr_dereg(mr);
+    free(t);
+    node_close(n);
+    return 0;
+}
+
+static int probe_initiator(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint8_t       *l = malloc(PROBE_SZ);
+    tmx_mr_t      *mr;
+    tmx_soft_qp_t *qp;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    CHECK(l != NULL);
+    mr = reg(n, l, PROBE_SZ, TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL);
+    TRY(node_connect(n));
+    CHECK(node_barrier(n, 1) == 0);
+    qp = (tmx_soft_qp_t *)n->qp[0];
+    /* streaming stores measured, ordinary ones not yet: the next read starts their probe */
+    qp->rd_count   = TMX_SOFT_RD_PROBE - 1;
+    qp->rd_cost[0] = 0;
+    qp->rd_cost[1] = 50;
+    _Static_assert(TMX_SOFT_RD_BURST == 4, "the checks below count a burst of 4");
+    for (int i = 1; i <= 5; i++) {
+        memset(l, 0, PROBE_SZ);
+        TRY(rdma_one(n, TMX_WR_RDMA_READ, l, (uint32_t)PROBE_SZ, mr->lkey, sh->addr[0][0],
+                     sh->rkey[0][0], TMX_WC_SUCCESS));
+        CHECK(same(l, PROBE_SZ, 4));
+        /* measured at the burst's last read only */
+        CHECK((qp->rd_cost[0] != 0) == (i >= 4) ||
+              (fprintf(stderr, "read %d: cost %llu\n", i, (unsigned long long)qp->rd_cost[0]), 0));
+    }
+    CHECK(node_barrier(n, 3) == 0);
+    n->ops->mr_dereg(mr);
+    free(l);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, rdma_rd_probe_burst, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, 0, 65536); /* no cross-memory attach: every read through the rings */
+    run_pair(probe_target, probe_initiator, &cfg);
+}
+
 Test(soft, rdma_fallback, .timeout = 30)
 {
     tmx_config_t cfg;

@@ -99,7 +99,6 @@
  * mode; every TMX_SOFT_RD_PROBE-th tries the other one (tmx_soft_rd_mode). */
 #define TMX_SOFT_RD_MEASURE_MIN (2 * TMX_SOFT_RRESP_CHUNK)
 #define TMX_SOFT_RD_PROBE       128
-#define TMX_SOFT_RD_BURST       4
 /* A SEND of one record from this size goes with ordinary or non-temporal stores, as its
  * writer measured (tmx_soft_tx_mode): every TMX_SOFT_TX_PROBE-th the other way; each one with
  * streaming stores, each probe and every TMX_SOFT_TX_SAMPLE-th of the others is timed. */
@@ -450,7 +449,6 @@ typedef struct tmx_soft_swr {
     uint32_t        tm_handle; /* the entry it finishes */
     uint32_t        tm_len;    /* rendezvous length (the DATA_VALID byte_len) */
     uint8_t         nt;        /* READ through the rings: asked with TMX_SOFT_REC_NT */
-    uint8_t         unmeasured; /* and not to be measured (tmx_soft_rd_mode's probes) */
     size_t          first_len; /* READ through the rings: bytes of its first response */
     uint64_t        first_ns;  /* and when we took it */
 } tmx_soft_swr_t;

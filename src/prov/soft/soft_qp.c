@@ -1328,17 +1328,9 @@ static int tmx_soft_rd_plain_better(const tmx_soft_qp_t *qp)
     return qp->rd_cost[0] != 0 && qp->rd_cost[0] + qp->rd_cost[0] / 4 < qp->rd_cost[1];
 }
 
-/*
- * A probe of ordinary stores among streaming ones is TMX_SOFT_RD_BURST reads in a row, of
- * which only the last is measured: the first finds the ring's lines cold (a lone probe
- * measured 59-174 ps per byte at 128 KiB where a run in that mode measures 26, and 5 of 6 runs
- * stayed on streaming stores, 13-15 GB/s against 26-32); one read when the last probe found
- * them more than three times dearer (the VM's slow phase: no warm-up makes them cheap there).
- */
-static int tmx_soft_rd_mode(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
+static int tmx_soft_rd_mode(tmx_soft_qp_t *qp, const tmx_soft_swr_t *swr)
 {
-    int      best;
-    uint32_t k, burst;
+    int best;
 
     if (swr->total < TMX_SOFT_RD_MEASURE_MIN) { /* too short to measure: the best known */
         return !tmx_soft_rd_plain_better(qp);
@@ -1347,17 +1339,11 @@ static int tmx_soft_rd_mode(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
     if (qp->rd_cost[1] == 0) {
         return 1;
     }
+    if (qp->rd_cost[0] == 0) {
+        return (qp->rd_count % TMX_SOFT_RD_PROBE) != 0;
+    }
     best = tmx_soft_rd_plain_better(qp) ? 0 : 1;
-    k    = qp->rd_count % TMX_SOFT_RD_PROBE;
-    if (best == 0) {
-        return k == 0; /* a probe of streaming stores: one read */
-    }
-    burst = qp->rd_cost[0] != 0 && qp->rd_cost[0] > 3 * qp->rd_cost[1] ? 1 : TMX_SOFT_RD_BURST;
-    if (k < burst) {
-        swr->unmeasured = k + 1 < burst;
-        return 0;
-    }
-    return 1;
+    return (qp->rd_count % TMX_SOFT_RD_PROBE) == 0 ? !best : best;
 }
 
 static void tmx_soft_rd_measure(tmx_soft_qp_t *qp, const tmx_soft_swr_t *swr)
@@ -2102,8 +2088,7 @@ static int tmx_soft_rx_rresp(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
                          TMX_SOFT_HDR_EXT, len);
     if (swr->off == 0) {
         swr->first_len = len;
-        swr->first_ns  = swr->total >= TMX_SOFT_RD_MEASURE_MIN && !swr->unmeasured ? tmx_time_ns()
-                                                                                   : 0;
+        swr->first_ns  = swr->total >= TMX_SOFT_RD_MEASURE_MIN ? tmx_time_ns() : 0;
     }
     swr->off += len;
     if (flags & TMX_SOFT_REC_LAST) {
@@ -3188,7 +3173,6 @@ static tmx_status_t tmx_soft_post_one(tmx_soft_qp_t *qp, const tmx_send_wr_t *wr
     swr->copy     = NULL;
     swr->cma_done = 0;
     swr->early    = 0;
-    swr->unmeasured = 0;
     if (wr->num_sge > 0) {
         memcpy(swr->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(tmx_sge_t));
     }

@@ -33,6 +33,9 @@ usage: $0 [-r ROUNDS] [-d SECONDS] [-i SECONDS] [-g N] [--full] [-s SIZES] [--tm
              right after tmx in every round, and print offload on / off ratios
   --ring     also run tmx without eager-RDMA rings (TMX_RING=no) right after tmx in every
              round, and print ring / no ring ratios
+  --ref DIR  also run the tmx build in DIR (the code before a change) next to tmx in every
+             round (after it in odd rounds, before it in even ones), and print new /
+             reference ratios (tool tmxref in data.txt)
   -o DIR     where raw outputs go (default bench/results/<date>-<time>)
   --summary DIR  print the summary of an earlier run from DIR/data.txt (e.g. with other
              phase thresholds), without running anything; repeated, the rounds of
@@ -54,6 +57,7 @@ outdir=""
 builddir=""
 with_tm=0
 with_ring=0
+refdir=""
 group=1
 summary_only=""
 # Phase thresholds (ns per cache-line round trip), from the distribution of 2026-11-26 on this
@@ -74,6 +78,7 @@ while [ $# -gt 0 ]; do
     -o) [ $# -ge 2 ] || { usage >&2; exit 2; }; outdir=$2; shift 2 ;;
     --tm) with_tm=1; shift ;;
     --ring) with_ring=1; shift ;;
+    --ref) [ $# -ge 2 ] || { usage >&2; exit 2; }; refdir=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     -*) echo "$0: unknown option $1" >&2; usage >&2; exit 2 ;;
     *) builddir=$1; shift ;;
@@ -118,7 +123,8 @@ summarize() { # data file
         fi
     }
 
-    awk -v sizes="$sizes" -v tm="$with_tm" -v ring="$with_ring" -v fmax="$c2c_fast_max" \
+    awk -v sizes="$sizes" -v tm="$with_tm" -v ring="$with_ring" -v ref="$with_ref" \
+        -v fmax="$c2c_fast_max" \
         -v smin="$c2c_slow_min" '
     function sort(v, n,    i, j, t) {  # insertion sort of v[1..n], n is small
         for (i = 2; i <= n; i++) {
@@ -363,6 +369,10 @@ summarize() { # data file
             onoff_table("# eager-RDMA rings on (tmx) / off (TMX_RING=no), per-round ratio: median",
                         "tmx", "tmxq")
         }
+        if (ref) {
+            onoff_table("# this build (tmx) / the reference build (--ref), per-round ratio: median",
+                        "tmx", "tmxref")
+        }
     }
     # The table of medians again, per phase: the median of each tool over the runs that saw one
     # phase (probes before and after agree), with the number of such runs.
@@ -451,9 +461,10 @@ if [ -n "$summary_only" ]; then
     rounds=$(awk '$1 != "round" { if ($4 > m) m = $4 } END { print m + 0 }' "$data")
     max_busy=$(awk '$1 == "round" && $2 == "busy" { if ($5 > m) m = $5 } END { print m + 0 }' \
         "$data")
-    with_tm=0; with_ring=0
+    with_tm=0; with_ring=0; with_ref=0
     grep -q '^tmxtm ' "$data" && with_tm=1
     grep -q '^tmxq ' "$data" && with_ring=1
+    grep -q '^tmxref ' "$data" && with_ref=1
     for t in tmx ucx ompi; do
         if grep -q "^$t \(lat\|bw\) " "$data"; then st=ok; else st="no result in the data"; fi
         eval "${t}_status=\$st"
@@ -491,6 +502,14 @@ run_timeout=120
 # ---------------------------------------------------------------- find the three tools
 
 . "$here/lib.sh"
+with_ref=0
+if [ -n "$refdir" ]; then
+    tmx_find tmx_pingpong "$refdir"
+    [ "$tmx_status" = ok ] || { echo "$0: --ref $refdir: $tmx_status" >&2; exit 1; }
+    ref_tmxrun=$tmxrun
+    ref_pingpong=$tmx_prog
+    with_ref=1
+fi
 tmx_find tmx_pingpong "$builddir"
 pingpong=$tmx_prog
 
@@ -526,6 +545,7 @@ log "# compare.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), $cores cores," 
 log "# sizes: $sizes"
 log "# raw outputs: $outdir"
 log "# tmx : $tmx_status${tmxrun:+ ($tmxrun -n 2 $pingpong)}"
+[ "$with_ref" = 1 ] && log "# tmxref (--ref): $ref_tmxrun -n 2 $ref_pingpong"
 ucx_ver=$([ "$ucx_status" = ok ] && ucx_info -v 2> /dev/null | head -1 | sed 's/^# *//')
 ompi_ver=$([ "$ompi_status" = ok ] && mpirun --version 2> /dev/null | head -1)
 log "# ucx : $ucx_status${ucx_ver:+ ($ucx_ver): UCX_TLS=$UCX_TLS, server on core 0, client on 1}"
@@ -660,6 +680,10 @@ run_tmx_noring() { # test round sizes
     TMX_RING=no run_pair tmxq "$1" "$2" "$3" "$tmxrun" -n 2 "$pingpong"
 }
 
+run_tmx_ref() { # test round sizes
+    run_pair tmxref "$1" "$2" "$3" "$ref_tmxrun" -n 2 "$ref_pingpong"
+}
+
 run_ompi() { # test round sizes
     run_pair ompi "$1" "$2" "$3" mpirun -np 2 --bind-to core "$osu_bin"
 }
@@ -731,11 +755,15 @@ run_ucx() { # test round sizes
 }
 
 # The tmx block: tmx, then (with --tm / --ring) its variants right after it.
+# With --ref the reference build goes right after tmx in odd rounds and right before it in even
+# ones: which of two runs goes first can matter by about 10% on this VM (bench/README.md).
 run_tmx_block() { # test round sizes
     [ "$tmx_status" = ok ] || return 0
+    [ "$with_ref" = 1 ] && [ $(($2 % 2)) -eq 0 ] && run_tmx_ref "$@"
     run_tmx "$@"
     [ "$with_tm" = 1 ] && run_tmx_tm "$@"
     [ "$with_ring" = 1 ] && run_tmx_noring "$@"
+    [ "$with_ref" = 1 ] && [ $(($2 % 2)) -eq 1 ] && run_tmx_ref "$@"
     return 0
 }
 run_ucx_block() { [ "$ucx_status" = ok ] && run_ucx "$@"; return 0; }

@@ -1,7 +1,7 @@
 /*
  * peer_dies: what a dead peer leaves to the ranks that remain, under tmxrun with 2 ranks.
  *
- *   peer_dies rndv    rank 1 posts a rendezvous send to rank 0 and dies (_exit) once rank 0
+ *   peer_dies rndv [BYTES]  (default 1 MiB) rank 1 posts a rendezvous send to rank 0 and dies (_exit) once rank 0
  *                     has its RTS queued as unexpected; rank 0 then posts the matching receive,
  *                     whose read finds the sender gone: the receive must complete with
  *                     TMX_ERR_PEER_FAILED (whatever path the read takes: cross-memory attach
@@ -19,7 +19,7 @@
 #include <tmx/tmx.h>
 #include <tmx/tmx_job.h>
 
-#define BIG (1u << 20) /* far above the eager limit: rendezvous */
+static size_t big = (size_t)1 << 20; /* far above the eager limit: rendezvous */
 
 static int rank = -1;
 
@@ -67,7 +67,7 @@ static int rndv(tmx_job_h job, tmx_worker_h w, tmx_ep_h *eps, const pid_t *pids)
 {
     tmx_request_h       req;
     tmx_tag_recv_info_t info;
-    char               *buf = calloc(1, BIG);
+    char               *buf = calloc(1, big);
     int                 v   = 0;
     double              end;
 
@@ -75,8 +75,8 @@ static int rndv(tmx_job_h job, tmx_worker_h w, tmx_ep_h *eps, const pid_t *pids)
         return 1;
     }
     if (rank == 1) {
-        memset(buf, 0x5a, BIG);
-        CHECK(tmx_tag_send_nb(eps[0], buf, BIG, 2, NULL, &req), TMX_INPROGRESS);
+        memset(buf, 0x5a, big);
+        CHECK(tmx_tag_send_nb(eps[0], buf, big, 2, NULL, &req), TMX_INPROGRESS);
         /* rank 0 says when it holds the RTS; then die with the send outstanding */
         CHECK(tmx_tag_recv(w, &v, sizeof(v), 3, ~(tmx_tag_t)0, NULL), TMX_OK);
         tmx_job_finalize(job); /* leaving is no failure for tmxrun */
@@ -100,7 +100,7 @@ static int rndv(tmx_job_h job, tmx_worker_h w, tmx_ep_h *eps, const pid_t *pids)
         }
         usleep(1000);
     }
-    CHECK(tmx_tag_recv_nb(w, buf, BIG, 2, ~(tmx_tag_t)0, NULL, &req), TMX_INPROGRESS);
+    CHECK(tmx_tag_recv_nb(w, buf, big, 2, ~(tmx_tag_t)0, NULL, &req), TMX_INPROGRESS);
     CHECK(tmx_request_wait(req, &info), TMX_ERR_PEER_FAILED);
     tmx_request_free(req);
     printf("rank 0 ok\n");
@@ -132,9 +132,13 @@ int main(int argc, char **argv)
     pid_t         me, pids[2];
     int           rc;
 
-    if (argc != 2 || (strcmp(argv[1], "rndv") != 0 && strcmp(argv[1], "linger") != 0)) {
-        fprintf(stderr, "usage: peer_dies rndv|linger\n");
+    if (argc < 2 || argc > 3 ||
+        (strcmp(argv[1], "rndv") != 0 && strcmp(argv[1], "linger") != 0)) {
+        fprintf(stderr, "usage: peer_dies rndv [BYTES]|linger\n");
         return 2;
+    }
+    if (argc == 3) {
+        big = strtoul(argv[2], NULL, 0);
     }
     CHECK(tmx_job_init(&job), TMX_OK);
     rank = tmx_job_rank(job);

@@ -6,6 +6,8 @@
 #ifndef TMX_TEST_INTEGRATION_IT_H
 #define TMX_TEST_INTEGRATION_IT_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -48,6 +50,34 @@
         if (!(cond)) {                                                                            \
             fprintf(stderr, "rank %d line %d: check failed: %s\n", rank, __LINE__, #cond);       \
             exit(1);                                                                              \
+        }                                                                                         \
+    } while (0)
+
+/* A payload pattern that differs per message (seed) and per 4 KiB page: it_fill writes it,
+ * it_check exits 1 at the first byte that differs, naming the rank, message and byte. */
+static inline uint8_t it_pattern(size_t i, unsigned seed)
+{
+    return (uint8_t)(i * 31 + seed * 7 + (i >> 12));
+}
+
+static inline void it_fill(uint8_t *p, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        p[i] = it_pattern(i, seed);
+    }
+}
+
+#define it_check(p, n, seed)                                                                      \
+    do {                                                                                          \
+        const uint8_t *p_ = (p);                                                                  \
+        size_t         n_ = (n);                                                                  \
+        unsigned       s_ = (seed);                                                               \
+        for (size_t i_ = 0; i_ < n_; i_++) {                                                      \
+            if (p_[i_] != it_pattern(i_, s_)) {                                                   \
+                fprintf(stderr, "rank %d, message %u: byte %zu differs (%u)\n", rank, s_, i_,    \
+                        p_[i_]);                                                                  \
+                exit(1);                                                                          \
+            }                                                                                     \
         }                                                                                         \
     } while (0)
 

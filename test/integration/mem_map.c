@@ -29,36 +29,19 @@ static int rank = -1; /* for the messages of it.h */
 #define MAPPED 20
 #define OTHER  5
 
-static void fill(uint8_t *p, size_t n, unsigned seed)
-{
-    for (size_t i = 0; i < n; i++) {
-        p[i] = (uint8_t)(i * 31 + seed * 7 + (i >> 12));
-    }
-}
-
-static void check(const uint8_t *p, size_t n, unsigned seed)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] != (uint8_t)(i * 31 + seed * 7 + (i >> 12))) {
-            fprintf(stderr, "message %u: byte %zu differs\n", seed, i);
-            exit(1);
-        }
-    }
-}
-
 static void xfer(int me, tmx_worker_h worker, tmx_ep_h peer, uint8_t *sbuf, uint8_t *rbuf,
                  unsigned seed)
 {
     tmx_tag_recv_info_t info;
 
     if (me == 0) {
-        fill(sbuf, MSG, seed);
+        it_fill(sbuf, MSG, seed);
         CHECK(tmx_tag_send(peer, sbuf, MSG, seed));
     } else {
         memset(rbuf, 0, MSG);
         CHECK(tmx_tag_recv(worker, rbuf, MSG, seed, ~(tmx_tag_t)0, &info));
         REQUIRE(info.length == MSG);
-        check(rbuf, MSG, seed);
+        it_check(rbuf, MSG, seed);
     }
 }
 
@@ -116,7 +99,7 @@ int main(void)
         tmx_status_t  st;
 
         CHECK(tmx_mem_map(worker, pool2, MSG, &memh2));
-        fill(pool2, MSG, seed);
+        it_fill(pool2, MSG, seed);
         st = tmx_tag_send_nb(eps[1], pool2, MSG, seed, NULL, &req);
         REQUIRE(st == TMX_INPROGRESS);
         CHECK(tmx_mem_unmap(memh2));

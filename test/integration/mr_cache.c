@@ -34,23 +34,6 @@ static int rank = -1; /* for the messages of it.h */
 
 #define MSG (64u << 10)
 
-static void fill(uint8_t *p, size_t n, unsigned seed)
-{
-    for (size_t i = 0; i < n; i++) {
-        p[i] = (uint8_t)(i * 31 + seed * 7 + (i >> 12));
-    }
-}
-
-static void check(const uint8_t *p, size_t n, unsigned seed)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] != (uint8_t)(i * 31 + seed * 7 + (i >> 12))) {
-            fprintf(stderr, "rank %d, message %u: byte %zu differs (%u)\n", rank, seed, i, p[i]);
-            exit(1);
-        }
-    }
-}
-
 static uint8_t *map_at(void *addr)
 {
     uint8_t *p = mmap(addr, MSG, PROT_READ | PROT_WRITE,
@@ -89,13 +72,13 @@ int main(int argc, char **argv)
         }
         CHECK(tmx_job_barrier(job));
         if (rank == 0) {
-            fill(buf, MSG, seed);
+            it_fill(buf, MSG, seed);
             CHECK(tmx_tag_send(eps[1], buf, MSG, seed));
         } else {
             memset(buf, 0, MSG);
             CHECK(tmx_tag_recv(worker, buf, MSG, seed, ~(tmx_tag_t)0, &info));
             REQUIRE(info.length == MSG);
-            check(buf, MSG, seed);
+            it_check(buf, MSG, seed);
         }
     }
 
@@ -112,12 +95,12 @@ int main(int argc, char **argv)
             uint8_t            *b = pool + (size_t)i * MSG;
 
             if (rank == 0) {
-                fill(b, MSG, 100 + i);
+                it_fill(b, MSG, 100 + i);
                 CHECK(tmx_tag_send(eps[1], b, MSG, 100 + i));
             } else {
                 CHECK(tmx_tag_recv(worker, b, MSG, 100 + i, ~(tmx_tag_t)0, &info));
                 REQUIRE(info.length == MSG);
-                check(b, MSG, 100 + i);
+                it_check(b, MSG, 100 + i);
             }
         }
         munmap(pool, (size_t)many * MSG);

@@ -674,7 +674,6 @@ int tmx_fi_cq_push_err(tmx_fi_cq_t *cq, void *context, uint64_t flags, size_t le
     return 0;
 }
 
-/* Copies up to count ready entries (count > 0, buf not NULL) in the CQ's format. */
 /* Copies min(count, entries) entries in the CQ's format (count > 0, the CQ not empty): the
  * format chosen once, not per entry, and the queue's fields read once and written back once
  * (stores into buf could alias them for the compiler, which reloaded head, count and cap for

@@ -53,6 +53,19 @@
         }                                                                                         \
     } while (0)
 
+/* A test's end: a barrier (every rank is done with every peer), its n endpoints closed with a
+ * flush, then its worker, context and job released; the first failure ends the process. */
+#define IT_FINISH(job, ctx, worker, eps, n)                                                       \
+    do {                                                                                          \
+        CHECK(tmx_job_barrier(job));                                                              \
+        for (int r_ = 0; r_ < (n); r_++) {                                                        \
+            CHECK(tmx_ep_close((eps)[r_], TMX_EP_CLOSE_FLUSH));                                   \
+        }                                                                                         \
+        CHECK(tmx_worker_destroy(worker));                                                        \
+        CHECK(tmx_context_destroy(ctx));                                                          \
+        tmx_job_finalize(job);                                                                    \
+    } while (0)
+
 /* A payload pattern that differs per message (seed) and per 4 KiB page: it_fill writes it,
  * it_check exits 1 at the first byte that differs, naming the rank, message and byte. */
 static inline uint8_t it_pattern(size_t i, unsigned seed)

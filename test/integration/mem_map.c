@@ -110,13 +110,7 @@ int main(void)
     }
     seed++;
 
-    CHECK(tmx_job_barrier(job));
-    for (int r = 0; r < 2; r++) {
-        CHECK(tmx_ep_close(eps[r], TMX_EP_CLOSE_FLUSH));
-    }
-    CHECK(tmx_worker_destroy(worker));
-    CHECK(tmx_context_destroy(ctx));
-    tmx_job_finalize(job);
+    IT_FINISH(job, ctx, worker, eps, 2);
     free(pool);
     free(other);
     free(pool2);

@@ -164,13 +164,7 @@ static int run_block(void)
         }
     }
 
-    CHECK(tmx_job_barrier(job));
-    for (int r = 0; r < 2; r++) {
-        CHECK(tmx_ep_close(eps[r], TMX_EP_CLOSE_FLUSH));
-    }
-    CHECK(tmx_worker_destroy(worker));
-    CHECK(tmx_context_destroy(ctx));
-    tmx_job_finalize(job);
+    IT_FINISH(job, ctx, worker, eps, 2);
     free(big);
     printf("block ok\n");
     return 0;
@@ -492,13 +486,7 @@ static int run_nearmiss(void)
         pause_1s();
         CHECK(tmx_tag_send(eps[0], msg, sizeof(msg), 6));
     }
-    CHECK(tmx_job_barrier(job));
-    for (int r = 0; r < 2; r++) {
-        CHECK(tmx_ep_close(eps[r], TMX_EP_CLOSE_FLUSH));
-    }
-    CHECK(tmx_worker_destroy(worker));
-    CHECK(tmx_context_destroy(ctx));
-    tmx_job_finalize(job);
+    IT_FINISH(job, ctx, worker, eps, 2);
     printf("nearmiss ok\n");
     return 0;
 }
@@ -572,13 +560,7 @@ static int run_bootwait(int oversub)
     if (rank == 0) {
         REQUIRE(waited > 0);
     }
-    CHECK(tmx_job_barrier(job));
-    for (int r = 0; r < 2; r++) {
-        CHECK(tmx_ep_close(eps[r], TMX_EP_CLOSE_FLUSH));
-    }
-    CHECK(tmx_worker_destroy(worker));
-    CHECK(tmx_context_destroy(ctx));
-    tmx_job_finalize(job);
+    IT_FINISH(job, ctx, worker, eps, 2);
     printf("%s ok\n", oversub ? "bootwait" : "bootspin");
     return 0;
 }

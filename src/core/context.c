@@ -1,7 +1,6 @@
 #define _GNU_SOURCE
 #include "config.h"
 
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,17 +76,6 @@ static tmx_status_t tmx_provider_list_check(const char *list)
     return TMX_OK;
 }
 
-/* CPUs this process may run on (its affinity mask), 0 if unknown. */
-static int tmx_context_cpus(void)
-{
-    cpu_set_t set;
-
-    if (sched_getaffinity(0, sizeof(set), &set) != 0) {
-        return 0;
-    }
-    return CPU_COUNT(&set);
-}
-
 /* Oversubscribed: more processes of the job share our CPUs (TMX_LOCAL_SIZE, from tmxrun)
  * than there are; then an idle poll gives the processor to them. Said once per process. */
 static void tmx_context_wait_policy(tmx_context_t *ctx)
@@ -96,8 +84,7 @@ static void tmx_context_wait_policy(tmx_context_t *ctx)
     static atomic_int        logged;
     const tmx_config_t      *cfg = &ctx->cfg;
 
-    ctx->cpus           = tmx_context_cpus();
-    ctx->oversubscribed = cfg->local_size > 0 && ctx->cpus > 0 && cfg->local_size > ctx->cpus;
+    ctx->oversubscribed = tmx_config_oversubscribed(cfg, &ctx->cpus);
     /* A connection needs the peer's progress, which an oversubscribed peer makes a turn of
      * every other process later: the wait for it grows with the processes per CPU (up to
      * TMX_CONNECT_SCALE_MAX times). 256 ranks on 2 busy cores took connections past 10 s. */

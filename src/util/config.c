@@ -664,6 +664,24 @@ static void tmx_config_warn_unknown(void)
     pthread_mutex_unlock(&lock);
 }
 
+/* CPUs of this process's affinity mask, 0 if unknown. */
+static int tmx_config_cpus(void)
+{
+    cpu_set_t set;
+
+    return sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+}
+
+int tmx_config_oversubscribed(const tmx_config_t *cfg, int *cpus_p)
+{
+    int cpus = tmx_config_cpus();
+
+    if (cpus_p != NULL) {
+        *cpus_p = cpus;
+    }
+    return cfg->local_size > 0 && cpus > 0 && cfg->local_size > cpus;
+}
+
 /*
  * TMX_LOCAL_SIZE of a program another launcher started: the processes of the job on this
  * node as Open MPI (OMPI_COMM_WORLD_LOCAL_SIZE) or MPICH's hydra (MPI_LOCALNRANKS) tell
@@ -675,11 +693,9 @@ static void tmx_config_warn_unknown(void)
 static int tmx_config_launcher_local_size(void)
 {
     static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"};
-    long      online = sysconf(_SC_NPROCESSORS_ONLN);
-    cpu_set_t set;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
 
-    if (online <= 0 || sched_getaffinity(0, sizeof(set), &set) != 0 ||
-        CPU_COUNT(&set) < online) {
+    if (online <= 0 || tmx_config_cpus() < online) {
         return -1;
     }
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {

@@ -86,6 +86,10 @@ tmx_status_t tmx_config_load(tmx_config_t *cfg);
 /* The configuration loaded once per process (thread-safe); NULL if it failed to parse. */
 const tmx_config_t *tmx_config_get(void);
 
+/* Whether cfg says more processes share this process's CPUs (TMX_LOCAL_SIZE) than its
+ * affinity mask holds; *cpus_p (when not NULL) gets the mask's CPU count, 0 if unknown. */
+int tmx_config_oversubscribed(const tmx_config_t *cfg, int *cpus_p);
+
 /* Prints every variable: name, current value, default, and with TMX_CONFIG_PRINT_DOC the doc. */
 void tmx_config_print_table(FILE *stream, const tmx_config_t *cfg, unsigned flags);
 

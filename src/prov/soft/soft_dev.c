@@ -11,7 +11,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1129,13 +1128,10 @@ static void tmx_soft_dm_mark(tmx_soft_dev_t *dev, size_t first, size_t n, int ta
  */
 static int tmx_soft_ring0_early(const tmx_config_t *cfg)
 {
-    cpu_set_t set;
-
     if (cfg->soft_ring0_early >= 0) {
         return cfg->soft_ring0_early;
     }
-    return cfg->local_size <= 0 || sched_getaffinity(0, sizeof(set), &set) != 0 ||
-           cfg->local_size <= CPU_COUNT(&set);
+    return !tmx_config_oversubscribed(cfg, NULL);
 }
 
 /* Makes the pages of [p, p + len) of our segment (an optimization: where MADV_POPULATE_WRITE

@@ -38,7 +38,8 @@
  * peers (a ping-pong's one, a pipeline's neighbours) keep the whole ring for their windows;
  * the rest of an all-to-all, one message per peer and round, needs few: at 64 ranks with
  * 1 KiB messages the eight rings of 32 slots (68 KiB each then, made when lent) were half of every
- * rank's shared memory (tmx_alltoall, Pss_Shmem). */
+ * rank's shared memory (tmx_alltoall, Pss_Shmem). An oversubscribed worker lends only
+ * quarter rings: its busy peers cannot stream to it faster than it gets a processor. */
 #define TMX_RING_FULL 2
 /* Cells per slot (ring.h "Cells"): a small message's position is free again once the receiver
  * is fewer than slots * this many behind. With 32 slots, 128 cells (8 KiB): a 64-message window
@@ -459,7 +460,7 @@ static void tmx_ring_grant(tmx_ep_t *ep)
     rx->ep         = ep;
     rx->mode       = ep->ring_choice;
     rx->slots      = cfg->ring_slots;
-    if (w->rings_rx >= TMX_RING_FULL) {
+    if (w->rings_rx >= TMX_RING_FULL || w->ctx->oversubscribed) {
         rx->slots = cfg->ring_slots / 4 >= 8 ? cfg->ring_slots / 4
                                              : (cfg->ring_slots < 8 ? cfg->ring_slots : 8);
     }

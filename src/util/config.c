@@ -715,6 +715,32 @@ static int tmx_config_launcher_local_size(void)
     return -1;
 }
 
+/*
+ * An oversubscribed process (an all-to-all of many ranks on few cores) gets smaller soft-device
+ * rings where their variables are unset: the inbox and the fast rings 128 KiB instead of 256
+ * (a record, at most a quarter of a ring, still carries TMX_EAGER_MAX's 16 KiB and a 16 KiB
+ * read response), and the first fast ring as large as the others instead of 2 MiB (what it is
+ * large for, a 4-8 KiB ping-pong whose sender never waits for the other core's cache, needs a
+ * core for each side). An inbox that every peer without a ring writes laps in a long job: at
+ * 64 ranks it was 256 KiB of every rank's shared memory (tmx_config(7), Soft device).
+ */
+#define TMX_CONFIG_OVERSUB_RING (128 * 1024)
+static void tmx_config_oversub_sizes(tmx_config_t *cfg)
+{
+    if (!tmx_config_oversubscribed(cfg, NULL)) {
+        return;
+    }
+    if (getenv(TMX_CONFIG_PREFIX "SOFT_RING_SIZE") == NULL) {
+        cfg->soft_ring_size = TMX_CONFIG_OVERSUB_RING;
+    }
+    if (getenv(TMX_CONFIG_PREFIX "SOFT_INBOX_SIZE") == NULL) {
+        cfg->soft_inbox_size = TMX_CONFIG_OVERSUB_RING;
+    }
+    if (getenv(TMX_CONFIG_PREFIX "SOFT_RING0_SIZE") == NULL) {
+        cfg->soft_ring0_size = cfg->soft_ring_size;
+    }
+}
+
 tmx_status_t tmx_config_load(tmx_config_t *cfg)
 {
     tmx_config_t tmp;
@@ -738,6 +764,7 @@ tmx_status_t tmx_config_load(tmx_config_t *cfg)
     if (getenv(TMX_CONFIG_PREFIX "LOCAL_SIZE") == NULL) {
         tmp.local_size = tmx_config_launcher_local_size();
     }
+    tmx_config_oversub_sizes(&tmp);
     *cfg   = tmp;
     status = TMX_OK;
 out:

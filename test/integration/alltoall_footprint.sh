@@ -9,7 +9,7 @@
 #
 # Pss_Shmem is the rank's share of every shmem page it maps (memfd segments and /dev/shm files
 # alike), so the sum over the ranks is the physical shared memory of the job, whatever the
-# layout. The soft device's default layout is measured: TMX_SOFT_RING_SIZE is unset.
+# layout. The soft device's default layout is measured: its size variables are unset.
 #
 # Exit status, for automake: a run that fails, a wrong payload or a missing report is a hard
 # error (99); a footprint over the bound is a plain failure (1).
@@ -20,17 +20,19 @@
 # TMX_SOFT_RING_SIZE, whatever the number of peers, and what this job touches of them is
 # bounded tighter: 1.1 MiB per rank (70 MiB) when the inbox (512 KiB) was made whole at open
 # and every eager-RDMA ring had 32 slots, which fails here; 0.53 MiB per rank (34 MiB) since
-# the inbox (256 KiB) is made as it is read and rings past the first two have 8 slots. The
-# margin is for the soft device's 2 MiB first fast ring, lent in some runs to a rank's busiest
-# sender.
+# the inbox (256 KiB) is made as it is read and rings past the first two have 8 slots, which
+# fails here too (34-35 MiB, one rank 2.7 MiB when the 2 MiB first fast ring was lent to its
+# busiest sender); 0.3 MiB per rank (19.6 MiB) since an oversubscribed rank's inbox and fast
+# rings are 128 KiB, its first fast ring too, and all its eager-RDMA rings have 8 slots. The
+# margin is for a few lent fast rings.
 . "$(dirname "$0")/lib.sh"
 
 N=64
 BASE_KIB=4096     # the job's fixed part
-PER_RANK_KIB=640  # per rank, independent of the number of peers (inbox, eager-RDMA rings, tables)
+PER_RANK_KIB=384  # per rank, independent of the number of peers (inbox, eager-RDMA rings, tables)
 
 P="$B/examples/tmx_alltoall"
-unset TMX_SOFT_RING_SIZE
+unset TMX_SOFT_RING_SIZE TMX_SOFT_INBOX_SIZE TMX_SOFT_RING0_SIZE
 hard=0
 
 # A bad option is a usage error, and nothing is started.

@@ -87,6 +87,32 @@ else
     show
 fi
 
+# An oversubscribed receiver lends only quarter rings (8 of the default 32 slots), also the
+# first two, which a process with a CPU of its own lends whole: its peers cannot stream faster
+# than it gets a processor, and at 8-64 ranks on 2 cores the whole rings were 40% of an
+# all-to-all's shared memory (issue 11). Two ranks on one CPU (tmxrun says TMX_LOCAL_SIZE=2)
+# against one rank per core.
+for how in core one; do
+    if [ "$how" = one ]; then
+        command -v taskset > /dev/null || { echo "taskset missing: no oversubscribed run"; continue; }
+        launch="taskset -c 0 $TMXRUN -n 2 --bind-to none"
+        want=8
+    else
+        launch="$TMXRUN -n 2"
+        want=32
+    fi
+    run 60 env TMX_RING=auto TMX_LOG_LEVEL=debug $launch --timeout 50 \
+        "$B/examples/tmx_pingpong" -t lat -m 8:8 -n 3 -w 1
+    expect_rc 0 "a ping-pong, $how: $launch"
+    n=$(grep -c "eager-RDMA ring ([a-z0-9]*, $want x [0-9]* bytes) lent" "$T/err")
+    if [ "$n" -eq 2 ]; then
+        ok "$how: both rings lent have $want slots"
+    else
+        fail "$how: $n of 2 rings lent have $want slots"
+        grep "eager-RDMA ring (\|oversub" "$T/err" | sed 's/^/    /'
+    fi
+done
+
 # TMX_RING_SLOT_SIZE is payload: a slot holds that many bytes behind the header and the mode's
 # flag or stamps, so a 2 KiB message (Open MPI's 2 KiB MPI_Send) goes by the default ring, not
 # the queue (it took the queue when the slot was 2048 bytes in all).

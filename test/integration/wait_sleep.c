@@ -47,6 +47,17 @@
  *                       yielding before it sleeps (the contrast that shows that bootwait's
  *                       yields come from the oversubscription).
  *
+ *   wait_sleep reqwait  2 ranks, oversubscribed as for bootwait, TMX_WAIT=auto with a 100 ms
+ *                       TMX_WAIT_SPIN and no eager-RDMA ring: rank 0 waits in tmx_request_wait
+ *                       for a message that rank 1 sends 300 ms late. Its idle progress rounds
+ *                       must give the processor away (sched_yield) through the spin, as Open
+ *                       MPI's opal_progress does after every idle call when it knows it is
+ *                       oversubscribed, and then sleep. Counted: at least 16 yields and a
+ *                       sleep (100 ms of yields are many more on any load: a yield takes at
+ *                       most the other processes' time slices).
+ *
+ *   wait_sleep reqspin  The same with a CPU each: the spin polls without a yield, then sleeps.
+ *
  * Prints "<mode> ok" (per rank) when every check held; exits non-zero otherwise.
  */
 #define _GNU_SOURCE
@@ -565,6 +576,75 @@ static int run_bootwait(int oversub)
     return 0;
 }
 
+/* Rank 0's tmx_request_wait for a message rank 1 sends 300 ms after rank 0 asked for it. */
+static int run_reqwait(int oversub)
+{
+    tmx_job_h           job;
+    tmx_context_h       ctx;
+    tmx_worker_h        worker;
+    tmx_ep_h            eps[2];
+    tmx_worker_attr_t   wa = {.field_mask = TMX_WORKER_ATTR_WAIT};
+    tmx_request_h       req;
+    tmx_tag_recv_info_t info;
+    cpu_set_t           set;
+    char                local[16], msg[8] = "in";
+    unsigned long       y0, s0, y, s;
+    const char         *name = oversub ? "reqwait" : "reqspin";
+    int                 waited = 0;
+    double              w0;
+
+    REQUIRE(sched_getaffinity(0, sizeof(set), &set) == 0);
+    snprintf(local, sizeof(local), "%d", oversub ? CPU_COUNT(&set) + 1 : 1);
+    setenv("TMX_LOCAL_SIZE", local, 1);
+    setenv("TMX_WAIT", "auto", 1);
+    setenv("TMX_WAIT_SPIN", "100000", 1);
+    setenv("TMX_RING", "no", 1); /* no ring: arming never says busy (which yields) */
+    CHECK(tmx_job_init(&job));
+    rank = tmx_job_rank(job);
+    REQUIRE(tmx_job_size(job) == 2);
+    CHECK(tmx_context_create(NULL, &ctx));
+    CHECK(tmx_worker_create(ctx, NULL, &worker));
+    CHECK(tmx_worker_query(worker, &wa));
+    REQUIRE(wa.oversubscribed == oversub);
+    CHECK(tmx_job_connect(job, worker, eps));
+    CHECK(tmx_job_barrier(job));
+    for (int i = 0; i < 3; i++) {
+        if (rank == 1) {
+            struct timespec ts = {.tv_nsec = 300 * 1000 * 1000};
+            CHECK(tmx_tag_recv(worker, msg, sizeof(msg), 9, ~(tmx_tag_t)0, &info));
+            nanosleep(&ts, NULL);
+            CHECK(tmx_tag_send(eps[0], msg, sizeof(msg), 10));
+            continue;
+        }
+        CHECK(tmx_tag_recv_nb(worker, msg, sizeof(msg), 10, ~(tmx_tag_t)0, NULL, &req));
+        CHECK(tmx_tag_send(eps[1], msg, sizeof(msg), 9));
+        y0 = yields;
+        s0 = sleeps;
+        w0 = wall();
+        CHECK(tmx_request_wait(req, &info));
+        tmx_request_free(req);
+        y = yields - y0;
+        s = sleeps - s0;
+        printf("%s: %s: rank 0 waited %.3f s in tmx_request_wait: %lu yields, %lu sleeps\n", name,
+               oversub ? "oversubscribed" : "a core each", wall() - w0, y, s);
+        if (s == 0) {
+            continue; /* rank 0 lost its processor for the whole wait: nothing to count */
+        }
+        waited++;
+        if (oversub) {
+            REQUIRE(y >= 16);
+        } else {
+            REQUIRE(y == 0);
+        }
+    }
+    if (rank == 0) {
+        REQUIRE(waited > 0);
+    }
+    IT_FINISH(job, ctx, worker, eps, 2);
+    printf("%s ok\n", name);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "bootwait") == 0) {
@@ -572,6 +652,12 @@ int main(int argc, char **argv)
     }
     if (argc == 2 && strcmp(argv[1], "bootspin") == 0) {
         return run_bootwait(0);
+    }
+    if (argc == 2 && strcmp(argv[1], "reqwait") == 0) {
+        return run_reqwait(1);
+    }
+    if (argc == 2 && strcmp(argv[1], "reqspin") == 0) {
+        return run_reqwait(0);
     }
     if (argc == 2 && strcmp(argv[1], "nearmiss") == 0) {
         return run_nearmiss();
@@ -585,6 +671,6 @@ int main(int argc, char **argv)
     if (argc == 2 && strcmp(argv[1], "yield") == 0) {
         return run_yield();
     }
-    fprintf(stderr, "usage: wait_sleep block|efd|yield|nearmiss|bootwait|bootspin\n");
+    fprintf(stderr, "usage: wait_sleep block|efd|yield|nearmiss|bootwait|bootspin|reqwait|reqspin\n");
     return 2;
 }

@@ -40,4 +40,15 @@ run 60 "$TMXRUN" -n 2 --timeout 50 "$prog" bootspin
 expect_rc 0 "not oversubscribed, the same wait spins without yielding before it sleeps"
 expect_grep "$T/out" "bootspin ok" "every check held"
 grep "polls without" "$T/out" | sed 's/^/    /'
+
+# A blocking wait's idle rounds yield when ranks outnumber the CPUs (as Open MPI's progress
+# does), through the whole spin, and then sleep; with a CPU each they poll without yielding
+run 60 "$TMXRUN" -n 2 --timeout 50 "$prog" reqwait
+expect_rc 0 "oversubscribed, tmx_request_wait yields in its idle rounds, then sleeps"
+expect_grep "$T/out" "reqwait ok" "every check held"
+grep "yields, " "$T/out" | sed 's/^/    /'
+run 60 "$TMXRUN" -n 2 --timeout 50 "$prog" reqspin
+expect_rc 0 "not oversubscribed, tmx_request_wait spins without yielding, then sleeps"
+expect_grep "$T/out" "reqspin ok" "every check held"
+grep "yields, " "$T/out" | sed 's/^/    /'
 finish

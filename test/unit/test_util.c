@@ -295,6 +295,42 @@ Test(config, local_size_from_launcher)
     }
 }
 
+/* An oversubscribed process gets 128 KiB soft rings (inbox, fast rings, the first fast ring)
+ * where their variables are unset; set ones are kept, and a process with a CPU each keeps the
+ * defaults (issue 11: shared memory at 16-64 ranks on 2 cores). */
+Test(config, oversubscribed_soft_sizes)
+{
+    cpu_set_t    set;
+    char         n[16];
+    tmx_config_t cfg;
+
+    cr_assert_eq(sched_getaffinity(0, sizeof(set), &set), 0);
+    setenv("TMX_LOCAL_SIZE", "1", 1);
+    cr_assert_eq(tmx_config_load(&cfg), TMX_OK);
+    cr_assert_eq(cfg.soft_ring_size, 256 * 1024);
+    cr_assert_eq(cfg.soft_inbox_size, 256 * 1024);
+    cr_assert_eq(cfg.soft_ring0_size, 2 * 1024 * 1024);
+    snprintf(n, sizeof(n), "%d", CPU_COUNT(&set) + 1);
+    setenv("TMX_LOCAL_SIZE", n, 1);
+    cr_assert_eq(tmx_config_load(&cfg), TMX_OK);
+    cr_assert_eq(cfg.soft_ring_size, 128 * 1024);
+    cr_assert_eq(cfg.soft_inbox_size, 128 * 1024);
+    cr_assert_eq(cfg.soft_ring0_size, 128 * 1024);
+    setenv("TMX_SOFT_RING_SIZE", "64k", 1);
+    setenv("TMX_SOFT_INBOX_SIZE", "1m", 1);
+    cr_assert_eq(tmx_config_load(&cfg), TMX_OK);
+    cr_assert_eq(cfg.soft_ring_size, 64 * 1024, "a set size is kept");
+    cr_assert_eq(cfg.soft_inbox_size, 1024 * 1024, "a set size is kept");
+    cr_assert_eq(cfg.soft_ring0_size, 64 * 1024, "the first ring follows the others");
+    setenv("TMX_SOFT_RING0_SIZE", "4m", 1);
+    cr_assert_eq(tmx_config_load(&cfg), TMX_OK);
+    cr_assert_eq(cfg.soft_ring0_size, 4 * 1024 * 1024, "a set size is kept");
+    unsetenv("TMX_SOFT_RING_SIZE");
+    unsetenv("TMX_SOFT_INBOX_SIZE");
+    unsetenv("TMX_SOFT_RING0_SIZE");
+    unsetenv("TMX_LOCAL_SIZE");
+}
+
 Test(config, unknown_variables_found)
 {
     char   names[256];

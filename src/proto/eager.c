@@ -388,19 +388,26 @@ tmx_status_t tmx_proto_eager_try(tmx_ep_t *ep, const void *buf, size_t len, uint
         unsigned      cgive = ep->credits_owed > TMX_PROTO_COMPACT_CREDITS
                                   ? TMX_PROTO_COMPACT_CREDITS
                                   : ep->credits_owed;
+        unsigned      fence = tmx_fence_flags_for_step(ep->ooo, TMX_FENCE_STEP_EAGER,
+                                                       ep->worker->ctx->cfg.fence_drop);
         tmx_sge_t     sge   = {.addr = (uintptr_t)buf, .length = (uint32_t)len};
         tmx_send_wr_t wr, *bad;
 
-        wr = (tmx_send_wr_t){
-            .wr_id      = TMX_WRID(TMX_WRID_CTRL, 0),
-            .sg_list    = &sge,
-            .num_sge    = len > 0,
-            .opcode     = TMX_WR_SEND_WITH_IMM,
-            .send_flags = TMX_SEND_INLINE |
-                          tmx_fence_flags_for_step(ep->ooo, TMX_FENCE_STEP_EAGER,
-                                                   ep->worker->ctx->cfg.fence_drop),
-            .imm_data   = TMX_PROTO_COMPACT | (uint32_t)cgive};
-        status = ep->iface->ops->post_send(ep->qp, &wr, &bad);
+        if (ep->iface->ops->send_inline != NULL) {
+            /* the provider's own way to this one work request (prov.h send_inline) */
+            status = ep->iface->ops->send_inline(ep->qp, buf, len,
+                                                 TMX_PROTO_COMPACT | (uint32_t)cgive, fence,
+                                                 TMX_WRID(TMX_WRID_CTRL, 0));
+        } else {
+            wr = (tmx_send_wr_t){
+                .wr_id      = TMX_WRID(TMX_WRID_CTRL, 0),
+                .sg_list    = &sge,
+                .num_sge    = len > 0,
+                .opcode     = TMX_WR_SEND_WITH_IMM,
+                .send_flags = TMX_SEND_INLINE | fence,
+                .imm_data   = TMX_PROTO_COMPACT | (uint32_t)cgive};
+            status = ep->iface->ops->post_send(ep->qp, &wr, &bad);
+        }
         if (status == TMX_OK) {
             ep->credits_owed -= cgive;
             ep->worker->compact_tx++;

@@ -1240,6 +1240,64 @@ tmx_status_t tmx_verbs_post_send(tmx_qp_t *q, tmx_send_wr_t *wr, tmx_send_wr_t *
     return TMX_OK;
 }
 
+/*
+ * prov.h send_inline: one unsignaled inline SEND_WITH_IMM on an RC QP, what post_one does
+ * for such a work request without the caller's tmx_send_wr_t and its general checks (the
+ * core built 72 bytes of work request and the provider checked and translated them: about 200
+ * instructions of every small message's send in the guest; rxe's own post stays).
+ */
+tmx_status_t tmx_verbs_send_inline(tmx_qp_t *q, const void *src, size_t n, uint32_t imm,
+                                   unsigned flags, uint64_t wr_id)
+{
+    tmx_verbs_qp_t     *qp  = (tmx_verbs_qp_t *)q;
+    uint32_t            seq = qp->sq_head;
+    tmx_verbs_sslot_t  *s;
+    struct ibv_sge      sge;
+    struct ibv_send_wr  x, *ibad;
+    unsigned            ibflags = IBV_SEND_INLINE;
+    int                 err;
+
+    if (q->state != TMX_QPS_RTS || q->type != TMX_QPT_RC || qp->no_sq || n > qp->max_inline ||
+        (n > 0 && src == NULL) || (flags & ~(unsigned)TMX_SEND_FENCE) != 0) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (seq - qp->sq_tail >= qp->sq_depth) {
+        return TMX_ERR_NO_RESOURCE;
+    }
+    /* one in every half queue is signaled, so unsignaled ones never fill it (send_fill) */
+    if (qp->sig_all || qp->unsig_run + 1 >= qp->sq_depth / 2) {
+        ibflags |= IBV_SEND_SIGNALED;
+    }
+    if (flags & TMX_SEND_FENCE) {
+        ibflags |= IBV_SEND_FENCE;
+    }
+    s           = &qp->sq[seq & (qp->sq_depth - 1)];
+    s->wr_id    = wr_id;
+    s->seq      = seq;
+    s->opcode   = (uint8_t)TMX_WR_SEND_WITH_IMM;
+    s->signaled = (uint8_t)(qp->sig_all != 0);
+    s->internal = 0;
+    sge.addr    = (uintptr_t)src;
+    sge.length  = (uint32_t)n;
+    sge.lkey    = 0; /* inline: the device copies from src at the post */
+    x.wr_id      = TMX_VERBS_WRID(TMX_VERBS_WR_SEND, qp->gen, qp->obj, seq);
+    x.next       = NULL;
+    x.sg_list    = &sge;
+    x.num_sge    = n > 0;
+    x.opcode     = IBV_WR_SEND_WITH_IMM;
+    x.send_flags = ibflags;
+    x.imm_data   = htonl(imm);
+    err = ibv_post_send(qp->ibqp, &x, &ibad);
+    if (err != 0) {
+        qp->unsig_run = 0;
+        return err == ENOMEM ? TMX_ERR_NO_RESOURCE : tmx_verbs_status(err);
+    }
+    qp->sq_head++;
+    qp->unsig_run = (ibflags & IBV_SEND_SIGNALED) ? 0 : qp->unsig_run + 1;
+    tmx_verbs_ka_seen(qp); /* a send would time out all the same if the peer were not up */
+    return TMX_OK;
+}
+
 tmx_status_t tmx_verbs_post_recv(tmx_qp_t *q, tmx_recv_wr_t *wr, tmx_recv_wr_t **bad_p)
 {
     tmx_verbs_qp_t *qp = (tmx_verbs_qp_t *)q;

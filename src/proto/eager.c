@@ -874,10 +874,40 @@ void tmx_proto_credits_add(tmx_ep_t *ep, unsigned credits)
     }
 }
 
+/* A plain eager message (no immediate data, not synchronous, no tag-matching offload) that
+ * the posted receive exp takes: what tmx_proto_rx_matched and tmx_proto_deliver do for it, in
+ * one place without their calls (tmx_proto_rx_ring and tmx_proto_rx_compact: every message
+ * of a bandwidth test and of a ping-pong). */
+static inline __attribute__((always_inline)) void
+tmx_proto_rx_take(tmx_worker_t *w, tmx_ep_t *ep, tmx_tag_exp_t *exp, uint64_t tag,
+                  const uint8_t *data, size_t dlen)
+{
+    tmx_request_t *rreq      = tmx_container_of(exp, tmx_request_t, exp);
+    unsigned       threshold = w->eager_credits / 2;
+    size_t         n         = dlen < rreq->len ? dlen : rreq->len;
+
+    rreq->flags        = (uint16_t)((rreq->flags & ~TMX_REQ_FLAG_EXPECTED) | TMX_REQ_FLAG_MATCHED);
+    rreq->info.sender  = ep->remote_uuid;
+    rreq->info.has_imm = 0;
+    rreq->info.imm     = 0;
+    if (!ep->ring_rx_now && /* tmx_proto_credit_return: none for a polling ring's message */
+        ++ep->credits_owed >= (threshold ? threshold : 1) && ep->state == TMX_EP_CONNECTED) {
+        tmx_proto_send_ctrl(ep, TMX_PROTO_CREDIT, 0, 0);
+    }
+    /* tmx_proto_deliver */
+    tmx_copy(rreq->buf, data, n);
+    rreq->info.tag    = tag;
+    rreq->info.length = dlen;
+    tmx_request_complete(rreq, dlen > rreq->len ? TMX_ERR_TRUNCATED : TMX_OK);
+}
+
 /* A compact EAGER (proto.h): the payload alone, its tag the last full header's. */
 static void tmx_proto_rx_compact(tmx_iface_t *iface, tmx_ep_t *ep, const tmx_wc_t *wc)
 {
+    tmx_worker_t  *w = iface->worker;
     const uint8_t *buf;
+    tmx_tag_exp_t *exp;
+    tmx_message_t *msg;
 
     if (!(wc->imm_data & TMX_PROTO_COMPACT) || !ep->ctag_rx_ok ||
         wc->byte_len > iface->rx_size || wc->byte_len > ep->eager_max) {
@@ -893,10 +923,24 @@ static void tmx_proto_rx_compact(tmx_iface_t *iface, tmx_ep_t *ep, const tmx_wc_
     if (ep->passive && !ep->ring_tried) {
         tmx_ring_rx_counted(ep); /* an eager message all the same: a ring may be lent (IMM) */
     }
-    iface->worker->rx_msgs++;
-    iface->worker->compact_rx++;
+    w->rx_msgs++;
+    w->compact_rx++;
     tmx_proto_credits_add(ep, wc->imm_data & TMX_PROTO_COMPACT_CREDITS);
-    tmx_proto_rx_eager(ep, ep->ctag_rx, buf, wc->byte_len, 0, 0, 0);
+    if (w->tm_iface != NULL) {
+        tmx_proto_rx_eager(ep, ep->ctag_rx, buf, wc->byte_len, 0, 0, 0);
+        return;
+    }
+    /* tmx_proto_rx_eager without tag-matching offload, its matched case inline */
+    exp = tmx_tag_exp_match(&w->tm, ep->ctag_rx, ep->remote_uuid);
+    if (exp != NULL) {
+        tmx_proto_rx_take(w, ep, exp, ep->ctag_rx, buf, wc->byte_len);
+        return;
+    }
+    msg = tmx_proto_message_new(ep, TMX_PROTO_EAGER, 0, 0, ep->ctag_rx, buf, wc->byte_len, NULL,
+                                0);
+    if (msg != NULL) {
+        tmx_proto_unexpected_add(w, msg);
+    }
 }
 
 void tmx_proto_rx(tmx_iface_t *iface, const tmx_wc_t *wc)
@@ -1063,9 +1107,6 @@ void tmx_proto_rx_ring(tmx_iface_t *iface, tmx_ep_t *ep, const uint8_t *buf, siz
     tmx_worker_t   *w = iface->worker;
     tmx_proto_hdr_t h;
     tmx_tag_exp_t  *exp;
-    tmx_request_t  *rreq;
-    size_t          dlen, n;
-    unsigned        threshold;
 
     memcpy(&h, buf, sizeof(h));
     if (h.op != TMX_PROTO_EAGER || h.reserved != 0 || iface->tm_on || w->tm_iface != NULL) {
@@ -1081,24 +1122,7 @@ void tmx_proto_rx_ring(tmx_iface_t *iface, tmx_ep_t *ep, const uint8_t *buf, siz
     tmx_proto_credits_add(ep, h.credits);
     ep->ctag_rx    = h.tag;
     ep->ctag_rx_ok = 1;
-    /* tmx_proto_rx_matched */
-    rreq = tmx_container_of(exp, tmx_request_t, exp);
-    rreq->flags        = (uint16_t)((rreq->flags & ~TMX_REQ_FLAG_EXPECTED) | TMX_REQ_FLAG_MATCHED);
-    rreq->info.sender  = ep->remote_uuid;
-    rreq->info.has_imm = 0;
-    rreq->info.imm     = 0;
-    threshold          = w->eager_credits / 2;
-    if (!ep->ring_rx_now && /* tmx_proto_credit_return: none for a polling ring's message */
-        ++ep->credits_owed >= (threshold ? threshold : 1) && ep->state == TMX_EP_CONNECTED) {
-        tmx_proto_send_ctrl(ep, TMX_PROTO_CREDIT, 0, 0);
-    }
-    /* tmx_proto_deliver */
-    dlen = len - sizeof(h);
-    n    = dlen < rreq->len ? dlen : rreq->len;
-    tmx_copy(rreq->buf, buf + sizeof(h), n);
-    rreq->info.tag    = h.tag;
-    rreq->info.length = dlen;
-    tmx_request_complete(rreq, dlen > rreq->len ? TMX_ERR_TRUNCATED : TMX_OK);
+    tmx_proto_rx_take(w, ep, exp, h.tag, buf + sizeof(h), len - sizeof(h));
     if (!tmx_list_is_empty(&ep->pending)) {
         tmx_proto_ep_schedule(ep); /* credits may have come back */
     }

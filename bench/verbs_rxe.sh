@@ -59,7 +59,8 @@ if [ "${RXE_VM:-0}" != 1 ]; then
     fi
     echo "# host load average before: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)"
     # the host's load average, every 2 s, where the guest reads it for each round's line
-    ld=$(mktemp -d "$B/.verbs_rxe_load.XXXXXX") || exit 1
+    # (under TMPDIR, not in BUILDDIR: a reference build may be read-only for this user)
+    ld=$(mktemp -d "${TMPDIR:-/tmp}/verbs_rxe_load.XXXXXX") || exit 1
     (while :; do cut -d' ' -f1-3 /proc/loadavg >"$ld/load.tmp" && mv "$ld/load.tmp" "$ld/load"
                  sleep 2; done) &
     lpid=$!

@@ -245,11 +245,12 @@ for s in $sizes; do
         "$(cut -d/ -f1 "$T/load.$s" | sort -g | sed -n '1p;$p' | paste -sd-)"
 done
 # Modes (bimodal sizes: at 64 KiB both programs take either about 1.2-1.7 ms or 4-6 ms, the
-# guest's 4 ms tick): a round's latency median is "slow" above twice the lowest median of
-# its size (tmx's or raw's, over every round), else "fast". A round where only one program
+# guest's 4 ms tick): a round's latency median is "slow" above 2.5 times the lowest median
+# of its size (tmx's or raw's, over every round), else "fast" (the tick adds 2.5-4 ms to a
+# message of 1.2-1.7 ms, 3-4x; halfway between). A round where only one program
 # was slow says which mode it fell in, not what tmx costs: the ratios of the rounds where
 # both were in the same mode are the comparison (as bench/compare.sh's phase split).
-echo "# by mode (slow: a median above twice the size's lowest, tmx's or raw's): rounds both"
+echo "# by mode (slow: a median above 2.5x the size's lowest, tmx's or raw's): rounds both"
 echo "# fast, both slow, mixed (t: only tmx slow, r: only raw slow); median latency ratio and"
 echo "# rounds within 1.2x of the both-fast and of the both-slow rounds"
 printf "%-6s %5s %5s %9s   %8s %7s   %8s %7s\n" size fast slow "mixed t/r" r_fast "<=1.2" \
@@ -266,7 +267,7 @@ for s in $sizes; do
             return k ? a[int((k + 1) / 2)] : 0 }
         END {
             for (i = 1; i <= n; i++) {
-                ts = t[i] > 2 * lo; rs = r[i] > 2 * lo; q = t[i] / r[i]
+                ts = t[i] > 2.5 * lo; rs = r[i] > 2.5 * lo; q = t[i] / r[i]
                 if (!ts && !rs) { nf++; f[nf] = q; wf += q <= 1.2 }
                 else if (ts && rs) { ns++; w[ns] = q; ws += q <= 1.2 }
                 else if (ts) mt++

@@ -388,8 +388,10 @@ tmx_status_t tmx_proto_eager_try(tmx_ep_t *ep, const void *buf, size_t len, uint
         unsigned      cgive = ep->credits_owed > TMX_PROTO_COMPACT_CREDITS
                                   ? TMX_PROTO_COMPACT_CREDITS
                                   : ep->credits_owed;
-        unsigned      fence = tmx_fence_flags_for_step(ep->ooo, TMX_FENCE_STEP_EAGER,
-                                                       ep->worker->ctx->cfg.fence_drop);
+        /* without OOO placement never a fence (tmx_fence_flags): no call for it */
+        unsigned      fence = ep->ooo ? tmx_fence_flags_for_step(ep->ooo, TMX_FENCE_STEP_EAGER,
+                                                                 ep->worker->ctx->cfg.fence_drop)
+                                      : 0;
         tmx_sge_t     sge   = {.addr = (uintptr_t)buf, .length = (uint32_t)len};
         tmx_send_wr_t wr, *bad;
 

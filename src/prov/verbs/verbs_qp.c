@@ -1629,7 +1629,7 @@ static int tmx_verbs_convert(tmx_verbs_dev_t *dev, const tmx_verbs_raw_t *r, tmx
 }
 
 /*
- * A successful receive into a plain SRQ (every message of the core's, without TM or XRC),
+ * A successful receive into an SRQ without TM (every message of the core's, TM aside),
  * straight from the ibv_wc into *wc: what tmx_verbs_convert does for it, without the
  * intermediate tmx_verbs_raw_t, the clearing of *wc and the dispatch on the kind (about 40
  * instructions of every message's completion). 1 when done, 0: convert it the general way.

@@ -13,6 +13,8 @@
 #   tmx_verbs_convert            a completion converted by the provider
 #   tmx_iface_repost_rx          receive buffers posted again (calls: chains)
 #   tmx_verbs_srq_post_recv      the provider's SRQ posts
+#   tmx_verbs_send_inline        a small message's send in the provider (prov.h send_inline:
+#                                the compact EAGER; rxe's post included)
 #   tmx_worker_progress_locked   a progress round (mostly idle ones: the spin while waiting;
 #                                how many depends on timing, their cost per round does not)
 #
@@ -74,7 +76,7 @@ printf "%-28s %12s %8s %10s\n" function Ir calls "Ir/call"
          /^ *[0-9,]+ \([ 0-9.]+%\)  \* / {v = $1; gsub(",", "", v); fn = $(NF - 1)
                                           if ($NF !~ /^\[/) fn = $NF
                                           sub(/.*:/, "", fn)
-                                          if (fn ~ /^(tmx_tag_send|tmx_proto_rx|tmx_verbs_convert|tmx_iface_repost_rx|tmx_verbs_srq_post_recv|tmx_worker_progress_locked|tmx_verbs_post_send|tmx_verbs_cq_poll)$/ && !(fn in seen)) {
+                                          if (fn ~ /^(tmx_tag_send|tmx_proto_rx|tmx_verbs_convert|tmx_iface_repost_rx|tmx_verbs_srq_post_recv|tmx_worker_progress_locked|tmx_verbs_post_send|tmx_verbs_send_inline|tmx_verbs_cq_poll)$/ && !(fn in seen)) {
                                               seen[fn] = 1
                                               printf "%-28s %12d %8d %10.1f\n", fn, v, calls, calls ? v / calls : 0
                                           }

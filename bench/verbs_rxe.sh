@@ -59,7 +59,8 @@ if [ "${RXE_VM:-0}" != 1 ]; then
     fi
     echo "# host load average before: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)"
     # the host's load average, every 2 s, where the guest reads it for each round's line
-    ld=$(mktemp -d "$B/.verbs_rxe_load.XXXXXX") || exit 1
+    # (under TMPDIR, not in BUILDDIR: a reference build may be read-only for this user)
+    ld=$(mktemp -d "${TMPDIR:-/tmp}/verbs_rxe_load.XXXXXX") || exit 1
     (while :; do cut -d' ' -f1-3 /proc/loadavg >"$ld/load.tmp" && mv "$ld/load.tmp" "$ld/load"
                  sleep 2; done) &
     lpid=$!
@@ -242,6 +243,38 @@ for s in $sizes; do
         "$(grep -v nan "$T/rr.med.$s" | sort -g | tail -n 1)" \
         "$(awk '$1 != "nan" && $1 <= 1.2' "$T/rr.med.$s" | wc -l)" "$(grep -vc nan "$T/rr.med.$s")" \
         "$(cut -d/ -f1 "$T/load.$s" | sort -g | sed -n '1p;$p' | paste -sd-)"
+done
+# Modes (bimodal sizes: at 64 KiB both programs take either about 1.2-1.7 ms or 4-6 ms, the
+# guest's 4 ms tick): a round's latency median is "slow" above 2.5 times the lowest median
+# of its size (tmx's or raw's, over every round), else "fast" (the tick adds 2.5-4 ms to a
+# message of 1.2-1.7 ms, 3-4x; halfway between). A round where only one program
+# was slow says which mode it fell in, not what tmx costs: the ratios of the rounds where
+# both were in the same mode are the comparison (as bench/compare.sh's phase split).
+echo "# by mode (slow: a median above 2.5x the size's lowest, tmx's or raw's): rounds both"
+echo "# fast, both slow, mixed (t: only tmx slow, r: only raw slow); median latency ratio and"
+echo "# rounds within 1.2x of the both-fast and of the both-slow rounds"
+printf "%-6s %5s %5s %9s   %8s %7s   %8s %7s\n" size fast slow "mixed t/r" r_fast "<=1.2" \
+    r_slow "<=1.2"
+for s in $sizes; do
+    paste -d' ' "$T/lat.tmx_med.$s" "$T/lat.raw_typ.$s" | awk -v s="$s" '
+        $1 != "nan" && $2 != "nan" && $1 > 0 && $2 > 0 {
+            n++; t[n] = $1; r[n] = $2
+            if (lo == "" || $1 < lo) lo = $1
+            if ($2 < lo) lo = $2 }
+        function med(a, k,    i, j, x) {   # median of a[1..k], sorted in place
+            for (i = 2; i <= k; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--)
+                a[j + 1] = a[j]; a[j + 1] = x }
+            return k ? a[int((k + 1) / 2)] : 0 }
+        END {
+            for (i = 1; i <= n; i++) {
+                ts = t[i] > 2.5 * lo; rs = r[i] > 2.5 * lo; q = t[i] / r[i]
+                if (!ts && !rs) { nf++; f[nf] = q; wf += q <= 1.2 }
+                else if (ts && rs) { ns++; w[ns] = q; ws += q <= 1.2 }
+                else if (ts) mt++
+                else mr++ }
+            printf "%-6s %5d %5d %5d/%-3d   %8s %3d/%-3d   %8s %3d/%-3d\n", s, nf, ns, mt, mr,
+                   nf ? sprintf("%.2f", med(f, nf)) : "-", wf, nf,
+                   ns ? sprintf("%.2f", med(w, ns)) : "-", ws, ns }'
 done
 echo "# every round:"
 for s in $sizes; do

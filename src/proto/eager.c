@@ -388,19 +388,28 @@ tmx_status_t tmx_proto_eager_try(tmx_ep_t *ep, const void *buf, size_t len, uint
         unsigned      cgive = ep->credits_owed > TMX_PROTO_COMPACT_CREDITS
                                   ? TMX_PROTO_COMPACT_CREDITS
                                   : ep->credits_owed;
+        /* without OOO placement never a fence (tmx_fence_flags): no call for it */
+        unsigned      fence = ep->ooo ? tmx_fence_flags_for_step(ep->ooo, TMX_FENCE_STEP_EAGER,
+                                                                 ep->worker->ctx->cfg.fence_drop)
+                                      : 0;
         tmx_sge_t     sge   = {.addr = (uintptr_t)buf, .length = (uint32_t)len};
         tmx_send_wr_t wr, *bad;
 
-        wr = (tmx_send_wr_t){
-            .wr_id      = TMX_WRID(TMX_WRID_CTRL, 0),
-            .sg_list    = &sge,
-            .num_sge    = len > 0,
-            .opcode     = TMX_WR_SEND_WITH_IMM,
-            .send_flags = TMX_SEND_INLINE |
-                          tmx_fence_flags_for_step(ep->ooo, TMX_FENCE_STEP_EAGER,
-                                                   ep->worker->ctx->cfg.fence_drop),
-            .imm_data   = TMX_PROTO_COMPACT | (uint32_t)cgive};
-        status = ep->iface->ops->post_send(ep->qp, &wr, &bad);
+        if (ep->iface->ops->send_inline != NULL) {
+            /* the provider's own way to this one work request (prov.h send_inline) */
+            status = ep->iface->ops->send_inline(ep->qp, buf, len,
+                                                 TMX_PROTO_COMPACT | (uint32_t)cgive, fence,
+                                                 TMX_WRID(TMX_WRID_CTRL, 0));
+        } else {
+            wr = (tmx_send_wr_t){
+                .wr_id      = TMX_WRID(TMX_WRID_CTRL, 0),
+                .sg_list    = &sge,
+                .num_sge    = len > 0,
+                .opcode     = TMX_WR_SEND_WITH_IMM,
+                .send_flags = TMX_SEND_INLINE | fence,
+                .imm_data   = TMX_PROTO_COMPACT | (uint32_t)cgive};
+            status = ep->iface->ops->post_send(ep->qp, &wr, &bad);
+        }
         if (status == TMX_OK) {
             ep->credits_owed -= cgive;
             ep->worker->compact_tx++;
@@ -867,10 +876,40 @@ void tmx_proto_credits_add(tmx_ep_t *ep, unsigned credits)
     }
 }
 
+/* A plain eager message (no immediate data, not synchronous, no tag-matching offload) that
+ * the posted receive exp takes: what tmx_proto_rx_matched and tmx_proto_deliver do for it, in
+ * one place without their calls (tmx_proto_rx_ring and tmx_proto_rx_compact: every message
+ * of a bandwidth test and of a ping-pong). */
+static inline __attribute__((always_inline)) void
+tmx_proto_rx_take(tmx_worker_t *w, tmx_ep_t *ep, tmx_tag_exp_t *exp, uint64_t tag,
+                  const uint8_t *data, size_t dlen)
+{
+    tmx_request_t *rreq      = tmx_container_of(exp, tmx_request_t, exp);
+    unsigned       threshold = w->eager_credits / 2;
+    size_t         n         = dlen < rreq->len ? dlen : rreq->len;
+
+    rreq->flags        = (uint16_t)((rreq->flags & ~TMX_REQ_FLAG_EXPECTED) | TMX_REQ_FLAG_MATCHED);
+    rreq->info.sender  = ep->remote_uuid;
+    rreq->info.has_imm = 0;
+    rreq->info.imm     = 0;
+    if (!ep->ring_rx_now && /* tmx_proto_credit_return: none for a polling ring's message */
+        ++ep->credits_owed >= (threshold ? threshold : 1) && ep->state == TMX_EP_CONNECTED) {
+        tmx_proto_send_ctrl(ep, TMX_PROTO_CREDIT, 0, 0);
+    }
+    /* tmx_proto_deliver */
+    tmx_copy(rreq->buf, data, n);
+    rreq->info.tag    = tag;
+    rreq->info.length = dlen;
+    tmx_request_complete(rreq, dlen > rreq->len ? TMX_ERR_TRUNCATED : TMX_OK);
+}
+
 /* A compact EAGER (proto.h): the payload alone, its tag the last full header's. */
 static void tmx_proto_rx_compact(tmx_iface_t *iface, tmx_ep_t *ep, const tmx_wc_t *wc)
 {
+    tmx_worker_t  *w = iface->worker;
     const uint8_t *buf;
+    tmx_tag_exp_t *exp;
+    tmx_message_t *msg;
 
     if (!(wc->imm_data & TMX_PROTO_COMPACT) || !ep->ctag_rx_ok ||
         wc->byte_len > iface->rx_size || wc->byte_len > ep->eager_max) {
@@ -886,10 +925,24 @@ static void tmx_proto_rx_compact(tmx_iface_t *iface, tmx_ep_t *ep, const tmx_wc_
     if (ep->passive && !ep->ring_tried) {
         tmx_ring_rx_counted(ep); /* an eager message all the same: a ring may be lent (IMM) */
     }
-    iface->worker->rx_msgs++;
-    iface->worker->compact_rx++;
+    w->rx_msgs++;
+    w->compact_rx++;
     tmx_proto_credits_add(ep, wc->imm_data & TMX_PROTO_COMPACT_CREDITS);
-    tmx_proto_rx_eager(ep, ep->ctag_rx, buf, wc->byte_len, 0, 0, 0);
+    if (w->tm_iface != NULL) {
+        tmx_proto_rx_eager(ep, ep->ctag_rx, buf, wc->byte_len, 0, 0, 0);
+        return;
+    }
+    /* tmx_proto_rx_eager without tag-matching offload, its matched case inline */
+    exp = tmx_tag_exp_match(&w->tm, ep->ctag_rx, ep->remote_uuid);
+    if (exp != NULL) {
+        tmx_proto_rx_take(w, ep, exp, ep->ctag_rx, buf, wc->byte_len);
+        return;
+    }
+    msg = tmx_proto_message_new(ep, TMX_PROTO_EAGER, 0, 0, ep->ctag_rx, buf, wc->byte_len, NULL,
+                                0);
+    if (msg != NULL) {
+        tmx_proto_unexpected_add(w, msg);
+    }
 }
 
 void tmx_proto_rx(tmx_iface_t *iface, const tmx_wc_t *wc)
@@ -1056,9 +1109,6 @@ void tmx_proto_rx_ring(tmx_iface_t *iface, tmx_ep_t *ep, const uint8_t *buf, siz
     tmx_worker_t   *w = iface->worker;
     tmx_proto_hdr_t h;
     tmx_tag_exp_t  *exp;
-    tmx_request_t  *rreq;
-    size_t          dlen, n;
-    unsigned        threshold;
 
     memcpy(&h, buf, sizeof(h));
     if (h.op != TMX_PROTO_EAGER || h.reserved != 0 || iface->tm_on || w->tm_iface != NULL) {
@@ -1074,24 +1124,7 @@ void tmx_proto_rx_ring(tmx_iface_t *iface, tmx_ep_t *ep, const uint8_t *buf, siz
     tmx_proto_credits_add(ep, h.credits);
     ep->ctag_rx    = h.tag;
     ep->ctag_rx_ok = 1;
-    /* tmx_proto_rx_matched */
-    rreq = tmx_container_of(exp, tmx_request_t, exp);
-    rreq->flags        = (uint16_t)((rreq->flags & ~TMX_REQ_FLAG_EXPECTED) | TMX_REQ_FLAG_MATCHED);
-    rreq->info.sender  = ep->remote_uuid;
-    rreq->info.has_imm = 0;
-    rreq->info.imm     = 0;
-    threshold          = w->eager_credits / 2;
-    if (!ep->ring_rx_now && /* tmx_proto_credit_return: none for a polling ring's message */
-        ++ep->credits_owed >= (threshold ? threshold : 1) && ep->state == TMX_EP_CONNECTED) {
-        tmx_proto_send_ctrl(ep, TMX_PROTO_CREDIT, 0, 0);
-    }
-    /* tmx_proto_deliver */
-    dlen = len - sizeof(h);
-    n    = dlen < rreq->len ? dlen : rreq->len;
-    tmx_copy(rreq->buf, buf + sizeof(h), n);
-    rreq->info.tag    = h.tag;
-    rreq->info.length = dlen;
-    tmx_request_complete(rreq, dlen > rreq->len ? TMX_ERR_TRUNCATED : TMX_OK);
+    tmx_proto_rx_take(w, ep, exp, h.tag, buf + sizeof(h), len - sizeof(h));
     if (!tmx_list_is_empty(&ep->pending)) {
         tmx_proto_ep_schedule(ep); /* credits may have come back */
     }

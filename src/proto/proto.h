@@ -11,7 +11,9 @@
  *              Only to a peer that said at wire-up it takes them (TMX_WIREUP_F_COMPACT: no
  *              tag-matching offload, no XRC, and no polling eager-RDMA ring, whose messages
  *              number the SENDs in their immediate data). A 4 KiB message on a 1 KiB MTU is
- *              then 4 packets, not 5 (a header would start a fifth).
+ *              then 4 packets, not 5 (a header would start a fifth). Posted through the
+ *              provider's send_inline where it has one (prov.h; the verbs provider), else as
+ *              one inline post_send.
  *   DISC/DISC_ACK  orderly close of a connection
  *
  * Flow control: an endpoint may have eager_credits EAGER/RTS messages that the receiver has

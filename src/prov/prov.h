@@ -657,6 +657,19 @@ struct tmx_prov_ops {
                             tmx_rma_map_t *map);
     tmx_status_t (*rma_write)(tmx_qp_t *qp, const tmx_rma_map_t *map, size_t off,
                               const void *src, size_t n, uint64_t wr_id);
+
+    /*
+     * Optional (NULL: not offered), for the core's smallest sends (a compact EAGER: every
+     * small message of a ping-pong after the first). send_inline(qp, src, n, imm, flags,
+     * wr_id) is exactly post_send of one unsignaled, inline TMX_WR_SEND_WITH_IMM (wr_id) of n
+     * bytes from src with immediate data imm on an RC QP, flags 0 or TMX_SEND_FENCE: the same
+     * status (TMX_ERR_INVALID_PARAM for another QP type or state, n above the QP's inline
+     * limit or other flags; TMX_ERR_NO_RESOURCE when the queue is full), the same order with
+     * the QP's other work, the same completions (an error one carries wr_id), without a work
+     * request built by the caller and checked by the device.
+     */
+    tmx_status_t (*send_inline)(tmx_qp_t *qp, const void *src, size_t n, uint32_t imm,
+                                unsigned flags, uint64_t wr_id);
 };
 
 struct tmx_prov {

@@ -452,6 +452,103 @@ static int t_send(void)
     return 0;
 }
 
+static int expect_async(tmx_cq_t *cq, tmx_qp_t *qp);
+
+/*
+ * prov.h send_inline (the core's compact EAGER): an unsignaled inline SEND_WITH_IMM without a
+ * work request. The data and immediate arrive (the source may change right after the call),
+ * no send completion comes, a queue of 8 is retired by the provider's own signaled ones (48
+ * sends, none polled by the caller), what it refuses (another QP type or state, more than the
+ * inline limit, other flags), and an error completion carries the caller's wr_id.
+ */
+static int t_send_inline(void)
+{
+    env_t              e;
+    tmx_wc_t           wc;
+    uint8_t            small[256];
+    tmx_qp_t          *c, *u;
+    tmx_qp_init_attr_t qa;
+    size_t             lim;
+    int                recvd = 0, sent = 0, refused = 0;
+    double             end;
+
+    CHECK(ops->send_inline != NULL);
+    RUN(env_open(&e));
+    RUN(rc_pair(&e, 8));
+    lim = ((tmx_verbs_qp_t *)e.a)->max_inline < sizeof(small) ? ((tmx_verbs_qp_t *)e.a)->max_inline : sizeof(small);
+    CHECK(lim >= 32);
+    /* a -> b (SRQ): the data, the immediate, nothing on a's CQ */
+    CHECK_OK(post_recv_srq(e.srq, 90, e.bufb, 4096, e.mrb->lkey));
+    fill(small, lim, 5);
+    CHECK_OK(ops->send_inline(e.a, small, lim, 0x80000003u, 0, 901));
+    memset(small, 0xee, sizeof(small));
+    RUN(wc_wait(e.cqb, &wc));
+    CHECK(wc.wr_id == 90 && wc.status == TMX_WC_SUCCESS && wc.opcode == TMX_WC_RECV &&
+          wc.byte_len == lim && (wc.wc_flags & TMX_WC_WITH_IMM) && wc.imm_data == 0x80000003u &&
+          wc.qp_num == e.b->qp_num);
+    CHECK(same(e.bufb, lim, 5));
+    /* zero bytes, fenced */
+    CHECK_OK(post_recv_srq(e.srq, 91, e.bufb, 4096, e.mrb->lkey));
+    CHECK_OK(ops->send_inline(e.a, NULL, 0, 7, TMX_SEND_FENCE, 902));
+    RUN(wc_wait(e.cqb, &wc));
+    CHECK(wc.wr_id == 91 && wc.status == TMX_WC_SUCCESS && wc.byte_len == 0 &&
+          (wc.wc_flags & TMX_WC_WITH_IMM) && wc.imm_data == 7);
+    /* 48 through a queue of 8 that the caller never sees complete */
+    for (int i = 0; i < 48; i++) {
+        CHECK_OK(post_recv_srq(e.srq, 1000 + (uint64_t)i, e.bufb + 64 * i, 64, e.mrb->lkey));
+    }
+    end = tmx_time_sec() + WAIT_S;
+    while ((sent < 48 || recvd < 48) && tmx_time_sec() < end) {
+        if (sent < 48) {
+            uint8_t v[8];
+            fill(v, sizeof(v), 100 + (unsigned)sent);
+            tmx_status_t st = ops->send_inline(e.a, v, sizeof(v), (uint32_t)sent, 0,
+                                               2000 + (uint64_t)sent);
+            if (st == TMX_OK) {
+                sent++;
+            } else {
+                CHECK(st == TMX_ERR_NO_RESOURCE);
+                refused++;
+            }
+        }
+        CHECK(ops->cq_poll(e.cqa, 1, &wc) == 0); /* the provider's own, none the caller's */
+        if (ops->cq_poll(e.cqb, 1, &wc) == 1) {
+            CHECK(wc.wr_id == 1000 + (uint64_t)recvd && wc.status == TMX_WC_SUCCESS &&
+                  wc.byte_len == 8 && wc.imm_data == (uint32_t)recvd);
+            CHECK(same(e.bufb + 64 * recvd, 8, 100 + (unsigned)recvd));
+            recvd++;
+        }
+    }
+    printf("  48 inline sends through a queue of 8: %d refused while it was full\n", refused);
+    CHECK(sent == 48 && recvd == 48);
+    RUN(cq_quiet(e.cqa, 0.2));
+    /* refused: more than the inline limit, other flags, a QP not in RTS, a UD QP */
+    CHECK(ops->send_inline(e.a, small, ((tmx_verbs_qp_t *)e.a)->max_inline + 1, 0, 0, 903) == TMX_ERR_INVALID_PARAM);
+    CHECK(ops->send_inline(e.a, small, 8, 0, TMX_SEND_SIGNALED, 904) == TMX_ERR_INVALID_PARAM);
+    CHECK(ops->send_inline(e.a, small, 8, 0, TMX_SEND_INLINE, 905) == TMX_ERR_INVALID_PARAM);
+    RUN(rc_create(&e, e.cqa, NULL, 8, &c)); /* INIT */
+    CHECK(ops->send_inline(c, small, 8, 0, 0, 906) == TMX_ERR_INVALID_PARAM);
+    ops->qp_destroy(c);
+    memset(&qa, 0, sizeof(qa));
+    qa.type        = TMX_QPT_UD;
+    qa.send_cq     = e.cqa;
+    qa.recv_cq     = e.cqa;
+    qa.max_send_wr = 8;
+    qa.max_recv_wr = 8;
+    CHECK_OK(ops->qp_create(e.pd, &qa, &u));
+    CHECK(ops->send_inline(u, small, 8, 0, 0, 907) == TMX_ERR_INVALID_PARAM);
+    ops->qp_destroy(u);
+    /* the peer gone: the error completion is the caller's, with its wr_id */
+    ops->qp_destroy(e.b);
+    e.b = NULL;
+    CHECK_OK(ops->send_inline(e.a, small, 8, 1, 0, 908));
+    RUN(wc_wait(e.cqa, &wc));
+    CHECK(wc.wr_id == 908 && wc.status == TMX_WC_RETRY_EXC_ERR && wc.opcode == TMX_WC_SEND);
+    RUN(expect_async(e.cqa, e.a));
+    CHECK(ops->send_inline(e.a, small, 8, 0, 0, 909) == TMX_ERR_INVALID_PARAM);
+    return 0;
+}
+
 /* A chain of work requests in one call, receives too. */
 static int t_chain(void)
 {
@@ -1281,6 +1378,7 @@ static const test_t tests[] = {
     {"caps", t_caps},
     {"data_in_order", t_data_in_order},
     {"send", t_send},
+    {"send_inline", t_send_inline},
     {"chain", t_chain},
     {"rdma", t_rdma},
     {"sq", t_sq},

@@ -317,6 +317,8 @@ tmx_status_t tmx_verbs_qp_modify(tmx_qp_t *qp, const tmx_qp_attr_t *attr, unsign
 unsigned tmx_verbs_qp_data_in_order(tmx_qp_t *qp, tmx_wr_opcode_t op);
 tmx_status_t tmx_verbs_post_send(tmx_qp_t *qp, tmx_send_wr_t *wr, tmx_send_wr_t **bad_p);
 tmx_status_t tmx_verbs_post_recv(tmx_qp_t *qp, tmx_recv_wr_t *wr, tmx_recv_wr_t **bad_p);
+tmx_status_t tmx_verbs_send_inline(tmx_qp_t *qp, const void *src, size_t n, uint32_t imm,
+                                   unsigned flags, uint64_t wr_id);
 int tmx_verbs_cq_poll(tmx_cq_t *cq, int n, tmx_wc_t *wc);
 /* Up to n completions of the hardware queue only (the backlog stays), converted; a QP failure
  * seen goes to the backlog. >= 0, or a negative tmx_status_t. */

@@ -1239,6 +1239,7 @@ const tmx_prov_ops_t tmx_verbs_ops = {
     .qp_modify          = tmx_verbs_qp_modify,
     .qp_data_in_order   = tmx_verbs_qp_data_in_order,
     .post_send          = tmx_verbs_post_send,
+    .send_inline        = tmx_verbs_send_inline,
     .post_recv          = tmx_verbs_post_recv,
     .ah_create          = tmx_verbs_ah_create,
     .ah_destroy         = tmx_verbs_ah_destroy,

@@ -1240,6 +1240,64 @@ tmx_status_t tmx_verbs_post_send(tmx_qp_t *q, tmx_send_wr_t *wr, tmx_send_wr_t *
     return TMX_OK;
 }
 
+/*
+ * prov.h send_inline: one unsignaled inline SEND_WITH_IMM on an RC QP, what post_one does
+ * for such a work request without the caller's tmx_send_wr_t and its general checks (the
+ * core built 72 bytes of work request and the provider checked and translated them: about 200
+ * instructions of every small message's send in the guest; rxe's own post stays).
+ */
+tmx_status_t tmx_verbs_send_inline(tmx_qp_t *q, const void *src, size_t n, uint32_t imm,
+                                   unsigned flags, uint64_t wr_id)
+{
+    tmx_verbs_qp_t     *qp  = (tmx_verbs_qp_t *)q;
+    uint32_t            seq = qp->sq_head;
+    tmx_verbs_sslot_t  *s;
+    struct ibv_sge      sge;
+    struct ibv_send_wr  x, *ibad;
+    unsigned            ibflags = IBV_SEND_INLINE;
+    int                 err;
+
+    if (q->state != TMX_QPS_RTS || q->type != TMX_QPT_RC || qp->no_sq || n > qp->max_inline ||
+        (n > 0 && src == NULL) || (flags & ~(unsigned)TMX_SEND_FENCE) != 0) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (seq - qp->sq_tail >= qp->sq_depth) {
+        return TMX_ERR_NO_RESOURCE;
+    }
+    /* one in every half queue is signaled, so unsignaled ones never fill it (send_fill) */
+    if (qp->sig_all || qp->unsig_run + 1 >= qp->sq_depth / 2) {
+        ibflags |= IBV_SEND_SIGNALED;
+    }
+    if (flags & TMX_SEND_FENCE) {
+        ibflags |= IBV_SEND_FENCE;
+    }
+    s           = &qp->sq[seq & (qp->sq_depth - 1)];
+    s->wr_id    = wr_id;
+    s->seq      = seq;
+    s->opcode   = (uint8_t)TMX_WR_SEND_WITH_IMM;
+    s->signaled = (uint8_t)(qp->sig_all != 0);
+    s->internal = 0;
+    sge.addr    = (uintptr_t)src;
+    sge.length  = (uint32_t)n;
+    sge.lkey    = 0; /* inline: the device copies from src at the post */
+    x.wr_id      = TMX_VERBS_WRID(TMX_VERBS_WR_SEND, qp->gen, qp->obj, seq);
+    x.next       = NULL;
+    x.sg_list    = &sge;
+    x.num_sge    = n > 0;
+    x.opcode     = IBV_WR_SEND_WITH_IMM;
+    x.send_flags = ibflags;
+    x.imm_data   = htonl(imm);
+    err = ibv_post_send(qp->ibqp, &x, &ibad);
+    if (err != 0) {
+        qp->unsig_run = 0;
+        return err == ENOMEM ? TMX_ERR_NO_RESOURCE : tmx_verbs_status(err);
+    }
+    qp->sq_head++;
+    qp->unsig_run = (ibflags & IBV_SEND_SIGNALED) ? 0 : qp->unsig_run + 1;
+    tmx_verbs_ka_seen(qp); /* a send would time out all the same if the peer were not up */
+    return TMX_OK;
+}
+
 tmx_status_t tmx_verbs_post_recv(tmx_qp_t *q, tmx_recv_wr_t *wr, tmx_recv_wr_t **bad_p)
 {
     tmx_verbs_qp_t *qp = (tmx_verbs_qp_t *)q;
@@ -1570,6 +1628,57 @@ static int tmx_verbs_convert(tmx_verbs_dev_t *dev, const tmx_verbs_raw_t *r, tmx
     }
 }
 
+/*
+ * A successful receive into an SRQ without TM (every message of the core's, TM aside),
+ * straight from the ibv_wc into *wc: what tmx_verbs_convert does for it, without the
+ * intermediate tmx_verbs_raw_t, the clearing of *wc and the dispatch on the kind (about 40
+ * instructions of every message's completion). 1 when done, 0: convert it the general way.
+ */
+static inline __attribute__((always_inline)) int
+tmx_verbs_srecv_direct(tmx_verbs_dev_t *dev, const struct ibv_wc *iw, tmx_wc_t *wc)
+{
+    uint64_t         id   = iw->wr_id;
+    uint32_t         slot = TMX_VERBS_WRID_SLOT(id);
+    tmx_verbs_srq_t *srq;
+    tmx_verbs_qp_t  *qp;
+
+    if (TMX_VERBS_WRID_KIND(id) != TMX_VERBS_WR_SRECV || iw->status != IBV_WC_SUCCESS ||
+        (iw->opcode != IBV_WC_RECV && iw->opcode != IBV_WC_RECV_RDMA_WITH_IMM)) {
+        return 0;
+    }
+    srq = tmx_verbs_obj_at(dev, TMX_VERBS_WRID_OBJ(id), TMX_VERBS_WRID_GEN(id),
+                           TMX_VERBS_OBJ_SRQ);
+    if (srq == NULL || srq->tm != NULL || slot >= srq->rs.cap) {
+        return 0;
+    }
+    wc->wr_id = srq->rs.wr_id[slot];
+    if (srq->rs.num_free < srq->rs.cap) { /* tmx_verbs_rslot_put */
+        srq->rs.free[srq->rs.num_free++] = slot;
+    }
+    wc->status       = TMX_WC_SUCCESS;
+    wc->opcode       = iw->opcode == IBV_WC_RECV ? TMX_WC_RECV : TMX_WC_RECV_RDMA_WITH_IMM;
+    wc->byte_len     = iw->byte_len;
+    wc->qp_num       = iw->qp_num;
+    wc->src_qp       = iw->src_qp;
+    wc->tm_info.tag  = 0;
+    wc->tm_info.priv = 0;
+    wc->data         = NULL;
+    if (iw->wc_flags & IBV_WC_WITH_IMM) {
+        wc->wc_flags = TMX_WC_WITH_IMM;
+        wc->imm_data = ntohl(iw->imm_data);
+    } else {
+        wc->wc_flags = 0;
+        wc->imm_data = 0;
+    }
+    /* as tmx_verbs_convert: the QP these receives come from is up */
+    if (dev->ka_waiting > 0 && iw->qp_num != dev->ka_on_qpn &&
+        (qp = tmx_verbs_qp_by_num(dev, iw->qp_num)) != NULL) {
+        tmx_verbs_ka_seen(qp);
+        dev->ka_on_qpn = iw->qp_num;
+    }
+    return 1;
+}
+
 /* Reads up to n entries of the hardware queue into raw[]: how many, or -errno. */
 static int tmx_verbs_read_hw(tmx_verbs_cq_t *cq, int n, tmx_verbs_raw_t *raw)
 {
@@ -1741,6 +1850,10 @@ int tmx_verbs_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
         }
         hw = 0;
         for (int i = 0; i < k; i++) {
+            if (tmx_verbs_srecv_direct((tmx_verbs_dev_t *)c->dev, &iwc[i], &wc[got + hw])) {
+                hw++;
+                continue;
+            }
             tmx_verbs_raw_t r = {.wr_id    = iwc[i].wr_id,
                                  .status   = iwc[i].status,
                                  .opcode   = iwc[i].opcode,

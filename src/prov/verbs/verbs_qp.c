@@ -1280,13 +1280,16 @@ tmx_status_t tmx_verbs_send_inline(tmx_qp_t *q, const void *src, size_t n, uint3
     sge.addr    = (uintptr_t)src;
     sge.length  = (uint32_t)n;
     sge.lkey    = 0; /* inline: the device copies from src at the post */
-    x.wr_id      = TMX_VERBS_WRID(TMX_VERBS_WR_SEND, qp->gen, qp->obj, seq);
-    x.next       = NULL;
-    x.sg_list    = &sge;
-    x.num_sge    = n > 0;
-    x.opcode     = IBV_WR_SEND_WITH_IMM;
-    x.send_flags = ibflags;
-    x.imm_data   = htonl(imm);
+    /* an initializer: the fields an RC send does not use are zero, not stack garbage, for
+     * whichever provider library reads them */
+    x = (struct ibv_send_wr){
+        .wr_id      = TMX_VERBS_WRID(TMX_VERBS_WR_SEND, qp->gen, qp->obj, seq),
+        .sg_list    = &sge,
+        .num_sge    = n > 0,
+        .opcode     = IBV_WR_SEND_WITH_IMM,
+        .send_flags = ibflags,
+        .imm_data   = htonl(imm),
+    };
     err = ibv_post_send(qp->ibqp, &x, &ibad);
     if (err != 0) {
         qp->unsig_run = 0;

@@ -47,7 +47,7 @@
  * reader's or the writer's prefetchers running into the next slot, is not established):
  * 2 KiB in the default 2176-byte slot, fast phase, latency 0.40-0.44 us against 0.36-0.42 by
  * the queue (7 of 8 rounds), bandwidth 6.8-7.4 against 11.3-14.9 GB/s (8 of 8); slow phase
- * 1.41-1.68 against 1.31-1.44 us, 1.77-1.84 against 1.89-2.07 GB/s (8 of 8 each). 1 KiB in a
+ * 1.41-1.68 against 1.31-1.44 us, 1.77-1.84 against 1.89-2.07 GB/s (6 of 6 each). 1 KiB in a
  * full 1152-byte slot (TMX_RING_SLOT_SIZE=1k), slow phase: 0.97-1.04 us against 0.59-0.71 in
  * the half-empty default slot. 1.5 KiB (72% of the slot) kept its slot: latency 0.28-0.38 us
  * against 0.34-0.41 by the queue (fast phase, 6 of 6). So TMX_RING_SLOT_SIZE=2k carries

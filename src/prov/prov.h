@@ -670,6 +670,12 @@ struct tmx_prov_ops {
      */
     tmx_status_t (*send_inline)(tmx_qp_t *qp, const void *src, size_t n, uint32_t imm,
                                 unsigned flags, uint64_t wr_id);
+
+    /* Optional too (NULL: the caller posts the work request): rma_write of num_sge (1..3)
+     * pieces gathered, num_sge sges as post_send's: a ring message in its slot (header,
+     * payload, flag) without a copy into one piece first. */
+    tmx_status_t (*rma_writev)(tmx_qp_t *qp, const tmx_rma_map_t *map, size_t off,
+                               const tmx_sge_t *sge, int num_sge, uint64_t wr_id);
 };
 
 struct tmx_prov {

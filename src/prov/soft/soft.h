@@ -946,6 +946,8 @@ tmx_status_t tmx_soft_rma_map(tmx_qp_t *qp, uint64_t raddr, size_t len, uint32_t
                               tmx_rma_map_t *map);
 tmx_status_t tmx_soft_rma_write(tmx_qp_t *qp, const tmx_rma_map_t *map, size_t off,
                                 const void *src, size_t n, uint64_t wr_id);
+tmx_status_t tmx_soft_rma_writev(tmx_qp_t *qp, const tmx_rma_map_t *map, size_t off,
+                                 const tmx_sge_t *sge, int num_sge, uint64_t wr_id);
 tmx_status_t tmx_soft_post_recv(tmx_qp_t *qp, tmx_recv_wr_t *wr, tmx_recv_wr_t **bad_p);
 void tmx_soft_rx_arrivals(tmx_soft_dev_t *dev);
 int tmx_soft_cq_poll(tmx_cq_t *cq, int n, tmx_wc_t *wc);

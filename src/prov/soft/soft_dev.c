@@ -1775,6 +1775,7 @@ const tmx_prov_ops_t tmx_soft_ops = {
     .ah_destroy       = tmx_soft_ah_destroy,
     .rma_map          = tmx_soft_rma_map,
     .rma_write        = tmx_soft_rma_write,
+    .rma_writev       = tmx_soft_rma_writev,
 };
 
 const tmx_prov_t tmx_soft_prov = {

@@ -3622,6 +3622,82 @@ tmx_status_t tmx_soft_rma_write(tmx_qp_t *q, const tmx_rma_map_t *map, size_t of
     return tmx_soft_rma_write_post(q, map, off, src, n, wr_id);
 }
 
+/* rma_writev past its fast path: the bounds, then the general post_send of the same write. */
+static __attribute__((noinline)) tmx_status_t
+tmx_soft_rma_writev_post(tmx_qp_t *q, const tmx_rma_map_t *map, size_t off, const tmx_sge_t *sge,
+                         int num_sge, uint64_t wr_id)
+{
+    tmx_sge_t     sg[3];
+    tmx_send_wr_t wr, *bad;
+    size_t        n = 0;
+
+    if (num_sge < 1 || num_sge > 3) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    for (int i = 0; i < num_sge; i++) {
+        sg[i] = sge[i];
+        n += sge[i].length;
+    }
+    if (off > map->len || n > map->len - off) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id            = wr_id;
+    wr.sg_list          = sg;
+    wr.num_sge          = num_sge;
+    wr.opcode           = TMX_WR_RDMA_WRITE;
+    wr.send_flags       = TMX_SEND_INLINE;
+    wr.rdma.remote_addr = map->remote_addr + off;
+    wr.rdma.rkey        = map->rkey;
+    return tmx_soft_post_send(q, &wr, &bad);
+}
+
+/* tmx_soft_rma_write gathering up to three pieces (a ring message in its slot: header,
+ * payload, flag), each copied once, straight into the peer's memory; the last 8 bytes (the
+ * flag word, at the end of the last piece) stored last, with release, as there. */
+tmx_status_t tmx_soft_rma_writev(tmx_qp_t *q, const tmx_rma_map_t *map, size_t off,
+                                 const tmx_sge_t *sge, int num_sge, uint64_t wr_id)
+{
+    tmx_soft_qp_t         *qp  = (tmx_soft_qp_t *)q;
+    const tmx_soft_rseg_t *r   = map->prov_aux[1];
+    uint8_t               *dst = (uint8_t *)map->prov_ptr + off;
+    size_t                 n   = 0, last;
+    uint64_t               v;
+
+    if (num_sge < 1 || num_sge > 3) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    for (int i = 0; i < num_sge; i++) {
+        n += sge[i].length; /* at most three 32-bit lengths: no overflow */
+    }
+    last = sge[num_sge - 1].length;
+    if (off <= map->len && n <= map->len - off && last >= 8 && n <= qp->dev->max_payload &&
+        (((uintptr_t)dst + n) & 7) == 0 && qp->super.state == TMX_QPS_RTS &&
+        (qp->sq_count | qp->resp_count) == 0 && qp->rma_gen == map->prov_gen &&
+        qp->rseg == r && !r->dead && tmx_soft_write_hook == NULL &&
+        atomic_load_explicit((const _Atomic uint32_t *)map->prov_aux[0],
+                             memory_order_acquire) == map->prov_word) {
+        const uint8_t *src;
+
+        for (int i = 0; i < num_sge - 1; i++) {
+            tmx_copy(dst, (const void *)(uintptr_t)sge[i].addr, sge[i].length);
+            dst += sge[i].length;
+        }
+        src = (const uint8_t *)(uintptr_t)sge[num_sge - 1].addr;
+        tmx_copy(dst, src, last - 8);
+        TMX_SOFT_RELEASE_FENCE();
+        memcpy(&v, src + last - 8, 8);
+        __atomic_store_n((uint64_t *)(void *)(dst + last - 8), v, __ATOMIC_RELEASE);
+        TMX_SOFT_RELEASE_FENCE();
+        /* the queue was empty: head, tx and next were equal and stay so */
+        qp->next_seq++;
+        qp->tx_seq++;
+        qp->head_seq++;
+        return TMX_OK;
+    }
+    return tmx_soft_rma_writev_post(q, map, off, sge, num_sge, wr_id);
+}
+
 tmx_status_t tmx_soft_post_send(tmx_qp_t *q, tmx_send_wr_t *wr, tmx_send_wr_t **bad_p)
 {
     tmx_soft_qp_t *qp = (tmx_soft_qp_t *)q;

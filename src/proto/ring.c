@@ -177,11 +177,6 @@ void tmx_ring_ep_failed(tmx_ep_t *ep)
     }
 }
 
-/* Where the receiver's words lie in the sender's control block: apart, so that the sender's
- * look at the sleep word after every ring write reads a line the receiver seldom writes. */
-#define TMX_RING_CREDIT_OFF 0
-#define TMX_RING_SLEEP_OFF  64
-
 /* One word into the sender's control block: signaled (a sleep notice, whose completion says it
  * is placed) or not. TMX_OK when posted. */
 static tmx_status_t tmx_ring_rx_write(tmx_ep_t *ep, tmx_ring_rx_t *rx, uint64_t off,
@@ -765,6 +760,9 @@ void tmx_ring_tx_grant(tmx_ep_t *ep, const uint8_t *buf, size_t len)
                                      (size_t)tx->slots * tx->slot_size +
                                          (tx->cells != 0 ? (size_t)tx->ncells * TMX_RING_CELL : 0),
                                      tx->rkey, &tx->map) == TMX_OK;
+    tx->cell_fast = tx->mapped && tx->cells != 0;
+    tx->asym      = (tx->caps & TMX_DEV_CAP_MEM_ASYM) != 0;
+    tx->cells_off = tx->cells != 0 ? (size_t)(tx->cells - tx->addr) : 0;
     ep->ring_tx = tx;
     ep->worker->rings_tx++;
     if (tx->seq_on) {
@@ -993,6 +991,12 @@ written:
         }
     }
     return TMX_OK;
+}
+
+void tmx_ring_tx_woke(tmx_ep_t *ep)
+{
+    ep->worker->ring_stats.wakes++;
+    tmx_proto_send_ctrl(ep, TMX_PROTO_CREDIT, 0, 0);
 }
 
 /* ---------------------------------------------------------------- sleeping */

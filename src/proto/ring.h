@@ -133,6 +133,8 @@ typedef struct tmx_ring_rx {
     int        sleep;      /* TMX_RING_SLEEP_*: what the sender's word says of our sleep */
     uint64_t   ctrl_addr;  /* the sender's control word */
     uint32_t   ctrl_rkey;
+    int        ctrl_mapped; /* ctrl_map is the control block: credit reports by rma_write */
+    tmx_rma_map_t ctrl_map;
     tmx_list_t link;       /* worker->ring_polled (active, polling modes) */
     uint8_t   *stage;      /* ALIGNED128: where a message is gathered (slot_size bytes) */
 } tmx_ring_rx_t;

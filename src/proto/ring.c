@@ -798,7 +798,6 @@ void tmx_ring_tx_grant(tmx_ep_t *ep, const uint8_t *buf, size_t len)
     tx->cell_fast = tx->mapped && tx->cells != 0;
     tx->asym      = (tx->caps & TMX_DEV_CAP_MEM_ASYM) != 0;
     tx->cells_off = tx->cells != 0 ? (size_t)(tx->cells - tx->addr) : 0;
-    tx->mids_off  = tx->mids != 0 ? (size_t)(tx->mids - tx->addr) : 0;
     ep->ring_tx = tx;
     ep->worker->rings_tx++;
     if (tx->seq_on) {

@@ -185,7 +185,6 @@ typedef struct tmx_ring_tx {
     int       cell_fast;
     int       asym;        /* TMX_DEV_CAP_MEM_ASYM: the receiver's barrier orders our stores */
     size_t    cells_off;   /* the cells' offset in map */
-    size_t    mids_off;    /* the middle cells' */
     tmx_rma_map_t map;
 } tmx_ring_tx_t;
 
@@ -248,26 +247,24 @@ static inline unsigned tmx_ring_poll(tmx_worker_t *w)
 tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const void *buf,
                            size_t len);
 
-/* The payload of a plain EAGER that fits a cell (a middle cell) with its header and flag. */
+/* The payload of a plain EAGER that fits a cell with its header and flag. */
 #define TMX_RING_CELL_PAYLOAD (TMX_RING_CELL - TMX_RING_FLAG - sizeof(tmx_proto_hdr_t))
-#define TMX_RING_MID_PAYLOAD  (TMX_RING_MID - TMX_RING_FLAG - sizeof(tmx_proto_hdr_t))
 
 /* The sender's short path's end: the receiver fell asleep before it saw our write (ring.h
  * "Sleeping"); sends the CREDIT that wakes it. */
 void tmx_ring_tx_woke(tmx_ep_t *ep);
 
-/* tmx_ring_send of a plain EAGER (header h) into its position's cell or middle cell, when
- * nothing but the write itself is to do: tx->cell_fast, connected, the send queue empty, the
- * cell free, the receiver awake. The same bytes, checks and order as tmx_ring_send's, without its general
+/* tmx_ring_send of a plain EAGER (header h) into its position's cell, when nothing but the
+ * write itself is to do: tx->cell_fast, connected, the send queue empty, the cell free, the
+ * receiver awake. The same bytes, checks and order as tmx_ring_send's, without its general
  * cases (callgrind, cg_small tmx-win 8 B: about 40 instructions a message fewer). TMX_OK:
  * written; TMX_ERR_NO_RESOURCE: tmx_ring_send decides. */
 static inline tmx_status_t tmx_ring_send_cell(tmx_ep_t *ep, tmx_ring_tx_t *tx,
                                               const tmx_proto_hdr_t *h, const void *buf,
                                               size_t len)
 {
-    uint64_t img[TMX_RING_MID / 8];
+    uint64_t img[TMX_RING_CELL / 8];
     size_t   n = sizeof(*h) + len + TMX_RING_FLAG;
-    size_t   off;
     uint64_t flag;
 
     if (!tx->ready || ep->closing || ep->state != TMX_EP_CONNECTED || ep->sq_busy > 0 ||
@@ -278,17 +275,10 @@ static inline tmx_status_t tmx_ring_send_cell(tmx_ep_t *ep, tmx_ring_tx_t *tx,
     memcpy(img, h, sizeof(*h));
     memcpy((uint8_t *)img + sizeof(*h), buf, len);
     memcpy((uint8_t *)img + sizeof(*h) + len, &flag, sizeof(flag));
-    if (n <= TMX_RING_CELL) {
-        off = tx->cells_off + (size_t)(tx->head & (tx->ncells - 1)) * TMX_RING_CELL +
-              TMX_RING_CELL - n;
-    } else if (tx->mids != 0) {
-        off = tx->mids_off + (size_t)(tx->head & (tx->ncells - 1)) * TMX_RING_MID +
-              TMX_RING_MID - n;
-    } else {
-        return TMX_ERR_NO_RESOURCE;
-    }
-    if (ep->iface->ops->rma_write(ep->qp, &tx->map, off, img, n,
-                                  TMX_WRID(TMX_WRID_RING_TX, ep->id)) != TMX_OK) {
+    if (ep->iface->ops->rma_write(ep->qp, &tx->map,
+                                  tx->cells_off + (size_t)(tx->head & (tx->ncells - 1)) *
+                                                      TMX_RING_CELL + TMX_RING_CELL - n,
+                                  img, n, TMX_WRID(TMX_WRID_RING_TX, ep->id)) != TMX_OK) {
         return TMX_ERR_NO_RESOURCE;
     }
     tx->head++;
@@ -333,7 +323,7 @@ static inline tmx_status_t tmx_ring_eager_try(tmx_ep_t *ep, const void *buf, siz
     h.credits  = (uint16_t)give;
     h.status   = (int32_t)(uint32_t)imm;
     h.tag      = tag;
-    if (!(len <= TMX_RING_MID_PAYLOAD && ep->ring_tx->cell_fast &&
+    if (!(len <= TMX_RING_CELL_PAYLOAD && ep->ring_tx->cell_fast &&
           tmx_ring_send_cell(ep, ep->ring_tx, &h, buf, len) == TMX_OK) &&
         tmx_ring_send(ep, &h, sizeof(h), buf, len) != TMX_OK) {
         return TMX_ERR_NO_RESOURCE;

@@ -46,9 +46,6 @@
  * the receiver posted its receives; TMX_RING_SLOTS=64 as a stand-in: tmx_pingpong -t bw 8 B,
  * fast phase, median of 10 rounds 117 -> 131 MB/s). */
 #define TMX_RING_CELLS_PER_SLOT 4
-/* In a grant's cell count (its reserved word): middle cells follow the cells (ring.h "Cells").
- * A sender that does not know them refuses the grant (a count that is no power of two). */
-#define TMX_RING_GRANT_MIDS 0x80000000u
 /* Ring messages taken per ring per poll, so that one busy sender does not hold the others. */
 #define TMX_RING_DRAIN 32
 /* How often the lent rings are looked at for an idle one, when a sender waits for a ring and
@@ -286,9 +283,6 @@ static inline void tmx_ring_rx_aim(tmx_ring_rx_t *rx)
     rx->poll_cell   = rx->cells == NULL ? rx->poll_at
                                         : rx->cells + (rx->head & (rx->ncells - 1)) * TMX_RING_CELL +
                                               TMX_RING_CELL - 1;
-    rx->poll_mid    = rx->mids == NULL ? rx->poll_cell
-                                       : rx->mids + (rx->head & (rx->ncells - 1)) * TMX_RING_MID +
-                                             TMX_RING_MID - 1;
     rx->poll_marker = tmx_ring_marker(rx->head, rx->slots_log2);
     rx->poll_cell_marker = tmx_ring_marker(rx->head, rx->cells_log2);
 }
@@ -314,7 +308,6 @@ tmx_ring_rx_deliver(tmx_ep_t *ep, tmx_ring_rx_t *rx, const uint8_t *msg, size_t 
     } else {
         rx->poll_at += rx->slot_size;
         rx->poll_cell += rx->cell_step;
-        rx->poll_mid += rx->mid_step;
     }
     w->ring_stats.received++;
     ep->ring_rx_now = rx->mode != TMX_RING_MODE_IMM; /* no eager credit (ring.h "Credits") */
@@ -338,9 +331,8 @@ static unsigned tmx_ring_rx_drain(tmx_ep_t *ep, tmx_ring_rx_t *rx, unsigned max)
         int            rc;
 
         if (rx->mode == TMX_RING_MODE_WHOLE && rx->cells != NULL) {
-            /* the position's cell, then its slot, then its middle cell (ring.h "Cells"): the
-             * one whose number is not older than the next one (the others may show this
-             * marker from 255 laps ago) */
+            /* the position's cell, then its slot (ring.h "Cells"): the one whose number is
+             * not older than the next one (the other may show this marker from 255 laps ago) */
             rc = tmx_ring_slot_read_whole(rx->poll_cell, rx->poll_cell_marker, TMX_RING_CELL,
                                           &msg);
             if (rc > 0 && (int32_t)(msg.seq - rx->expected) < 0) {
@@ -348,14 +340,6 @@ static unsigned tmx_ring_rx_drain(tmx_ep_t *ep, tmx_ring_rx_t *rx, unsigned max)
             }
             if (rc == 0) {
                 rc = tmx_ring_slot_read_whole(rx->poll_at, rx->poll_marker, rx->slot_size, &msg);
-                if (rc > 0 && (int32_t)(msg.seq - rx->expected) < 0) {
-                    rc = 0;
-                }
-            }
-            if (rc == 0 && rx->mids != NULL) {
-                /* last: a slot's message (1 KiB) pays no look at the middle cell */
-                rc = tmx_ring_slot_read_whole(rx->poll_mid, rx->poll_cell_marker, TMX_RING_MID,
-                                              &msg);
                 if (rc > 0 && (int32_t)(msg.seq - rx->expected) < 0) {
                     rc = 0;
                 }
@@ -492,7 +476,7 @@ static void tmx_ring_grant(tmx_ep_t *ep)
                                        (size_t)rx->slots * rx->slot_size +
                                            (rx->mode == TMX_RING_MODE_WHOLE
                                                 ? (size_t)rx->slots * TMX_RING_CELLS_PER_SLOT *
-                                                      (TMX_RING_CELL + TMX_RING_MID)
+                                                      TMX_RING_CELL
                                                 : 0),
                                        TMX_ACCESS_LOCAL_WRITE | TMX_ACCESS_REMOTE_WRITE, &rx->mr);
     if (status != TMX_OK) {
@@ -507,8 +491,6 @@ static void tmx_ring_grant(tmx_ep_t *ep)
     rx->cell_step  = rx->cells != NULL ? TMX_RING_CELL : rx->slot_size;
     rx->ncells     = rx->cells != NULL ? rx->slots * TMX_RING_CELLS_PER_SLOT : rx->slots;
     rx->cells_log2 = tmx_ring_log2(rx->ncells);
-    rx->mids       = rx->cells != NULL ? rx->cells + (size_t)rx->ncells * TMX_RING_CELL : NULL;
-    rx->mid_step   = rx->mids != NULL ? TMX_RING_MID : rx->cell_step;
     tmx_ring_rx_aim(rx);
     ep->ring_rx = rx;
     w->rings_rx++;
@@ -726,9 +708,8 @@ static unsigned tmx_ring_refusal(tmx_ep_t *ep, const tmx_proto_ring_hdr_t *h)
         h->slots > 65536 || (h->slots & (h->slots - 1)) != 0 || h->slot_size < 128 ||
         h->slot_size > 65536 || h->slot_size % TMX_RING_BLOCK != 0 ||
         h->slot_size > ep->iface->max_inline ||
-        (h->reserved != 0 && ((h->reserved & ~TMX_RING_GRANT_MIDS) < h->slots ||
-                              (h->reserved & ~TMX_RING_GRANT_MIDS) > 65536 ||
-                              (h->reserved & (h->reserved - 1) & ~TMX_RING_GRANT_MIDS) != 0 ||
+        (h->reserved != 0 && (h->reserved < h->slots || h->reserved > 65536 ||
+                              (h->reserved & (h->reserved - 1)) != 0 ||
                               mode != TMX_RING_MODE_WHOLE))) {
         return TMX_RING_REFUSE_BAD;
     }
@@ -763,10 +744,7 @@ void tmx_ring_tx_grant(tmx_ep_t *ep, const uint8_t *buf, size_t len)
     tx->max        = tmx_ring_slot_max(tx->mode, tx->slot_size);
     tx->addr       = h.addr;
     tx->cells      = h.reserved != 0 ? h.addr + (uint64_t)h.slots * h.slot_size : 0;
-    tx->ncells     = h.reserved != 0 ? h.reserved & ~TMX_RING_GRANT_MIDS : h.slots;
-    tx->mids       = (h.reserved & TMX_RING_GRANT_MIDS)
-                         ? tx->cells + (uint64_t)tx->ncells * TMX_RING_CELL
-                         : 0;
+    tx->ncells     = h.reserved != 0 ? h.reserved : h.slots;
     tx->cells_log2 = tmx_ring_log2(tx->ncells);
     tx->cell_marker = tmx_ring_marker(0, tx->cells_log2);
     tx->rkey       = h.rkey;
@@ -792,8 +770,7 @@ void tmx_ring_tx_grant(tmx_ep_t *ep, const uint8_t *buf, size_t len)
                  iface->ops->rma_write != NULL &&
                  iface->ops->rma_map(ep->qp, tx->addr,
                                      (size_t)tx->slots * tx->slot_size +
-                                         (tx->cells != 0 ? (size_t)tx->ncells * TMX_RING_CELL : 0) +
-                                         (tx->mids != 0 ? (size_t)tx->ncells * TMX_RING_MID : 0),
+                                         (tx->cells != 0 ? (size_t)tx->ncells * TMX_RING_CELL : 0),
                                      tx->rkey, &tx->map) == TMX_OK;
     tx->cell_fast = tx->mapped && tx->cells != 0;
     tx->asym      = (tx->caps & TMX_DEV_CAP_MEM_ASYM) != 0;
@@ -869,8 +846,7 @@ tmx_status_t tmx_ring_ctrl_post(tmx_ep_t *ep, uint8_t op, int32_t status)
         h.rkey      = rx->mr->rkey;
         h.slots     = rx->slots;
         h.slot_size = (uint32_t)rx->slot_size;
-        /* the cells follow the slots, the middle cells the cells */
-        h.reserved  = rx->cells != NULL ? rx->ncells | TMX_RING_GRANT_MIDS : 0;
+        h.reserved  = rx->cells != NULL ? rx->ncells : 0; /* the cells follow the slots */
     } else if (status == TMX_RING_REFUSE_NONE) {
         tmx_ring_tx_t *tx = ep->ring_tx;
 
@@ -903,10 +879,8 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
     tmx_status_t   status;
     /* to its position's cell (ring.h "Cells"), which is free while fewer than ncells
      * messages are outstanding; else to its slot (fewer than slots) */
-    int            cell = hlen + len + TMX_RING_FLAG <= TMX_RING_CELL && tx->cells != 0;
-    /* or its middle cell */
-    int            mid  = hlen + len + TMX_RING_FLAG <= TMX_RING_MID && !cell && tx->mids != 0;
-    uint64_t       cap  = cell || mid ? tx->ncells : tx->slots;
+    int            cell = tx->cells != 0 && hlen + len + TMX_RING_FLAG <= TMX_RING_CELL;
+    uint64_t       cap  = cell ? tx->ncells : tx->slots;
 
     if (!tx->ready || hlen + len > tx->max || ep->closing || ep->state != TMX_EP_CONNECTED) {
         return TMX_ERR_NO_RESOURCE;
@@ -941,8 +915,7 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
          * one piece, so that the device copies one sge; the same bytes as
          * tmx_ring_slot_build's */
         size_t   mlen = hlen + len;
-        uint64_t flag = tmx_ring_flag(tx->seq, mlen, hlen,
-                                      cell || mid ? tx->cell_marker : tx->marker);
+        uint64_t flag = tmx_ring_flag(tx->seq, mlen, hlen, cell ? tx->cell_marker : tx->marker);
 
         if (hlen == sizeof(tmx_proto_hdr_t)) {
             memcpy(img, hdr, sizeof(tmx_proto_hdr_t)); /* a plain EAGER's: two moves */
@@ -954,15 +927,12 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
         rw.len = mlen + TMX_RING_FLAG;
         if (tx->mapped) {
             /* the same write without a work request (prov.h rma_write): to the position's
-             * cell, middle cell or the end of its slot */
-            size_t off = cell  ? (size_t)(tx->cells - tx->addr) +
-                                     (size_t)(tx->head & (tx->ncells - 1)) * TMX_RING_CELL +
-                                     TMX_RING_CELL - rw.len
-                         : mid ? (size_t)(tx->mids - tx->addr) +
-                                     (size_t)(tx->head & (tx->ncells - 1)) * TMX_RING_MID +
-                                     TMX_RING_MID - rw.len
-                               : (size_t)(tx->head & (tx->slots - 1)) * tx->slot_size +
-                                     tx->slot_size - rw.len;
+             * cell or the end of its slot */
+            size_t off = cell ? (size_t)(tx->cells - tx->addr) +
+                                    (size_t)(tx->head & (tx->ncells - 1)) * TMX_RING_CELL +
+                                    TMX_RING_CELL - rw.len
+                              : (size_t)(tx->head & (tx->slots - 1)) * tx->slot_size +
+                                    tx->slot_size - rw.len;
 
             status = iface->ops->rma_write(ep->qp, &tx->map, off, img, rw.len,
                                            TMX_WRID(TMX_WRID_RING_TX, ep->id));
@@ -986,9 +956,6 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
         /* to the position's cell, laid out as in a slot (ring.h "Cells") */
         wr.rdma.remote_addr = tx->cells + (tx->head & (tx->ncells - 1)) * TMX_RING_CELL +
                               TMX_RING_CELL - rw.len;
-    } else if (mid) {
-        wr.rdma.remote_addr = tx->mids + (tx->head & (tx->ncells - 1)) * TMX_RING_MID +
-                              TMX_RING_MID - rw.len;
     } else {
         wr.rdma.remote_addr = tx->addr + (tx->head & (tx->slots - 1)) * tx->slot_size + rw.off;
     }
@@ -1089,10 +1056,7 @@ tmx_status_t tmx_ring_arm(tmx_worker_t *w)
                                 rx->slot_size, rx->slots_log2, rx->head) ||
             (rx->cells != NULL &&
              tmx_ring_slot_ready(rx->cells + (rx->head & (rx->ncells - 1)) * TMX_RING_CELL,
-                                 TMX_RING_CELL, rx->cells_log2, rx->head)) ||
-            (rx->mids != NULL &&
-             tmx_ring_slot_ready(rx->mids + (rx->head & (rx->ncells - 1)) * TMX_RING_MID,
-                                 TMX_RING_MID, rx->cells_log2, rx->head))) {
+                                 TMX_RING_CELL, rx->cells_log2, rx->head))) {
             return TMX_ERR_BUSY;
         }
     }

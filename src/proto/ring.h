@@ -36,13 +36,8 @@
  * small message needs only its cell free (fewer than ncells positions outstanding), a large
  * one its slot (fewer than slots): a window of 64 small messages (osu_bw, tmx_pingpong -t
  * bw) fits a 32-slot ring without waiting for the receiver, which posts its receives
- * meanwhile. After the cells come as many middle cells of 128 bytes (TMX_RING_MID; the
- * grant's count carries TMX_RING_GRANT_MIDS): a message too big for a cell and of up to 128
- * bytes with its flag (a 104-byte payload) goes to its position's middle cell, with the
- * cells' marker, and needs only that free, so a window of 64-byte messages fits too (with
- * the slots alone the sender's window met the 32 slots: ring.sh "window64"). The reader
- * looks at all three for the position's marker: the cell, the slot, then the middle cell
- * (a slot's 1 KiB message pays no look at the middle cell). Small messages in a row then land in adjacent
+ * meanwhile. The reader looks at both
+ * for the position's marker, the cell first. Small messages in a row then land in adjacent
  * lines, not one line per 2 KiB slot: where moving a line between the cores is slow, the
  * reader's cache fetches the next ones ahead (compare.sh 8 B rate). A cell or a slot not
  * written for 255 laps shows this lap's marker again: the reader takes only the one whose
@@ -124,11 +119,8 @@ typedef struct tmx_ring_rx {
     uint8_t    poll_marker;
     uint8_t    poll_cell_marker; /* the cell's (its laps are ncells positions long) */
     uint8_t   *cells;      /* WHOLE: ncells cells of TMX_RING_CELL bytes after the slots */
-    uint8_t   *mids;       /* and ncells middle cells of TMX_RING_MID bytes after them */
-    const uint8_t *poll_mid; /* the position's middle cell's last byte (poll_cell when none) */
     unsigned   ncells, cells_log2; /* slots and slots_log2 when no cells */
     size_t     cell_step;  /* what poll_cell moves by: TMX_RING_CELL, or slot_size (none) */
-    size_t     mid_step;   /* what poll_mid moves by: TMX_RING_MID, or cell_step (none) */
     uint64_t   reported;   /* head last written into the sender's control word */
     int        report_due; /* that write found the send queue full: ep's progress retries
                             * it (tmx_ring_rx_report_retry) */
@@ -161,7 +153,6 @@ typedef struct tmx_ring_tx {
     size_t    max;         /* largest message (header and payload) a slot takes */
     uint64_t  addr;        /* the receiver's slots */
     uint64_t  cells;       /* and its cells (ring.h "Cells"), 0: none */
-    uint64_t  mids;        /* and its middle cells, 0: none */
     unsigned  ncells, cells_log2; /* how many (slots and slots_log2 when none) */
     uint32_t  rkey;
     uint64_t  head;        /* messages written */
@@ -233,8 +224,7 @@ static inline unsigned tmx_ring_poll(tmx_worker_t *w)
         tmx_ring_rx_t *rx = tmx_container_of(l, tmx_ring_rx_t, link);
 
         if (__atomic_load_n(rx->poll_cell, __ATOMIC_ACQUIRE) == rx->poll_cell_marker ||
-            __atomic_load_n(rx->poll_at, __ATOMIC_ACQUIRE) == rx->poll_marker ||
-            __atomic_load_n(rx->poll_mid, __ATOMIC_ACQUIRE) == rx->poll_cell_marker) {
+            __atomic_load_n(rx->poll_at, __ATOMIC_ACQUIRE) == rx->poll_marker) {
             n += tmx_ring_poll_rx(rx);
         }
     }

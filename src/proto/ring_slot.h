@@ -52,9 +52,6 @@ typedef enum {
 /* WHOLE: bytes of a cell (ring.h, "Cells"): a message of up to this much, flag included,
  * goes to its position's cell instead of its slot */
 #define TMX_RING_CELL       64
-/* WHOLE: bytes of a middle cell (ring.h "Cells"): a message too big for a cell and of up to
- * this much, flag included (a 104-byte payload behind the 16-byte header), goes there */
-#define TMX_RING_MID        128
 
 /* The mode's name, for logs and the worker query: "whole", "aligned128", "imm", "none". */
 const char *tmx_ring_mode_name(unsigned mode);

@@ -92,6 +92,7 @@
 
 #include "core/core.h"
 #include "proto/ring_slot.h"
+#include "util/copy.h"
 
 /* Where the receiver's words lie in the sender's control block: apart, so that the sender's
  * look at the sleep word after every ring write reads a line the receiver seldom writes. */
@@ -263,7 +264,7 @@ static inline tmx_status_t tmx_ring_send_cell(tmx_ep_t *ep, tmx_ring_tx_t *tx,
     }
     flag = tmx_ring_flag(tx->seq, sizeof(*h) + len, sizeof(*h), tx->cell_marker);
     memcpy(img, h, sizeof(*h));
-    memcpy((uint8_t *)img + sizeof(*h), buf, len);
+    tmx_copy((uint8_t *)img + sizeof(*h), buf, len); /* inline, as tmx_ring_send's */
     memcpy((uint8_t *)img + sizeof(*h) + len, &flag, sizeof(flag));
     if (ep->iface->ops->rma_write(ep->qp, &tx->map,
                                   tx->cells_off + (size_t)(tx->head & (tx->ncells - 1)) *

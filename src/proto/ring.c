@@ -192,11 +192,6 @@ void tmx_ring_ep_failed(tmx_ep_t *ep)
     }
 }
 
-/* Where the receiver's words lie in the sender's control block: apart, so that the sender's
- * look at the sleep word after every ring write reads a line the receiver seldom writes. */
-#define TMX_RING_CREDIT_OFF 0
-#define TMX_RING_SLEEP_OFF  64
-
 /* One word into the sender's control block: signaled (a sleep notice, whose completion says it
  * is placed) or not. TMX_OK when posted. */
 static tmx_status_t tmx_ring_rx_write(tmx_ep_t *ep, tmx_ring_rx_t *rx, uint64_t off,
@@ -208,6 +203,12 @@ static tmx_status_t tmx_ring_rx_write(tmx_ep_t *ep, tmx_ring_rx_t *rx, uint64_t 
 
     if (ep->state != TMX_EP_CONNECTED || ep->qp == NULL || !rx->active) {
         return TMX_ERR_PEER_FAILED;
+    }
+    if (!signaled && rx->ctrl_mapped) {
+        /* the same write without a work request (prov.h rma_write), as the sender's ring
+         * writes: a credit report every half ring cost the receiver about 170 instructions */
+        return ep->iface->ops->rma_write(ep->qp, &rx->ctrl_map, off, &word, sizeof(word),
+                                         TMX_WRID(TMX_WRID_RING_RX, ep->id));
     }
     memset(&wr, 0, sizeof(wr));
     wr.wr_id            = TMX_WRID(TMX_WRID_RING_RX, ep->id);
@@ -640,6 +641,12 @@ void tmx_ring_rx_ack(tmx_ep_t *ep, const uint8_t *buf, size_t len)
     rx->ctrl_addr = h.addr;
     rx->ctrl_rkey = h.rkey;
     rx->active    = 1;
+    /* a device that writes a word without a work request: the control block checked once */
+    rx->ctrl_mapped = rx->mode == TMX_RING_MODE_WHOLE &&
+                      (ep->iface->dev->attr.caps & TMX_DEV_CAP_MEM_DIRECT) &&
+                      ep->iface->ops->rma_map != NULL && ep->iface->ops->rma_write != NULL &&
+                      ep->iface->ops->rma_map(ep->qp, rx->ctrl_addr, TMX_RING_BLOCK,
+                                              rx->ctrl_rkey, &rx->ctrl_map) == TMX_OK;
     if (tmx_ring_polling(rx->mode)) {
         ep->poll_data = 1;
         if (tmx_ep_data_path_check(ep) != TMX_OK) {
@@ -788,6 +795,9 @@ void tmx_ring_tx_grant(tmx_ep_t *ep, const uint8_t *buf, size_t len)
                                      (size_t)tx->slots * tx->slot_size +
                                          (tx->cells != 0 ? (size_t)tx->ncells * TMX_RING_CELL : 0),
                                      tx->rkey, &tx->map) == TMX_OK;
+    tx->cell_fast = tx->mapped && tx->cells != 0;
+    tx->asym      = (tx->caps & TMX_DEV_CAP_MEM_ASYM) != 0;
+    tx->cells_off = tx->cells != 0 ? (size_t)(tx->cells - tx->addr) : 0;
     ep->ring_tx = tx;
     ep->worker->rings_tx++;
     if (tx->seq_on) {
@@ -1032,6 +1042,12 @@ written:
         }
     }
     return TMX_OK;
+}
+
+void tmx_ring_tx_woke(tmx_ep_t *ep)
+{
+    ep->worker->ring_stats.wakes++;
+    tmx_proto_send_ctrl(ep, TMX_PROTO_CREDIT, 0, 0);
 }
 
 /* ---------------------------------------------------------------- sleeping */

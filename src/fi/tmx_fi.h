@@ -174,6 +174,12 @@ typedef struct tmx_fi_ep {
     int              closing; /* tmx_fi_ep_close: completions make no CQ entries */
     size_t           tx_pending; /* send operations tmx has in progress (their callback due) */
     tmx_fi_claim_t  *claims;
+    /* What fi_tsend and fi_trecv would otherwise work out per call, set by tmx_fi_ep_hot
+     * whenever what it derives from changes (bind, FI_ENABLE, FI_SETOPSFLAG): */
+    int              fast;        /* enabled, FI_TAGGED, no domain lock (FI_THREAD_SAFE) */
+    uint64_t         tag_bad;     /* the tag bits a tagged operation may not use (FI_MSG's) */
+    uint64_t         tsend_flags; /* FI_TAGGED, and FI_COMPLETION when fi_tsend completes */
+    uint64_t         trecv_flags; /* FI_TAGGED, and FI_COMPLETION when fi_trecv completes */
 } tmx_fi_ep_t;
 
 /* tmx_fi.c */

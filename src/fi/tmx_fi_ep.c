@@ -201,9 +201,9 @@ static void tmx_fi_recv_cb(tmx_request_h req, tmx_status_t status,
             ep->rx_cntr->val++;
         }
         if (ep->rx_cq != NULL && (op->flags & FI_COMPLETION)) {
+            /* TMX_OK: the message fitted (info->length <= op->len) */
             tmx_fi_cq_push(ep->rx_cq, op->context, (op->flags & (FI_TAGGED | FI_MSG)) | FI_RECV,
-                           info->length < op->len ? info->length : op->len,
-                           tmx_fi_user_tag(ep, info->tag), 0);
+                           info->length, info->tag & ~ep->tag_bad, 0);
         }
         op->status = TMX_OK; /* tmx_fi_recv_post looks (a receive done inside its call) */
         tmx_fi_op_put(op);
@@ -371,7 +371,7 @@ static ssize_t tmx_fi_send_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
  * keeps it, until its callback.
  */
 static ssize_t tmx_fi_send_one(tmx_fi_ep_t *ep, const void *buf, size_t len, fi_addr_t dest,
-                               uint64_t tag, void *context, uint64_t flags)
+                               uint64_t tag, void *context, uint64_t flags, int tried)
 {
     tmx_request_params_t params;
     tmx_request_h        req = NULL;
@@ -386,7 +386,7 @@ static ssize_t tmx_fi_send_one(tmx_fi_ep_t *ep, const void *buf, size_t len, fi_
     if (peer == NULL) {
         return -FI_EINVAL;
     }
-    if (len <= TMX_FI_INJECT_SIZE && ep->tx_pending == 0) {
+    if (!tried && len <= TMX_FI_INJECT_SIZE && ep->tx_pending == 0) {
         /* first as fi_inject does: done in place (an eager send), or not at all, with no
          * operation taken and put back (callgrind, cg_small fi-win 8 B: 12 instructions a
          * message less). Not while sends of ours are in progress: tmx queues this one behind
@@ -762,6 +762,11 @@ static ssize_t tmx_fi_trecvv_flags(tmx_fi_ep_t *ep, const struct iovec *iov, siz
     return tmx_fi_recv(ep, iov, count, tag, mask, src_addr, context, flags, FI_TAGGED);
 }
 
+/*
+ * fi_trecv. Open MPI's every receive comes here. The common case first (tmx_fi_ep_hot): an
+ * endpoint without the domain lock, a receive from any source (Open MPI's ofi_tag_1 puts the
+ * source in the tag), an operation on the free list; anything else the general way.
+ */
 static ssize_t tmx_fi_trecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
                             fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context)
 {
@@ -770,6 +775,20 @@ static ssize_t tmx_fi_trecv(struct fid_ep *fep, void *buf, size_t len, void *des
     ssize_t      r;
 
     (void)desc;
+    if (ep->fast && !(tag & mask & ep->tag_bad) && (buf != NULL || len == 0) &&
+        (src_addr == FI_ADDR_UNSPEC || !(ep->caps & FI_DIRECTED_RECV)) &&
+        ep->free_ops != NULL) {
+        tmx_fi_op_t *op = ep->free_ops;
+
+        mask |= ep->tag_bad; /* a tagged receive never matches an untagged message */
+        ep->free_ops = op->next;
+        op->next     = NULL;
+        op->status   = TMX_INPROGRESS;
+        op->kind     = TMX_FI_OP_RECV;
+        op->flags    = ep->trecv_flags;
+        op->context  = context;
+        return tmx_fi_recv_post(ep, op, buf, len, tag & mask, mask, NULL, NULL);
+    }
     if (!(ep->caps & FI_TAGGED) || !tmx_fi_tag_ok(ep, tag & mask)) {
         return ep->caps & FI_TAGGED ? -FI_EINVAL : -FI_ENOSYS;
     }
@@ -830,13 +849,47 @@ static ssize_t tmx_fi_tsendv_flags(tmx_fi_ep_t *ep, const struct iovec *iov, siz
     return tmx_fi_send(ep, iov, count, dest, tag, context, flags | FI_TAGGED, data);
 }
 
+/* The parameters of a send tmx must finish in place or refuse (TMX_SEND_FLAG_TRY). */
+static const tmx_request_params_t tmx_fi_try_params = {
+    .field_mask = TMX_REQ_PARAM_FLAGS,
+    .flags      = TMX_SEND_FLAG_TRY,
+};
+
+/*
+ * fi_tsend. Open MPI's MPI_Isend (and every send above inject_size) comes here. The common
+ * case first, with nothing worked out per call that the endpoint knows already (tmx_fi_ep_hot):
+ * an endpoint without the domain lock, a connected peer, no send of ours in progress, and tmx
+ * finishing the send in place; then the CQ entry is made here and no operation is taken.
+ * Anything else, or a send tmx refuses, goes the general way (tmx_fi_send_one).
+ */
 static ssize_t tmx_fi_tsend(struct fid_ep *fep, const void *buf, size_t len, void *desc,
                             fi_addr_t dest, uint64_t tag, void *context)
 {
-    tmx_fi_ep_t *ep = tmx_fi_ep_of(fep);
+    tmx_fi_ep_t *ep    = tmx_fi_ep_of(fep);
+    int          tried = 0;
     ssize_t      r;
 
     (void)desc;
+    if (ep->fast && !(tag & ep->tag_bad) && len <= TMX_FI_INJECT_SIZE && ep->tx_pending == 0 &&
+        (buf != NULL || len == 0) && dest < ep->npeers && ep->peers[dest] != NULL &&
+        dest < ep->av->count && ep->av->valid[dest]) {
+        tmx_request_h req = NULL;
+        tmx_status_t  s   = tmx_tag_send_nb(ep->peers[dest], buf, len, tag, &tmx_fi_try_params,
+                                            &req);
+        if (s == TMX_OK) {
+            if (ep->tx_cntr != NULL) {
+                ep->tx_cntr->val++;
+            }
+            if ((ep->tsend_flags & FI_COMPLETION) && ep->tx_cq != NULL) {
+                tmx_fi_cq_push(ep->tx_cq, context, FI_TAGGED | FI_SEND, 0, 0, 0);
+            }
+            return 0;
+        }
+        if (s != TMX_ERR_NO_RESOURCE) {
+            return -tmx_fi_errno(s);
+        }
+        tried = 1;
+    }
     if (!(ep->caps & FI_TAGGED)) {
         return -FI_ENOSYS;
     }
@@ -845,7 +898,7 @@ static ssize_t tmx_fi_tsend(struct fid_ep *fep, const void *buf, size_t len, voi
     }
     tmx_fi_lock(ep->dom);
     r = tmx_fi_send_one(ep, buf, len, dest, tag, context,
-                        FI_TAGGED | tmx_fi_comp(ep->tx_selective, ep->tx_op_flags, 0));
+                        FI_TAGGED | tmx_fi_comp(ep->tx_selective, ep->tx_op_flags, 0), tried);
     tmx_fi_unlock(ep->dom);
     return r;
 }
@@ -1333,6 +1386,16 @@ static int tmx_fi_ep_close(struct fid *fid)
     return 0;
 }
 
+/* Sets the endpoint's hot fields (tmx_fi_ep_t) from what they derive from; called by
+ * everything that changes that. */
+static void tmx_fi_ep_hot(tmx_fi_ep_t *ep)
+{
+    ep->fast        = ep->enabled && (ep->caps & FI_TAGGED) && !ep->dom->safe;
+    ep->tag_bad     = (ep->caps & FI_MSG) ? TMX_FI_MSG_BIT : 0;
+    ep->tsend_flags = FI_TAGGED | tmx_fi_comp(ep->tx_selective, ep->tx_op_flags, 0);
+    ep->trecv_flags = FI_TAGGED | tmx_fi_comp(ep->rx_selective, ep->rx_op_flags, 0);
+}
+
 static int tmx_fi_ep_bind_unlocked(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
     tmx_fi_ep_t *ep = (tmx_fi_ep_t *)fid;
@@ -1373,6 +1436,7 @@ static int tmx_fi_ep_bind_unlocked(struct fid *fid, struct fid *bfid, uint64_t f
             ep->rx_cq        = cq;
             ep->rx_selective = !!(flags & FI_SELECTIVE_COMPLETION);
         }
+        tmx_fi_ep_hot(ep);
         return 0;
     }
     case FI_CLASS_CNTR: {
@@ -1428,6 +1492,7 @@ static int tmx_fi_ep_control_unlocked(struct fid *fid, int command, void *arg)
             return -FI_ENOCQ;
         }
         ep->enabled = 1;
+        tmx_fi_ep_hot(ep);
         return 0;
     case FI_GETOPSFLAG:
     case FI_SETOPSFLAG: {
@@ -1445,6 +1510,7 @@ static int tmx_fi_ep_control_unlocked(struct fid *fid, int command, void *arg)
             *f = *target;
         } else {
             *target = *f & ~(uint64_t)(FI_TRANSMIT | FI_RECV);
+            tmx_fi_ep_hot(ep);
         }
         return 0;
     }
@@ -1547,6 +1613,7 @@ int tmx_fi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_
     ep->ep.tagged      = &tmx_fi_tagged_ops;
     ep->dom            = dom;
     dom->refs++;
+    tmx_fi_ep_hot(ep);
     *ep_p = &ep->ep;
     return 0;
 

@@ -694,6 +694,62 @@ static void test_selective(void)
     sync_peers();
 }
 
+/* FI_SETOPSFLAG on an enabled endpoint: with FI_SELECTIVE_COMPLETION, taking FI_COMPLETION
+ * out of the default op_flags makes fi_tsend and fi_trecv complete silently (counted), and
+ * putting it back makes them report again. fi_tsend and fi_trecv keep what the op_flags say
+ * in the endpoint (tmx_fi_ep_hot): this fails if a change of them is not seen there. */
+static void test_opsflag(void)
+{
+    char     buf[16];
+    int      ctx;
+    uint64_t f;
+
+    for (int round = 0; round < 2; round++) {
+        f = (rank ? FI_RECV : FI_TRANSMIT) | (round == 0 ? 0 : FI_COMPLETION);
+        CHECK(fi_control(&ep->fid, FI_SETOPSFLAG, &f) == 0, "FI_SETOPSFLAG round %d", round);
+        if (rank == 1) {
+            uint64_t before = fi_cntr_read(rxc);
+            memset(buf, 0, sizeof(buf));
+            CHECK(fi_trecv(ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, 0x18, 0, &ctx) == 0,
+                  "trecv round %d", round);
+            sync_peers();
+            if (round == 0) {
+                double t0 = now();
+                while (fi_cntr_read(rxc) == before && now() - t0 < 20) {
+                    fi_cq_read(cq, NULL, 0); /* progress */
+                }
+                CHECK(fi_cntr_read(rxc) == before + 1, "silent receive counted");
+                expect_nothing("no receive completion with FI_COMPLETION taken out");
+            } else {
+                expect_comp(&ctx, FI_RECV | FI_TAGGED, sizeof(buf), 0x18, 1,
+                            "receive with FI_COMPLETION put back");
+            }
+            CHECK(check_fill(buf, sizeof(buf), 18), "data round %d", round);
+        } else {
+            fill(buf, sizeof(buf), 18);
+            sync_peers();
+            uint64_t before = fi_cntr_read(txc);
+            ssize_t  r;
+            while ((r = fi_tsend(ep, buf, sizeof(buf), NULL, peer, 0x18, &ctx)) == -FI_EAGAIN) {
+                fi_cq_read(cq, NULL, 0);
+            }
+            CHECK(r == 0, "tsend round %d: %zd", round, r);
+            if (round == 0) {
+                double t0 = now();
+                while (fi_cntr_read(txc) == before && now() - t0 < 20) {
+                    fi_cq_read(cq, NULL, 0);
+                }
+                CHECK(fi_cntr_read(txc) == before + 1, "silent send counted");
+                expect_nothing("no send completion with FI_COMPLETION taken out");
+            } else {
+                expect_comp(&ctx, FI_SEND | FI_TAGGED, 0, 0, 0,
+                            "send with FI_COMPLETION put back");
+            }
+        }
+        sync_peers();
+    }
+}
+
 /* More completions than the CQ's initial 1024 entries, read only at the end: the queue grows
  * and gives them back in order. */
 static void test_many(void)
@@ -926,6 +982,7 @@ int main(void)
     test_inject_many(sizeof(int), 1000);
     test_inject_many(4096, 300);
     test_selective();
+    test_opsflag();
     test_many();
     test_cancel();
     test_cq_data();

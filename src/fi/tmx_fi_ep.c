@@ -855,6 +855,17 @@ static const tmx_request_params_t tmx_fi_try_params = {
     .flags      = TMX_SEND_FLAG_TRY,
 };
 
+/* Whether a tagged send may be tried in place at once (fi_tsend, fi_tinject): an endpoint
+ * without the domain lock, a valid tag, an eager length, no send of ours in progress (tmx
+ * would queue this one behind it), and a connected peer of a valid AV entry. */
+static inline int tmx_fi_try_ok(const tmx_fi_ep_t *ep, const void *buf, size_t len,
+                                fi_addr_t dest, uint64_t tag)
+{
+    return ep->fast && !(tag & ep->tag_bad) && len <= TMX_FI_INJECT_SIZE &&
+           ep->tx_pending == 0 && (buf != NULL || len == 0) && dest < ep->npeers &&
+           ep->peers[dest] != NULL && dest < ep->av->count && ep->av->valid[dest];
+}
+
 /*
  * fi_tsend. Open MPI's MPI_Isend (and every send above inject_size) comes here. The common
  * case first, with nothing worked out per call that the endpoint knows already (tmx_fi_ep_hot):
@@ -870,9 +881,7 @@ static ssize_t tmx_fi_tsend(struct fid_ep *fep, const void *buf, size_t len, voi
     ssize_t      r;
 
     (void)desc;
-    if (ep->fast && !(tag & ep->tag_bad) && len <= TMX_FI_INJECT_SIZE && ep->tx_pending == 0 &&
-        (buf != NULL || len == 0) && dest < ep->npeers && ep->peers[dest] != NULL &&
-        dest < ep->av->count && ep->av->valid[dest]) {
+    if (tmx_fi_try_ok(ep, buf, len, dest, tag)) {
         tmx_request_h req = NULL;
         tmx_status_t  s   = tmx_tag_send_nb(ep->peers[dest], buf, len, tag, &tmx_fi_try_params,
                                             &req);
@@ -931,10 +940,28 @@ static ssize_t tmx_fi_tsendmsg(struct fid_ep *fep, const struct fi_msg_tagged *m
                                (flags & (FI_INJECT | FI_REMOTE_CQ_DATA)) | comp, msg->data);
 }
 
+/* fi_tinject: Open MPI's MPI_Send up to inject_size. The common case first, as in
+ * fi_tsend: tmx finishes the send in place from the caller's buffer, counted, no CQ entry. */
 static ssize_t tmx_fi_tinject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest,
                               uint64_t tag)
 {
     tmx_fi_ep_t *ep = tmx_fi_ep_of(fep);
+
+    if (tmx_fi_try_ok(ep, buf, len, dest, tag)) {
+        tmx_request_h req = NULL;
+        tmx_status_t  s   = tmx_tag_send_nb(ep->peers[dest], buf, len, tag, &tmx_fi_try_params,
+                                            &req);
+        if (s == TMX_OK) {
+            if (ep->tx_cntr != NULL) {
+                ep->tx_cntr->val++;
+            }
+            return 0;
+        }
+        if (s != TMX_ERR_NO_RESOURCE) {
+            return -tmx_fi_errno(s);
+        }
+        /* refused: tmx_fi_inject_one tries once more, then copies */
+    }
     if (!(ep->caps & FI_TAGGED)) {
         return -FI_ENOSYS;
     }

@@ -764,8 +764,8 @@ static ssize_t tmx_fi_trecvv_flags(tmx_fi_ep_t *ep, const struct iovec *iov, siz
 
 /*
  * fi_trecv. Open MPI's every receive comes here. The common case first (tmx_fi_ep_hot): an
- * endpoint without the domain lock, a receive from any source (Open MPI's ofi_tag_1 puts the
- * source in the tag), an operation on the free list; anything else the general way.
+ * endpoint without the domain lock, a receive from any source or (FI_DIRECTED_RECV) from a
+ * connected peer, an operation on the free list; anything else the general way.
  */
 static ssize_t tmx_fi_trecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
                             fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context)
@@ -776,8 +776,18 @@ static ssize_t tmx_fi_trecv(struct fid_ep *fep, void *buf, size_t len, void *des
 
     (void)desc;
     if (ep->fast && !(tag & mask & ep->tag_bad) && (buf != NULL || len == 0) &&
-        (src_addr == FI_ADDR_UNSPEC || !(ep->caps & FI_DIRECTED_RECV)) &&
         ep->free_ops != NULL) {
+        tmx_ep_h source = NULL;
+
+        if (src_addr != FI_ADDR_UNSPEC && (ep->caps & FI_DIRECTED_RECV)) {
+            /* directed (Open MPI's default ofi_tag_full): a connected peer of a valid entry */
+            if (src_addr < ep->npeers && ep->peers[src_addr] != NULL &&
+                src_addr < ep->av->count && ep->av->valid[src_addr]) {
+                source = ep->peers[src_addr];
+            } else {
+                goto general;
+            }
+        }
         tmx_fi_op_t *op = ep->free_ops;
 
         mask |= ep->tag_bad; /* a tagged receive never matches an untagged message */
@@ -787,8 +797,9 @@ static ssize_t tmx_fi_trecv(struct fid_ep *fep, void *buf, size_t len, void *des
         op->kind     = TMX_FI_OP_RECV;
         op->flags    = ep->trecv_flags;
         op->context  = context;
-        return tmx_fi_recv_post(ep, op, buf, len, tag & mask, mask, NULL, NULL);
+        return tmx_fi_recv_post(ep, op, buf, len, tag & mask, mask, source, NULL);
     }
+general:
     if (!(ep->caps & FI_TAGGED) || !tmx_fi_tag_ok(ep, tag & mask)) {
         return ep->caps & FI_TAGGED ? -FI_EINVAL : -FI_ENOSYS;
     }
@@ -864,6 +875,19 @@ static inline int tmx_fi_try_ok(const tmx_fi_ep_t *ep, const void *buf, size_t l
     return ep->fast && !(tag & ep->tag_bad) && len <= TMX_FI_INJECT_SIZE &&
            ep->tx_pending == 0 && (buf != NULL || len == 0) && dest < ep->npeers &&
            ep->peers[dest] != NULL && dest < ep->av->count && ep->av->valid[dest];
+}
+
+/* A send tmx_fi_try_ok allowed, with imm as tmx's immediate data (remote CQ data). */
+static inline tmx_status_t tmx_fi_try_imm(tmx_fi_ep_t *ep, const void *buf, size_t len,
+                                          fi_addr_t dest, uint64_t tag, uint32_t imm)
+{
+    tmx_request_params_t params;
+    tmx_request_h        req = NULL;
+
+    params.field_mask = TMX_REQ_PARAM_FLAGS | TMX_REQ_PARAM_IMM;
+    params.flags      = TMX_SEND_FLAG_TRY;
+    params.imm        = imm;
+    return tmx_tag_send_nb(ep->peers[dest], buf, len, tag, &params, &req);
 }
 
 /*
@@ -971,22 +995,56 @@ static ssize_t tmx_fi_tinject(struct fid_ep *fep, const void *buf, size_t len, f
     return tmx_fi_inject_one(ep, buf, len, dest, tag, FI_TAGGED, 0, 0);
 }
 
+/* fi_tsenddata: Open MPI's MPI_Isend in its default tag mode (ofi_tag_full: the source rank as
+ * remote CQ data). The common case first, as in fi_tsend, with the data as tmx's immediate
+ * data; the endpoint's first send with data goes the general way, which logs it. */
 static ssize_t tmx_fi_tsenddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
                                 uint64_t data, fi_addr_t dest, uint64_t tag, void *context)
 {
     tmx_fi_ep_t *ep  = tmx_fi_ep_of(fep);
     struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+
     (void)desc;
+    if (tmx_fi_try_ok(ep, buf, len, dest, tag) && data <= UINT32_MAX && ep->cq_data_said) {
+        tmx_status_t s = tmx_fi_try_imm(ep, buf, len, dest, tag, (uint32_t)data);
+        if (s == TMX_OK) {
+            if (ep->tx_cntr != NULL) {
+                ep->tx_cntr->val++;
+            }
+            if ((ep->tsend_flags & FI_COMPLETION) && ep->tx_cq != NULL) {
+                tmx_fi_cq_push(ep->tx_cq, context, FI_TAGGED | FI_SEND, 0, 0, 0);
+            }
+            return 0;
+        }
+        if (s != TMX_ERR_NO_RESOURCE) {
+            return -tmx_fi_errno(s);
+        }
+    }
     return tmx_fi_tsendv_flags(ep, &iov, 1, dest, tag, context,
                                tmx_fi_comp(ep->tx_selective, ep->tx_op_flags, 0) |
                                    FI_REMOTE_CQ_DATA,
                                data);
 }
 
+/* fi_tinjectdata: Open MPI's MPI_Send up to inject_size in its default tag mode. The common
+ * case first, as in fi_tinject, with the data as tmx's immediate data. */
 static ssize_t tmx_fi_tinjectdata(struct fid_ep *fep, const void *buf, size_t len,
                                   uint64_t data, fi_addr_t dest, uint64_t tag)
 {
     tmx_fi_ep_t *ep = tmx_fi_ep_of(fep);
+
+    if (tmx_fi_try_ok(ep, buf, len, dest, tag) && data <= UINT32_MAX && ep->cq_data_said) {
+        tmx_status_t s = tmx_fi_try_imm(ep, buf, len, dest, tag, (uint32_t)data);
+        if (s == TMX_OK) {
+            if (ep->tx_cntr != NULL) {
+                ep->tx_cntr->val++;
+            }
+            return 0;
+        }
+        if (s != TMX_ERR_NO_RESOURCE) {
+            return -tmx_fi_errno(s);
+        }
+    }
     if (!(ep->caps & FI_TAGGED)) {
         return -FI_ENOSYS;
     }
@@ -1520,6 +1578,16 @@ static int tmx_fi_ep_control_unlocked(struct fid *fid, int command, void *arg)
         }
         ep->enabled = 1;
         tmx_fi_ep_hot(ep);
+        if (fi_log_enabled(&tmx_fi_prov, FI_LOG_INFO, FI_LOG_EP_CTRL)) {
+            /* what the application asked for: which of the data path's cases it takes */
+            fi_log(&tmx_fi_prov, FI_LOG_INFO, FI_LOG_EP_CTRL, __func__, __LINE__,
+                   "endpoint enabled: caps %#llx, op_flags tx %#llx rx %#llx, selective "
+                   "completion tx %d rx %d, CQ format tx %d rx %d, one CQ %d, fast path %d\n",
+                   (unsigned long long)ep->caps, (unsigned long long)ep->tx_op_flags,
+                   (unsigned long long)ep->rx_op_flags, ep->tx_selective, ep->rx_selective,
+                   ep->tx_cq ? (int)ep->tx_cq->format : -1,
+                   ep->rx_cq ? (int)ep->rx_cq->format : -1, ep->tx_cq == ep->rx_cq, ep->fast);
+        }
         return 0;
     case FI_GETOPSFLAG:
     case FI_SETOPSFLAG: {

@@ -762,44 +762,14 @@ static ssize_t tmx_fi_trecvv_flags(tmx_fi_ep_t *ep, const struct iovec *iov, siz
     return tmx_fi_recv(ep, iov, count, tag, mask, src_addr, context, flags, FI_TAGGED);
 }
 
-/*
- * fi_trecv. Open MPI's every receive comes here. The common case first (tmx_fi_ep_hot): an
- * endpoint without the domain lock, a receive from any source or (FI_DIRECTED_RECV) from a
- * connected peer, an operation on the free list; anything else the general way.
- */
-static ssize_t tmx_fi_trecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
-                            fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context)
+/* fi_trecv's general way: everything its common case does not take. */
+static __attribute__((noinline)) ssize_t tmx_fi_trecv_any(tmx_fi_ep_t *ep, void *buf,
+                                                          size_t len, fi_addr_t src_addr,
+                                                          uint64_t tag, uint64_t mask,
+                                                          void *context)
 {
-    tmx_fi_ep_t *ep   = tmx_fi_ep_of(fep);
-    uint64_t     mask = ~ignore;
-    ssize_t      r;
+    ssize_t r;
 
-    (void)desc;
-    if (ep->fast && !(tag & mask & ep->tag_bad) && (buf != NULL || len == 0) &&
-        ep->free_ops != NULL) {
-        tmx_ep_h source = NULL;
-
-        if (src_addr != FI_ADDR_UNSPEC && (ep->caps & FI_DIRECTED_RECV)) {
-            /* directed (Open MPI's default ofi_tag_full): a connected peer of a valid entry */
-            if (src_addr < ep->npeers && ep->peers[src_addr] != NULL &&
-                src_addr < ep->av->count && ep->av->valid[src_addr]) {
-                source = ep->peers[src_addr];
-            } else {
-                goto general;
-            }
-        }
-        tmx_fi_op_t *op = ep->free_ops;
-
-        mask |= ep->tag_bad; /* a tagged receive never matches an untagged message */
-        ep->free_ops = op->next;
-        op->next     = NULL;
-        op->status   = TMX_INPROGRESS;
-        op->kind     = TMX_FI_OP_RECV;
-        op->flags    = ep->trecv_flags;
-        op->context  = context;
-        return tmx_fi_recv_post(ep, op, buf, len, tag & mask, mask, source, NULL);
-    }
-general:
     if (!(ep->caps & FI_TAGGED) || !tmx_fi_tag_ok(ep, tag & mask)) {
         return ep->caps & FI_TAGGED ? -FI_EINVAL : -FI_ENOSYS;
     }
@@ -812,6 +782,60 @@ general:
                         FI_TAGGED | tmx_fi_comp(ep->rx_selective, ep->rx_op_flags, 0));
     tmx_fi_unlock(ep->dom);
     return r;
+}
+
+/* fi_trecv's common case: an operation from the free list (not empty), posted from source
+ * (NULL: any). */
+static inline ssize_t tmx_fi_trecv_fast(tmx_fi_ep_t *ep, void *buf, size_t len, uint64_t tag,
+                                        uint64_t mask, tmx_ep_h source, void *context)
+{
+    tmx_fi_op_t *op = ep->free_ops;
+
+    mask |= ep->tag_bad; /* a tagged receive never matches an untagged message */
+    ep->free_ops = op->next;
+    op->next     = NULL;
+    op->status   = TMX_INPROGRESS;
+    op->kind     = TMX_FI_OP_RECV;
+    op->flags    = ep->trecv_flags;
+    op->context  = context;
+    return tmx_fi_recv_post(ep, op, buf, len, tag & mask, mask, source, NULL);
+}
+
+/* fi_trecv from one source (FI_DIRECTED_RECV; Open MPI's default ofi_tag_full): the common
+ * case when the source is a connected peer of a valid entry. */
+static __attribute__((noinline)) ssize_t tmx_fi_trecv_from(tmx_fi_ep_t *ep, void *buf,
+                                                           size_t len, fi_addr_t src_addr,
+                                                           uint64_t tag, uint64_t mask,
+                                                           void *context)
+{
+    if (src_addr < ep->npeers && ep->peers[src_addr] != NULL && src_addr < ep->av->count &&
+        ep->av->valid[src_addr]) {
+        return tmx_fi_trecv_fast(ep, buf, len, tag, mask, ep->peers[src_addr], context);
+    }
+    return tmx_fi_trecv_any(ep, buf, len, src_addr, tag, mask, context);
+}
+
+/*
+ * fi_trecv. Open MPI's every receive comes here. The common case first (tmx_fi_ep_hot): an
+ * endpoint without the domain lock, a receive from any source (Open MPI's ofi_tag_1) or, by
+ * tmx_fi_trecv_from, from a connected peer, an operation on the free list; anything else the
+ * general way.
+ */
+static ssize_t tmx_fi_trecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
+                            fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context)
+{
+    tmx_fi_ep_t *ep   = tmx_fi_ep_of(fep);
+    uint64_t     mask = ~ignore;
+
+    (void)desc;
+    if (ep->fast && !(tag & mask & ep->tag_bad) && (buf != NULL || len == 0) &&
+        ep->free_ops != NULL) {
+        if (src_addr == FI_ADDR_UNSPEC || !(ep->caps & FI_DIRECTED_RECV)) {
+            return tmx_fi_trecv_fast(ep, buf, len, tag, mask, NULL, context);
+        }
+        return tmx_fi_trecv_from(ep, buf, len, src_addr, tag, mask, context);
+    }
+    return tmx_fi_trecv_any(ep, buf, len, src_addr, tag, mask, context);
 }
 
 static ssize_t tmx_fi_trecvv(struct fid_ep *fep, const struct iovec *iov, void **desc,

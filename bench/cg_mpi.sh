@@ -6,9 +6,11 @@
 # N2 iterations; the difference divided by the calls the extra iterations made is the cost of
 # one call with everything it calls, start-up and connection left out. See bench/README.md.
 #
-#   bench/cg_mpi.sh [-s STACKS] [-z SIZE] BUILDDIR
+#   bench/cg_mpi.sh [-s STACKS] [-z SIZE] [-f] BUILDDIR
 #     -s STACKS  comma list of tmx, vader, ucx (default: all that Open MPI has)
 #     -z SIZE    message size in bytes (default 8)
+#     -f         tmx in Open MPI's default tag mode (ofi_tag_full: fi_tsenddata,
+#                fi_tinjectdata, directed fi_trecv) instead of mpi_fi.sh's ofi_tag_1
 #
 # Rows: stack, test (lat: MPI_Send/MPI_Recv ping-pong, 2000 more iterations; bw: windows of 64
 # MPI_Isend / MPI_Irecv, 200 more windows = 12800 calls), function, instructions per call on
@@ -17,11 +19,13 @@
 set -u
 stacks=""
 size=8
-while getopts "s:z:h" opt; do
+tagmode=ofi_tag_1
+while getopts "s:z:fh" opt; do
     case $opt in
         s) stacks=$(echo "$OPTARG" | tr ',' ' ') ;;
         z) size=$OPTARG ;;
-        *) sed -n '2,18s/^# \{0,1\}//p' "$0"; exit 2 ;;
+        f) tagmode=auto ;;
+        *) sed -n '2,20s/^# \{0,1\}//p' "$0"; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
@@ -35,7 +39,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export FI_PROVIDER_PATH="$B/src/fi/.libs" LD_LIBRARY_PATH="$B/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 out=$(mktemp -d "${TMPDIR:-/tmp}/cg_mpi.XXXXXX")
 mpicc -O2 -g -o "$out/osu" "$here/osu_pingpong_mpi.c" || exit 1
-echo "# cg_mpi.sh $(date -u +%FT%TZ) $B, $size B, $(git -C "$here/.." rev-parse --short HEAD 2>/dev/null)"
+echo "# cg_mpi.sh $(date -u +%FT%TZ) $B, $size B, tmx tag mode $tagmode, $(git -C "$here/.." rev-parse --short HEAD 2>/dev/null)"
 printf "%-6s %-4s %-18s %10s %10s\n" stack test function "rank 0" "rank 1"
 run() { # args test iters function -> "ir0 ir1"
     local o="$out/cg"
@@ -49,10 +53,11 @@ run() { # args test iters function -> "ir0 ir1"
 }
 for s in $stacks; do
     case $s in
-        tmx) args="--mca pml cm --mca mtl ofi --mca mtl_ofi_tag_mode ofi_tag_1 -x FI_PROVIDER=tmx
+        tmx) args="--mca pml cm --mca mtl ofi --mca mtl_ofi_tag_mode $tagmode -x FI_PROVIDER=tmx
                    -x FI_PROVIDER_PATH -x LD_LIBRARY_PATH"
              fns="PMPI_Send PMPI_Isend PMPI_Irecv tmx_fi_tinject tmx_fi_tsend tmx_fi_trecv
-                  tmx_tag_send_nb tmx_tag_recv_nb tmx_fi_recv_cb" ;;
+                  tmx_tag_send_nb tmx_tag_recv_nb tmx_fi_recv_cb"
+             [ $tagmode = auto ] && fns=${fns/tmx_fi_tinject tmx_fi_tsend/tmx_fi_tinjectdata tmx_fi_tsenddata} ;;
         vader) args="--mca pml ob1 --mca btl self,vader"; fns="PMPI_Send PMPI_Isend PMPI_Irecv" ;;
         ucx) args="--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=sm,self"
              fns="PMPI_Send PMPI_Isend PMPI_Irecv" ;;
@@ -60,8 +65,8 @@ for s in $stacks; do
     esac
     for f in $fns; do
         case $f in
-            PMPI_Send|tmx_fi_tinject) tests=lat ;;
-            PMPI_Isend|PMPI_Irecv|tmx_fi_tsend) tests=bw ;;
+            PMPI_Send|tmx_fi_tinject*) tests=lat ;;
+            PMPI_Isend|PMPI_Irecv|tmx_fi_tsend*) tests=bw ;;
             *) tests="lat bw" ;;
         esac
         for t in $tests; do

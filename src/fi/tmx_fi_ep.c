@@ -193,17 +193,20 @@ static void tmx_fi_recv_cb(tmx_request_h req, tmx_status_t status,
     tmx_fi_ep_t *ep = op->ep;
 
     (void)req;
-    if (status == TMX_OK && info != NULL && !info->has_imm && op->bounce == NULL &&
-        !(op->flags & FI_DISCARD) && !ep->closing) {
+    if (status == TMX_OK && info != NULL && op->bounce == NULL && !(op->flags & FI_DISCARD) &&
+        !ep->closing) {
         /* the common case, tmx_fi_op_complete's for a receive into one buffer, straight from
-         * info: no copy of it into the operation */
+         * info: no copy of it into the operation. With remote CQ data too (Open MPI's default
+         * ofi_tag_full sends the source rank so). */
         if (ep->rx_cntr != NULL) {
             ep->rx_cntr->val++;
         }
         if (ep->rx_cq != NULL && (op->flags & FI_COMPLETION)) {
+            uint64_t flags = (op->flags & (FI_TAGGED | FI_MSG)) | FI_RECV |
+                             (info->has_imm ? FI_REMOTE_CQ_DATA : 0);
             /* TMX_OK: the message fitted (info->length <= op->len) */
-            tmx_fi_cq_push(ep->rx_cq, op->context, (op->flags & (FI_TAGGED | FI_MSG)) | FI_RECV,
-                           info->length, info->tag & ~ep->tag_bad, 0);
+            tmx_fi_cq_push(ep->rx_cq, op->context, flags, info->length,
+                           info->tag & ~ep->tag_bad, info->imm);
         }
         op->status = TMX_OK; /* tmx_fi_recv_post looks (a receive done inside its call) */
         tmx_fi_op_put(op);

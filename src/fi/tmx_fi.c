@@ -711,7 +711,11 @@ static __attribute__((noinline)) ssize_t tmx_fi_cq_copy(tmx_fi_cq_t *cq, void *b
 
 /* fi_cq_read: manual progress when nothing is ready, then the entries; an error entry first
  * makes -FI_EAVAIL (fi_cq_readerr). The idle poll of a waiting caller (Open MPI's progress
- * loop) only checks, progresses and returns: no registers saved for the copy. */
+ * loop) only checks, progresses and returns: no registers saved for the copy. A CQ of the
+ * tagged format (Open MPI's) that is empty when the read progresses gets the completions of
+ * that progress straight in the caller's buffer (tmx_fi_cq_push), up to count: no ring entry
+ * and no copy. Those are returned even when an error entry came in the same progress; the
+ * error is the next read's -FI_EAVAIL. */
 static ssize_t tmx_fi_cq_read(struct fid_cq *fcq, void *buf, size_t count)
 {
     tmx_fi_cq_t     *cq  = (tmx_fi_cq_t *)fcq;
@@ -723,7 +727,19 @@ static ssize_t tmx_fi_cq_read(struct fid_cq *fcq, void *buf, size_t count)
     }
     tmx_fi_lock(dom);
     if (cq->count == 0 && cq->err_head == NULL) {
-        tmx_fi_cq_progress(cq);
+        if (count > 0 && cq->format == FI_CQ_FORMAT_TAGGED) {
+            cq->direct      = buf;
+            cq->direct_left = count;
+            tmx_fi_cq_progress(cq);
+            cq->direct = NULL; /* direct_left means nothing without it */
+            if (cq->direct_left < count) {
+                r = (ssize_t)(count - cq->direct_left);
+                tmx_fi_unlock(dom);
+                return r;
+            }
+        } else {
+            tmx_fi_cq_progress(cq);
+        }
     }
     if (cq->err_head != NULL) {
         r = -FI_EAVAIL;

@@ -118,6 +118,10 @@ typedef struct tmx_fi_cq {
     struct fi_cq_tagged_entry *ring;
     size_t                     cap, head, count;
     tmx_fi_err_t              *err_head, *err_tail;
+    /* While fi_cq_read progresses an empty CQ of the tagged format: the caller's buffer, where
+     * completions go straight instead of through the ring (NULL otherwise, or once full) */
+    struct fi_cq_tagged_entry *direct;
+    size_t                     direct_left;
     struct tmx_fi_ep          *eps[TMX_FI_CQ_MAX_EPS];
     int                        neps;
     int                        refs;
@@ -174,6 +178,12 @@ typedef struct tmx_fi_ep {
     int              closing; /* tmx_fi_ep_close: completions make no CQ entries */
     size_t           tx_pending; /* send operations tmx has in progress (their callback due) */
     tmx_fi_claim_t  *claims;
+    /* What fi_tsend and fi_trecv would otherwise work out per call, set by tmx_fi_ep_hot
+     * whenever what it derives from changes (bind, FI_ENABLE, FI_SETOPSFLAG): */
+    int              fast;        /* enabled, FI_TAGGED, no domain lock (FI_THREAD_SAFE) */
+    uint64_t         tag_bad;     /* the tag bits a tagged operation may not use (FI_MSG's) */
+    uint64_t         tsend_flags; /* FI_TAGGED, and FI_COMPLETION when fi_tsend completes */
+    uint64_t         trecv_flags; /* FI_TAGGED, and FI_COMPLETION when fi_trecv completes */
 } tmx_fi_ep_t;
 
 /* tmx_fi.c */
@@ -188,14 +198,22 @@ static inline void tmx_fi_cq_push(tmx_fi_cq_t *cq, void *context, uint64_t flags
 {
     struct fi_cq_tagged_entry *e;
 
-    if (cq->count == cq->cap) {
-        tmx_fi_cq_push_grow(cq, context, flags, len, tag, data);
-        return;
+    if (cq->direct != NULL) {
+        /* inside fi_cq_read, which found the CQ empty: into the caller's buffer */
+        e = cq->direct++;
+        if (--cq->direct_left == 0) {
+            cq->direct = NULL; /* full: the rest go to the ring */
+        }
+    } else {
+        if (cq->count == cq->cap) {
+            tmx_fi_cq_push_grow(cq, context, flags, len, tag, data);
+            return;
+        }
+        if (cq->count == 0) {
+            cq->head = 0; /* an empty queue starts over: its first entries stay in the cache */
+        }
+        e = &cq->ring[(cq->head + cq->count++) & (cq->cap - 1)]; /* cap: 2^n */
     }
-    if (cq->count == 0) {
-        cq->head = 0; /* an empty queue starts over: its first entries stay in the cache */
-    }
-    e             = &cq->ring[(cq->head + cq->count++) & (cq->cap - 1)]; /* cap: 2^n */
     e->op_context = context;
     e->flags      = flags;
     e->len        = len;

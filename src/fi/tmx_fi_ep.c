@@ -193,17 +193,20 @@ static void tmx_fi_recv_cb(tmx_request_h req, tmx_status_t status,
     tmx_fi_ep_t *ep = op->ep;
 
     (void)req;
-    if (status == TMX_OK && info != NULL && !info->has_imm && op->bounce == NULL &&
-        !(op->flags & FI_DISCARD) && !ep->closing) {
+    if (status == TMX_OK && info != NULL && op->bounce == NULL && !(op->flags & FI_DISCARD) &&
+        !ep->closing) {
         /* the common case, tmx_fi_op_complete's for a receive into one buffer, straight from
-         * info: no copy of it into the operation */
+         * info: no copy of it into the operation. With remote CQ data too (Open MPI's default
+         * ofi_tag_full sends the source rank so). */
         if (ep->rx_cntr != NULL) {
             ep->rx_cntr->val++;
         }
         if (ep->rx_cq != NULL && (op->flags & FI_COMPLETION)) {
-            tmx_fi_cq_push(ep->rx_cq, op->context, (op->flags & (FI_TAGGED | FI_MSG)) | FI_RECV,
-                           info->length < op->len ? info->length : op->len,
-                           tmx_fi_user_tag(ep, info->tag), 0);
+            uint64_t flags = (op->flags & (FI_TAGGED | FI_MSG)) | FI_RECV |
+                             (info->has_imm ? FI_REMOTE_CQ_DATA : 0);
+            /* TMX_OK: the message fitted (info->length <= op->len) */
+            tmx_fi_cq_push(ep->rx_cq, op->context, flags, info->length,
+                           info->tag & ~ep->tag_bad, info->imm);
         }
         op->status = TMX_OK; /* tmx_fi_recv_post looks (a receive done inside its call) */
         tmx_fi_op_put(op);
@@ -371,7 +374,7 @@ static ssize_t tmx_fi_send_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
  * keeps it, until its callback.
  */
 static ssize_t tmx_fi_send_one(tmx_fi_ep_t *ep, const void *buf, size_t len, fi_addr_t dest,
-                               uint64_t tag, void *context, uint64_t flags)
+                               uint64_t tag, void *context, uint64_t flags, int tried)
 {
     tmx_request_params_t params;
     tmx_request_h        req = NULL;
@@ -386,7 +389,7 @@ static ssize_t tmx_fi_send_one(tmx_fi_ep_t *ep, const void *buf, size_t len, fi_
     if (peer == NULL) {
         return -FI_EINVAL;
     }
-    if (len <= TMX_FI_INJECT_SIZE && ep->tx_pending == 0) {
+    if (!tried && len <= TMX_FI_INJECT_SIZE && ep->tx_pending == 0) {
         /* first as fi_inject does: done in place (an eager send), or not at all, with no
          * operation taken and put back (callgrind, cg_small fi-win 8 B: 12 instructions a
          * message less). Not while sends of ours are in progress: tmx queues this one behind
@@ -762,14 +765,14 @@ static ssize_t tmx_fi_trecvv_flags(tmx_fi_ep_t *ep, const struct iovec *iov, siz
     return tmx_fi_recv(ep, iov, count, tag, mask, src_addr, context, flags, FI_TAGGED);
 }
 
-static ssize_t tmx_fi_trecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
-                            fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context)
+/* fi_trecv's general way: everything its common case does not take. */
+static __attribute__((noinline)) ssize_t tmx_fi_trecv_any(tmx_fi_ep_t *ep, void *buf,
+                                                          size_t len, fi_addr_t src_addr,
+                                                          uint64_t tag, uint64_t mask,
+                                                          void *context)
 {
-    tmx_fi_ep_t *ep   = tmx_fi_ep_of(fep);
-    uint64_t     mask = ~ignore;
-    ssize_t      r;
+    ssize_t r;
 
-    (void)desc;
     if (!(ep->caps & FI_TAGGED) || !tmx_fi_tag_ok(ep, tag & mask)) {
         return ep->caps & FI_TAGGED ? -FI_EINVAL : -FI_ENOSYS;
     }
@@ -782,6 +785,60 @@ static ssize_t tmx_fi_trecv(struct fid_ep *fep, void *buf, size_t len, void *des
                         FI_TAGGED | tmx_fi_comp(ep->rx_selective, ep->rx_op_flags, 0));
     tmx_fi_unlock(ep->dom);
     return r;
+}
+
+/* fi_trecv's common case: an operation from the free list (not empty), posted from source
+ * (NULL: any). */
+static inline ssize_t tmx_fi_trecv_fast(tmx_fi_ep_t *ep, void *buf, size_t len, uint64_t tag,
+                                        uint64_t mask, tmx_ep_h source, void *context)
+{
+    tmx_fi_op_t *op = ep->free_ops;
+
+    mask |= ep->tag_bad; /* a tagged receive never matches an untagged message */
+    ep->free_ops = op->next;
+    op->next     = NULL;
+    op->status   = TMX_INPROGRESS;
+    op->kind     = TMX_FI_OP_RECV;
+    op->flags    = ep->trecv_flags;
+    op->context  = context;
+    return tmx_fi_recv_post(ep, op, buf, len, tag & mask, mask, source, NULL);
+}
+
+/* fi_trecv from one source (FI_DIRECTED_RECV; Open MPI's default ofi_tag_full): the common
+ * case when the source is a connected peer of a valid entry. */
+static __attribute__((noinline)) ssize_t tmx_fi_trecv_from(tmx_fi_ep_t *ep, void *buf,
+                                                           size_t len, fi_addr_t src_addr,
+                                                           uint64_t tag, uint64_t mask,
+                                                           void *context)
+{
+    if (src_addr < ep->npeers && ep->peers[src_addr] != NULL && src_addr < ep->av->count &&
+        ep->av->valid[src_addr]) {
+        return tmx_fi_trecv_fast(ep, buf, len, tag, mask, ep->peers[src_addr], context);
+    }
+    return tmx_fi_trecv_any(ep, buf, len, src_addr, tag, mask, context);
+}
+
+/*
+ * fi_trecv. Open MPI's every receive comes here. The common case first (tmx_fi_ep_hot): an
+ * endpoint without the domain lock, a receive from any source (Open MPI's ofi_tag_1) or, by
+ * tmx_fi_trecv_from, from a connected peer, an operation on the free list; anything else the
+ * general way.
+ */
+static ssize_t tmx_fi_trecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
+                            fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context)
+{
+    tmx_fi_ep_t *ep   = tmx_fi_ep_of(fep);
+    uint64_t     mask = ~ignore;
+
+    (void)desc;
+    if (ep->fast && !(tag & mask & ep->tag_bad) && (buf != NULL || len == 0) &&
+        ep->free_ops != NULL) {
+        if (src_addr == FI_ADDR_UNSPEC || !(ep->caps & FI_DIRECTED_RECV)) {
+            return tmx_fi_trecv_fast(ep, buf, len, tag, mask, NULL, context);
+        }
+        return tmx_fi_trecv_from(ep, buf, len, src_addr, tag, mask, context);
+    }
+    return tmx_fi_trecv_any(ep, buf, len, src_addr, tag, mask, context);
 }
 
 static ssize_t tmx_fi_trecvv(struct fid_ep *fep, const struct iovec *iov, void **desc,
@@ -830,13 +887,69 @@ static ssize_t tmx_fi_tsendv_flags(tmx_fi_ep_t *ep, const struct iovec *iov, siz
     return tmx_fi_send(ep, iov, count, dest, tag, context, flags | FI_TAGGED, data);
 }
 
+/* The parameters of a send tmx must finish in place or refuse (TMX_SEND_FLAG_TRY). */
+static const tmx_request_params_t tmx_fi_try_params = {
+    .field_mask = TMX_REQ_PARAM_FLAGS,
+    .flags      = TMX_SEND_FLAG_TRY,
+};
+
+/* Whether a tagged send may be tried in place at once (fi_tsend, fi_tinject): an endpoint
+ * without the domain lock, a valid tag, an eager length, no send of ours in progress (tmx
+ * would queue this one behind it), and a connected peer of a valid AV entry. */
+static inline int tmx_fi_try_ok(const tmx_fi_ep_t *ep, const void *buf, size_t len,
+                                fi_addr_t dest, uint64_t tag)
+{
+    return ep->fast && !(tag & ep->tag_bad) && len <= TMX_FI_INJECT_SIZE &&
+           ep->tx_pending == 0 && (buf != NULL || len == 0) && dest < ep->npeers &&
+           ep->peers[dest] != NULL && dest < ep->av->count && ep->av->valid[dest];
+}
+
+/* A send tmx_fi_try_ok allowed, with imm as tmx's immediate data (remote CQ data). */
+static inline tmx_status_t tmx_fi_try_imm(tmx_fi_ep_t *ep, const void *buf, size_t len,
+                                          fi_addr_t dest, uint64_t tag, uint32_t imm)
+{
+    tmx_request_params_t params;
+    tmx_request_h        req = NULL;
+
+    params.field_mask = TMX_REQ_PARAM_FLAGS | TMX_REQ_PARAM_IMM;
+    params.flags      = TMX_SEND_FLAG_TRY;
+    params.imm        = imm;
+    return tmx_tag_send_nb(ep->peers[dest], buf, len, tag, &params, &req);
+}
+
+/*
+ * fi_tsend. Open MPI's MPI_Isend (and every send above inject_size) comes here. The common
+ * case first, with nothing worked out per call that the endpoint knows already (tmx_fi_ep_hot):
+ * an endpoint without the domain lock, a connected peer, no send of ours in progress, and tmx
+ * finishing the send in place; then the CQ entry is made here and no operation is taken.
+ * Anything else, or a send tmx refuses, goes the general way (tmx_fi_send_one).
+ */
 static ssize_t tmx_fi_tsend(struct fid_ep *fep, const void *buf, size_t len, void *desc,
                             fi_addr_t dest, uint64_t tag, void *context)
 {
-    tmx_fi_ep_t *ep = tmx_fi_ep_of(fep);
+    tmx_fi_ep_t *ep    = tmx_fi_ep_of(fep);
+    int          tried = 0;
     ssize_t      r;
 
     (void)desc;
+    if (tmx_fi_try_ok(ep, buf, len, dest, tag)) {
+        tmx_request_h req = NULL;
+        tmx_status_t  s   = tmx_tag_send_nb(ep->peers[dest], buf, len, tag, &tmx_fi_try_params,
+                                            &req);
+        if (s == TMX_OK) {
+            if (ep->tx_cntr != NULL) {
+                ep->tx_cntr->val++;
+            }
+            if ((ep->tsend_flags & FI_COMPLETION) && ep->tx_cq != NULL) {
+                tmx_fi_cq_push(ep->tx_cq, context, FI_TAGGED | FI_SEND, 0, 0, 0);
+            }
+            return 0;
+        }
+        if (s != TMX_ERR_NO_RESOURCE) {
+            return -tmx_fi_errno(s);
+        }
+        tried = 1;
+    }
     if (!(ep->caps & FI_TAGGED)) {
         return -FI_ENOSYS;
     }
@@ -845,7 +958,7 @@ static ssize_t tmx_fi_tsend(struct fid_ep *fep, const void *buf, size_t len, voi
     }
     tmx_fi_lock(ep->dom);
     r = tmx_fi_send_one(ep, buf, len, dest, tag, context,
-                        FI_TAGGED | tmx_fi_comp(ep->tx_selective, ep->tx_op_flags, 0));
+                        FI_TAGGED | tmx_fi_comp(ep->tx_selective, ep->tx_op_flags, 0), tried);
     tmx_fi_unlock(ep->dom);
     return r;
 }
@@ -878,10 +991,28 @@ static ssize_t tmx_fi_tsendmsg(struct fid_ep *fep, const struct fi_msg_tagged *m
                                (flags & (FI_INJECT | FI_REMOTE_CQ_DATA)) | comp, msg->data);
 }
 
+/* fi_tinject: Open MPI's MPI_Send up to inject_size. The common case first, as in
+ * fi_tsend: tmx finishes the send in place from the caller's buffer, counted, no CQ entry. */
 static ssize_t tmx_fi_tinject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest,
                               uint64_t tag)
 {
     tmx_fi_ep_t *ep = tmx_fi_ep_of(fep);
+
+    if (tmx_fi_try_ok(ep, buf, len, dest, tag)) {
+        tmx_request_h req = NULL;
+        tmx_status_t  s   = tmx_tag_send_nb(ep->peers[dest], buf, len, tag, &tmx_fi_try_params,
+                                            &req);
+        if (s == TMX_OK) {
+            if (ep->tx_cntr != NULL) {
+                ep->tx_cntr->val++;
+            }
+            return 0;
+        }
+        if (s != TMX_ERR_NO_RESOURCE) {
+            return -tmx_fi_errno(s);
+        }
+        /* refused: tmx_fi_inject_one tries once more, then copies */
+    }
     if (!(ep->caps & FI_TAGGED)) {
         return -FI_ENOSYS;
     }
@@ -891,22 +1022,56 @@ static ssize_t tmx_fi_tinject(struct fid_ep *fep, const void *buf, size_t len, f
     return tmx_fi_inject_one(ep, buf, len, dest, tag, FI_TAGGED, 0, 0);
 }
 
+/* fi_tsenddata: Open MPI's MPI_Isend in its default tag mode (ofi_tag_full: the source rank as
+ * remote CQ data). The common case first, as in fi_tsend, with the data as tmx's immediate
+ * data; the endpoint's first send with data goes the general way, which logs it. */
 static ssize_t tmx_fi_tsenddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
                                 uint64_t data, fi_addr_t dest, uint64_t tag, void *context)
 {
     tmx_fi_ep_t *ep  = tmx_fi_ep_of(fep);
     struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+
     (void)desc;
+    if (tmx_fi_try_ok(ep, buf, len, dest, tag) && data <= UINT32_MAX && ep->cq_data_said) {
+        tmx_status_t s = tmx_fi_try_imm(ep, buf, len, dest, tag, (uint32_t)data);
+        if (s == TMX_OK) {
+            if (ep->tx_cntr != NULL) {
+                ep->tx_cntr->val++;
+            }
+            if ((ep->tsend_flags & FI_COMPLETION) && ep->tx_cq != NULL) {
+                tmx_fi_cq_push(ep->tx_cq, context, FI_TAGGED | FI_SEND, 0, 0, 0);
+            }
+            return 0;
+        }
+        if (s != TMX_ERR_NO_RESOURCE) {
+            return -tmx_fi_errno(s);
+        }
+    }
     return tmx_fi_tsendv_flags(ep, &iov, 1, dest, tag, context,
                                tmx_fi_comp(ep->tx_selective, ep->tx_op_flags, 0) |
                                    FI_REMOTE_CQ_DATA,
                                data);
 }
 
+/* fi_tinjectdata: Open MPI's MPI_Send up to inject_size in its default tag mode. The common
+ * case first, as in fi_tinject, with the data as tmx's immediate data. */
 static ssize_t tmx_fi_tinjectdata(struct fid_ep *fep, const void *buf, size_t len,
                                   uint64_t data, fi_addr_t dest, uint64_t tag)
 {
     tmx_fi_ep_t *ep = tmx_fi_ep_of(fep);
+
+    if (tmx_fi_try_ok(ep, buf, len, dest, tag) && data <= UINT32_MAX && ep->cq_data_said) {
+        tmx_status_t s = tmx_fi_try_imm(ep, buf, len, dest, tag, (uint32_t)data);
+        if (s == TMX_OK) {
+            if (ep->tx_cntr != NULL) {
+                ep->tx_cntr->val++;
+            }
+            return 0;
+        }
+        if (s != TMX_ERR_NO_RESOURCE) {
+            return -tmx_fi_errno(s);
+        }
+    }
     if (!(ep->caps & FI_TAGGED)) {
         return -FI_ENOSYS;
     }
@@ -1333,6 +1498,16 @@ static int tmx_fi_ep_close(struct fid *fid)
     return 0;
 }
 
+/* Sets the endpoint's hot fields (tmx_fi_ep_t) from what they derive from; called by
+ * everything that changes that. */
+static void tmx_fi_ep_hot(tmx_fi_ep_t *ep)
+{
+    ep->fast        = ep->enabled && (ep->caps & FI_TAGGED) && !ep->dom->safe;
+    ep->tag_bad     = (ep->caps & FI_MSG) ? TMX_FI_MSG_BIT : 0;
+    ep->tsend_flags = FI_TAGGED | tmx_fi_comp(ep->tx_selective, ep->tx_op_flags, 0);
+    ep->trecv_flags = FI_TAGGED | tmx_fi_comp(ep->rx_selective, ep->rx_op_flags, 0);
+}
+
 static int tmx_fi_ep_bind_unlocked(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
     tmx_fi_ep_t *ep = (tmx_fi_ep_t *)fid;
@@ -1373,6 +1548,7 @@ static int tmx_fi_ep_bind_unlocked(struct fid *fid, struct fid *bfid, uint64_t f
             ep->rx_cq        = cq;
             ep->rx_selective = !!(flags & FI_SELECTIVE_COMPLETION);
         }
+        tmx_fi_ep_hot(ep);
         return 0;
     }
     case FI_CLASS_CNTR: {
@@ -1428,6 +1604,17 @@ static int tmx_fi_ep_control_unlocked(struct fid *fid, int command, void *arg)
             return -FI_ENOCQ;
         }
         ep->enabled = 1;
+        tmx_fi_ep_hot(ep);
+        if (fi_log_enabled(&tmx_fi_prov, FI_LOG_INFO, FI_LOG_EP_CTRL)) {
+            /* what the application asked for: which of the data path's cases it takes */
+            fi_log(&tmx_fi_prov, FI_LOG_INFO, FI_LOG_EP_CTRL, __func__, __LINE__,
+                   "endpoint enabled: caps %#llx, op_flags tx %#llx rx %#llx, selective "
+                   "completion tx %d rx %d, CQ format tx %d rx %d, one CQ %d, fast path %d\n",
+                   (unsigned long long)ep->caps, (unsigned long long)ep->tx_op_flags,
+                   (unsigned long long)ep->rx_op_flags, ep->tx_selective, ep->rx_selective,
+                   ep->tx_cq ? (int)ep->tx_cq->format : -1,
+                   ep->rx_cq ? (int)ep->rx_cq->format : -1, ep->tx_cq == ep->rx_cq, ep->fast);
+        }
         return 0;
     case FI_GETOPSFLAG:
     case FI_SETOPSFLAG: {
@@ -1445,6 +1632,7 @@ static int tmx_fi_ep_control_unlocked(struct fid *fid, int command, void *arg)
             *f = *target;
         } else {
             *target = *f & ~(uint64_t)(FI_TRANSMIT | FI_RECV);
+            tmx_fi_ep_hot(ep);
         }
         return 0;
     }
@@ -1547,6 +1735,7 @@ int tmx_fi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_
     ep->ep.tagged      = &tmx_fi_tagged_ops;
     ep->dom            = dom;
     dom->refs++;
+    tmx_fi_ep_hot(ep);
     *ep_p = &ep->ep;
     return 0;
 

@@ -694,6 +694,123 @@ static void test_selective(void)
     sync_peers();
 }
 
+/* FI_SETOPSFLAG on an enabled endpoint: with FI_SELECTIVE_COMPLETION, taking FI_COMPLETION
+ * out of the default op_flags makes fi_tsend and fi_trecv complete silently (counted), and
+ * putting it back makes them report again. fi_tsend and fi_trecv keep what the op_flags say
+ * in the endpoint (tmx_fi_ep_hot): this fails if a change of them is not seen there. */
+static void test_opsflag(void)
+{
+    char     buf[16];
+    int      ctx;
+    uint64_t f;
+
+    for (int round = 0; round < 2; round++) {
+        f = (rank ? FI_RECV : FI_TRANSMIT) | (round == 0 ? 0 : FI_COMPLETION);
+        CHECK(fi_control(&ep->fid, FI_SETOPSFLAG, &f) == 0, "FI_SETOPSFLAG round %d", round);
+        if (rank == 1) {
+            uint64_t before = fi_cntr_read(rxc);
+            memset(buf, 0, sizeof(buf));
+            CHECK(fi_trecv(ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, 0x18, 0, &ctx) == 0,
+                  "trecv round %d", round);
+            sync_peers();
+            if (round == 0) {
+                double t0 = now();
+                while (fi_cntr_read(rxc) == before && now() - t0 < 20) {
+                    fi_cq_read(cq, NULL, 0); /* progress */
+                }
+                CHECK(fi_cntr_read(rxc) == before + 1, "silent receive counted");
+                expect_nothing("no receive completion with FI_COMPLETION taken out");
+            } else {
+                expect_comp(&ctx, FI_RECV | FI_TAGGED, sizeof(buf), 0x18, 1,
+                            "receive with FI_COMPLETION put back");
+            }
+            CHECK(check_fill(buf, sizeof(buf), 18), "data round %d", round);
+        } else {
+            fill(buf, sizeof(buf), 18);
+            sync_peers();
+            uint64_t before = fi_cntr_read(txc);
+            ssize_t  r;
+            while ((r = fi_tsend(ep, buf, sizeof(buf), NULL, peer, 0x18, &ctx)) == -FI_EAGAIN) {
+                fi_cq_read(cq, NULL, 0);
+            }
+            CHECK(r == 0, "tsend round %d: %zd", round, r);
+            if (round == 0) {
+                double t0 = now();
+                while (fi_cntr_read(txc) == before && now() - t0 < 20) {
+                    fi_cq_read(cq, NULL, 0);
+                }
+                CHECK(fi_cntr_read(txc) == before + 1, "silent send counted");
+                expect_nothing("no send completion with FI_COMPLETION taken out");
+            } else {
+                expect_comp(&ctx, FI_SEND | FI_TAGGED, 0, 0, 0,
+                            "send with FI_COMPLETION put back");
+            }
+        }
+        sync_peers();
+    }
+}
+
+/* Completions made while fi_cq_read progresses an empty CQ go straight into the caller's
+ * buffer, up to its count, and the rest to the CQ's ring (tmx_fi_cq_push): 40 receives that
+ * complete in the first reads of 16 entries come back all, once each, in order. A truncated
+ * one among them makes its error entry (which, as before, may be reported ahead of the
+ * entries queued before it: -FI_EAVAIL comes first). */
+static void test_direct(void)
+{
+    enum { N = 40, BAD = 30 };
+    static int vals[N], ctxs[N];
+    struct fi_cq_tagged_entry e[16];
+    if (rank == 1) {
+        for (int i = 0; i < N; i++) {
+            vals[i] = -1;
+            CHECK(fi_trecv(ep, &vals[i], i == BAD ? 1 : sizeof(int), NULL, FI_ADDR_UNSPEC, 0x19,
+                           0, &ctxs[i]) == 0,
+                  "trecv %d", i);
+        }
+        sync_peers();
+        sync_peers(); /* the sender is done */
+        int    next = 0, errs = 0, reads = 0;
+        double t0   = now();
+        while ((next < N || errs == 0) && now() - t0 < 20) {
+            ssize_t n = fi_cq_read(cq, e, 16);
+            if (n == -FI_EAVAIL) {
+                memset(&last_err, 0, sizeof(last_err));
+                DIE_IF(fi_cq_readerr(cq, &last_err, 0) != 1, "readerr");
+                CHECK(last_err.op_context == &ctxs[BAD] && last_err.err == FI_ETRUNC,
+                      "error entry: context %p (expected %p), err %d", last_err.op_context,
+                      (void *)&ctxs[BAD], last_err.err);
+                errs++;
+                continue;
+            }
+            if (n == -FI_EAGAIN) {
+                continue;
+            }
+            CHECK(n > 0 && n <= 16, "fi_cq_read: %zd", n);
+            reads++;
+            for (ssize_t k = 0; k < n; k++, next++) {
+                next += next == BAD;
+                CHECK(next < N && e[k].op_context == &ctxs[next] && vals[next] == next &&
+                          e[k].len == sizeof(int),
+                      "completion %d: context %p (expected %p), value %d, len %zu", next,
+                      e[k].op_context, (void *)&ctxs[next < N ? next : 0],
+                      vals[next < N ? next : 0], e[k].len);
+            }
+            next += next == BAD;
+        }
+        CHECK(next == N && errs == 1 && reads >= 3, "%d completions of %d, %d errors, %d reads",
+              next, N, errs, reads);
+        expect_nothing("nothing after the last completion");
+    } else {
+        sync_peers();
+        for (int i = 0; i < N; i++) {
+            vals[i] = i;
+            send_wait(&vals[i], sizeof(int), 0x19, &ctxs[i]);
+        }
+        sync_peers();
+    }
+    sync_peers();
+}
+
 /* More completions than the CQ's initial 1024 entries, read only at the end: the queue grows
  * and gives them back in order. */
 static void test_many(void)
@@ -926,6 +1043,8 @@ int main(void)
     test_inject_many(sizeof(int), 1000);
     test_inject_many(4096, 300);
     test_selective();
+    test_opsflag();
+    test_direct();
     test_many();
     test_cancel();
     test_cq_data();

@@ -3568,61 +3568,8 @@ tmx_status_t tmx_soft_rma_map(tmx_qp_t *q, uint64_t raddr, size_t len, uint32_t 
     return TMX_OK;
 }
 
-/* rma_write past its fast path: the bounds, then the general post_send of the same write. */
-static __attribute__((noinline)) tmx_status_t
-tmx_soft_rma_write_post(tmx_qp_t *q, const tmx_rma_map_t *map, size_t off, const void *src,
-                        size_t n, uint64_t wr_id)
-{
-    tmx_sge_t     sge = {.addr = (uintptr_t)src, .length = (uint32_t)n};
-    tmx_send_wr_t wr, *bad;
-
-    if (off > map->len || n > map->len - off) {
-        return TMX_ERR_INVALID_PARAM;
-    }
-    memset(&wr, 0, sizeof(wr));
-    wr.wr_id            = wr_id;
-    wr.sg_list          = &sge;
-    wr.num_sge          = 1;
-    wr.opcode           = TMX_WR_RDMA_WRITE;
-    wr.send_flags       = TMX_SEND_INLINE;
-    wr.rdma.remote_addr = map->remote_addr + off;
-    wr.rdma.rkey        = map->rkey;
-    return tmx_soft_post_send(q, &wr, &bad);
-}
-
-tmx_status_t tmx_soft_rma_write(tmx_qp_t *q, const tmx_rma_map_t *map, size_t off,
-                                const void *src, size_t n, uint64_t wr_id)
-{
-    tmx_soft_qp_t         *qp  = (tmx_soft_qp_t *)q;
-    const tmx_soft_rseg_t *r   = map->prov_aux[1];
-    uint8_t               *dst = (uint8_t *)map->prov_ptr + off;
-    uint64_t               v;
-
-    /* tmx_soft_write_small's case (placed now: the queue is empty, the key still good, the
-     * peer alive), for a write that ends on an aligned 8 bytes (the ring's flag word): the
-     * rest, then those 8 bytes with release, as tmx_soft_dm_store_whole stores it */
-    if (off <= map->len && n <= map->len - off && n >= 8 && n <= qp->dev->max_payload &&
-        (((uintptr_t)dst + n) & 7) == 0 && qp->super.state == TMX_QPS_RTS &&
-        (qp->sq_count | qp->resp_count) == 0 && qp->rma_gen == map->prov_gen &&
-        qp->rseg == r && !r->dead &&
-        tmx_soft_write_hook == NULL &&
-        atomic_load_explicit((const _Atomic uint32_t *)map->prov_aux[0],
-                             memory_order_acquire) == map->prov_word) {
-        tmx_copy(dst, src, n - 8);
-        TMX_SOFT_RELEASE_FENCE();
-        memcpy(&v, (const uint8_t *)src + n - 8, 8);
-        __atomic_store_n((uint64_t *)(void *)(dst + n - 8), v, __ATOMIC_RELEASE);
-        TMX_SOFT_RELEASE_FENCE();
-        /* the queue was empty: head, tx and next were equal and stay so */
-        qp->next_seq++;
-        qp->tx_seq++;
-        qp->head_seq++;
-        return TMX_OK;
-    }
-    return tmx_soft_rma_write_post(q, map, off, src, n, wr_id);
-}
-
-/* rma_writev past its fast path: the bounds, then the general post_send of the same write. */
+/* rma_write and rma_writev past their fast path: the bounds, then the general post_send of the
+ * same write. */
 static __attribute__((noinline)) tmx_status_t
 tmx_soft_rma_writev_post(tmx_qp_t *q, const tmx_rma_map_t *map, size_t off, const tmx_sge_t *sge,
                          int num_sge, uint64_t wr_id)
@@ -3652,17 +3599,69 @@ tmx_soft_rma_writev_post(tmx_qp_t *q, const tmx_rma_map_t *map, size_t off, cons
     return tmx_soft_post_send(q, &wr, &bad);
 }
 
+/*
+ * What rma_write and rma_writev check before writing in place (tmx_soft_write_small's case:
+ * the queue is empty, the key still good, the peer alive): n bytes at off within the map, a
+ * payload the device carries, ending on an aligned 8 bytes (the ring's flag word).
+ */
+static inline __attribute__((always_inline)) int
+tmx_soft_rma_in_place(const tmx_soft_qp_t *qp, const tmx_rma_map_t *map, size_t off, size_t n,
+                      const uint8_t *dst)
+{
+    return off <= map->len && n <= map->len - off && n <= qp->dev->max_payload &&
+           (((uintptr_t)dst + n) & 7) == 0 && qp->super.state == TMX_QPS_RTS &&
+           (qp->sq_count | qp->resp_count) == 0 && qp->rma_gen == map->prov_gen &&
+           qp->rseg == map->prov_aux[1] && !((const tmx_soft_rseg_t *)map->prov_aux[1])->dead &&
+           tmx_soft_write_hook == NULL &&
+           atomic_load_explicit((const _Atomic uint32_t *)map->prov_aux[0],
+                                memory_order_acquire) == map->prov_word;
+}
+
+/* The last piece of an in-place write: its bytes, then its last 8 with release (as
+ * tmx_soft_dm_store_whole stores them), and the queue's counters, which were equal (the queue
+ * was empty: head, tx and next) and stay so. */
+static inline __attribute__((always_inline)) void
+tmx_soft_rma_finish(tmx_soft_qp_t *qp, uint8_t *dst, const uint8_t *src, size_t n)
+{
+    uint64_t v;
+
+    tmx_copy(dst, src, n - 8);
+    TMX_SOFT_RELEASE_FENCE();
+    memcpy(&v, src + n - 8, 8);
+    __atomic_store_n((uint64_t *)(void *)(dst + n - 8), v, __ATOMIC_RELEASE);
+    TMX_SOFT_RELEASE_FENCE();
+    qp->next_seq++;
+    qp->tx_seq++;
+    qp->head_seq++;
+}
+
+tmx_status_t tmx_soft_rma_write(tmx_qp_t *q, const tmx_rma_map_t *map, size_t off,
+                                const void *src, size_t n, uint64_t wr_id)
+{
+    tmx_soft_qp_t *qp  = (tmx_soft_qp_t *)q;
+    uint8_t       *dst = (uint8_t *)map->prov_ptr + off;
+    tmx_sge_t      sge;
+
+    if (n >= 8 && tmx_soft_rma_in_place(qp, map, off, n, dst)) {
+        tmx_soft_rma_finish(qp, dst, src, n);
+        return TMX_OK;
+    }
+    if (n > UINT32_MAX) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    sge = (tmx_sge_t){.addr = (uintptr_t)src, .length = (uint32_t)n};
+    return tmx_soft_rma_writev_post(q, map, off, &sge, 1, wr_id);
+}
+
 /* tmx_soft_rma_write gathering up to three pieces (a ring message in its slot: header,
  * payload, flag), each copied once, straight into the peer's memory; the last 8 bytes (the
  * flag word, at the end of the last piece) stored last, with release, as there. */
 tmx_status_t tmx_soft_rma_writev(tmx_qp_t *q, const tmx_rma_map_t *map, size_t off,
                                  const tmx_sge_t *sge, int num_sge, uint64_t wr_id)
 {
-    tmx_soft_qp_t         *qp  = (tmx_soft_qp_t *)q;
-    const tmx_soft_rseg_t *r   = map->prov_aux[1];
-    uint8_t               *dst = (uint8_t *)map->prov_ptr + off;
-    size_t                 n   = 0, last;
-    uint64_t               v;
+    tmx_soft_qp_t *qp  = (tmx_soft_qp_t *)q;
+    uint8_t       *dst = (uint8_t *)map->prov_ptr + off;
+    size_t         n   = 0, last;
 
     if (num_sge < 1 || num_sge > 3) {
         return TMX_ERR_INVALID_PARAM;
@@ -3671,28 +3670,12 @@ tmx_status_t tmx_soft_rma_writev(tmx_qp_t *q, const tmx_rma_map_t *map, size_t o
         n += sge[i].length; /* at most three 32-bit lengths: no overflow */
     }
     last = sge[num_sge - 1].length;
-    if (off <= map->len && n <= map->len - off && last >= 8 && n <= qp->dev->max_payload &&
-        (((uintptr_t)dst + n) & 7) == 0 && qp->super.state == TMX_QPS_RTS &&
-        (qp->sq_count | qp->resp_count) == 0 && qp->rma_gen == map->prov_gen &&
-        qp->rseg == r && !r->dead && tmx_soft_write_hook == NULL &&
-        atomic_load_explicit((const _Atomic uint32_t *)map->prov_aux[0],
-                             memory_order_acquire) == map->prov_word) {
-        const uint8_t *src;
-
+    if (last >= 8 && tmx_soft_rma_in_place(qp, map, off, n, dst)) {
         for (int i = 0; i < num_sge - 1; i++) {
             tmx_copy(dst, (const void *)(uintptr_t)sge[i].addr, sge[i].length);
             dst += sge[i].length;
         }
-        src = (const uint8_t *)(uintptr_t)sge[num_sge - 1].addr;
-        tmx_copy(dst, src, last - 8);
-        TMX_SOFT_RELEASE_FENCE();
-        memcpy(&v, src + last - 8, 8);
-        __atomic_store_n((uint64_t *)(void *)(dst + last - 8), v, __ATOMIC_RELEASE);
-        TMX_SOFT_RELEASE_FENCE();
-        /* the queue was empty: head, tx and next were equal and stay so */
-        qp->next_seq++;
-        qp->tx_seq++;
-        qp->head_seq++;
+        tmx_soft_rma_finish(qp, dst, (const uint8_t *)(uintptr_t)sge[num_sge - 1].addr, last);
         return TMX_OK;
     }
     return tmx_soft_rma_writev_post(q, map, off, sge, num_sge, wr_id);

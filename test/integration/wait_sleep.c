@@ -56,7 +56,8 @@
  *                       sleep (100 ms of yields are many more on any load: a yield takes at
  *                       most the other processes' time slices).
  *
- *   wait_sleep reqspin  The same with a CPU each: the spin polls without a yield, then sleeps.
+ *   wait_sleep reqspin  The same with a CPU each: the spin polls without a yield, then sleeps
+ *                       (fewer than 16 yields: an arm that finds work pending yields once).
  *
  * Prints "<mode> ok" (per rank) when every check held; exits non-zero otherwise.
  */
@@ -634,7 +635,11 @@ static int run_reqwait(int oversub)
         if (oversub) {
             REQUIRE(y >= 16);
         } else {
-            REQUIRE(y == 0);
+            /* the spin polls without yielding (if it yielded, it would in every idle round:
+             * thousands in 100 ms); an arm that finds something pending (our send's
+             * completion, the peer's credit landing as we go to sleep) yields once whatever
+             * the oversubscription, which CI's load made happen in 1 of 3 waits */
+            REQUIRE(y < 16);
         }
     }
     if (rank == 0) {

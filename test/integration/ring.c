@@ -47,6 +47,19 @@
  *          (an osu_bw window of 64 against a 32-slot ring: the sender spilled into pending
  *          requests while the receiver posted its receives)
  *
+ * `ring credits` (ring.sh, whole mode, TMX_UNEXP_BUDGET=0) runs only this:
+ *
+ *  credits rank 1 posts TMX_RING_SLOTS receives and stops calling tmx while rank 0 sends
+ *          3 x TMX_RING_SLOTS small messages (into the cells); rank 1 takes them all, the
+ *          first TMX_RING_SLOTS into its receives and the rest unexpected past the budget
+ *          (held: not reported free), then says so, and rank 0 sends TMX_RING_SLOTS more,
+ *          past the cells it knows free. All must go by the ring, none finding it full:
+ *          the receiver's count says more than a slot lap is outstanding, which is so with
+ *          cells, and the cells it reported free are free. A count more than the slots behind
+ *          was dropped as nonsense, so the sender kept the cells it knew taken (all of them)
+ *          and waited, then took the queue (the stall that osu_bw's 8-byte windows met once
+ *          every two windows)
+ *
  * Prints "rank N: ... ok" lines and exits 0 when everything held.
  */
 #include <tmx/tmx.h>
@@ -589,6 +602,103 @@ static void phase_window(tmx_job_h job, tmx_ep_h ep)
     printf("rank %d: window %s\n", rank, bad ? "FAILED" : "ok");
 }
 
+static void phase_credits(tmx_job_h job, tmx_ep_h ep)
+{
+    static tmx_request_h reqs[1024];
+    static unsigned char bufs[1024][8];
+    static tmx_request_h rreqs[1024];
+    static unsigned char rbufs[1024][8];
+    tmx_worker_attr_t    a      = ring_query();
+    /* 3 x slots: they fit the cells whatever the warm-up left unreported (fewer than half
+     * the slots); then slots more, which need the receiver's count */
+    unsigned             posted = a.ring.slots, n = 3 * a.ring.slots, extra = a.ring.slots;
+    unsigned             inplace = 0;
+    char                 go[8]  = "go";
+
+    EXPECT(n + extra <= 1024, "credits: %u messages", n + extra);
+    if (n + extra > 1024) {
+        return;
+    }
+    CHECK(tmx_job_barrier(job));
+    for (int k = 0; k < 4; k++) { /* rank 0 has its ring, rank 1 is awake */
+        if (rank == 0) {
+            CHECK(tmx_tag_send(ep, go, sizeof(go), TAG + 1));
+            CHECK(tmx_tag_recv(worker, go, sizeof(go), TAG + 1, ~(tmx_tag_t)0, NULL));
+        } else {
+            CHECK(tmx_tag_recv(worker, go, sizeof(go), TAG + 1, ~(tmx_tag_t)0, NULL));
+            CHECK(tmx_tag_send(ep, go, sizeof(go), TAG + 1));
+        }
+    }
+    if (rank == 1) {
+        for (unsigned i = 0; i < posted; i++) {
+            CHECK(tmx_tag_recv_nb(worker, rbufs[i], sizeof(rbufs[i]), TAG, ~(tmx_tag_t)0, NULL,
+                                  &rreqs[i]));
+        }
+        /* no barrier from here on: rank 1 must stay awake (TMX_WAIT=spin), or rank 0's
+         * small sends take the queue, which wakes it */
+        CHECK(tmx_tag_send(ep, go, sizeof(go), TAG + 1));
+        usleep(100 * 1000); /* no tmx call while rank 0 fills the cells */
+    }
+    if (rank == 0) {
+        tmx_worker_attr_t b;
+
+        CHECK(tmx_tag_recv(worker, go, sizeof(go), TAG + 1, ~(tmx_tag_t)0, NULL));
+        b = ring_query();
+        for (unsigned i = 0; i < n; i++) {
+            reqs[i] = send_msg(ep, bufs[i], i, sizeof(bufs[i]), 0, 0);
+        }
+        /* rank 1 took them all (reported: those its receives took) */
+        CHECK(tmx_tag_recv(worker, go, sizeof(go), TAG + 1, ~(tmx_tag_t)0, NULL));
+        for (unsigned i = n; i < n + extra; i++) {
+            reqs[i] = send_msg(ep, bufs[i], i, sizeof(bufs[i]), 0, 0);
+        }
+        a       = ring_query();
+        inplace = (unsigned)(a.ring.sent - b.ring.sent);
+        CHECK(tmx_tag_send(ep, go, sizeof(go), TAG + 1)); /* rank 1 may receive the rest */
+        printf("rank 0: credits: %u of %u small sends by the ring (%llu found it full) after "
+               "the receiver took %u of %u (%u slots)\n", inplace, n + extra,
+               (unsigned long long)(a.ring.full - b.ring.full), posted, n, a.ring.slots);
+        EXPECT(inplace == n + extra && a.ring.full == b.ring.full,
+               "credits: %u of %u sends by the ring: the receiver's count was dropped",
+               inplace, n + extra);
+        for (unsigned i = 0; i < n + extra; i++) {
+            if (reqs[i] != NULL) {
+                CHECK(tmx_request_wait(reqs[i], NULL));
+                tmx_request_free(reqs[i]);
+            }
+        }
+    } else {
+        double t0;
+
+        for (unsigned i = 0; i < posted; i++) {
+            tmx_tag_recv_info_t info;
+
+            check_msg("credits", i, tmx_request_wait(rreqs[i], &info), &info, rbufs[i],
+                      sizeof(rbufs[i]), 0);
+            EXPECT(intact(rbufs[i], sizeof(rbufs[i]), i), "credits %u: torn", i);
+            tmx_request_free(rreqs[i]);
+        }
+        t0 = now_ms();
+        while (now_ms() - t0 < 100) {
+            tmx_worker_progress(worker); /* takes the rest in, unexpected */
+        }
+        CHECK(tmx_tag_send(ep, go, sizeof(go), TAG + 1));
+        /* no receive of a held message (which reports its position free) until rank 0 sent
+         * the rest: the count rank 0 reads is the one that says more than the slots */
+        CHECK(tmx_tag_recv(worker, go, sizeof(go), TAG + 1, ~(tmx_tag_t)0, NULL));
+        for (unsigned i = posted; i < n + extra; i++) {
+            tmx_tag_recv_info_t info;
+            unsigned char       rb[8];
+            tmx_status_t        st = recv_one(rb, sizeof(rb), &info);
+
+            check_msg("credits", i, st, &info, rb, sizeof(rb), 0);
+            EXPECT(intact(rb, sizeof(rb), i), "credits %u: torn", i);
+        }
+    }
+    CHECK(tmx_job_barrier(job));
+    printf("rank %d: credits %s\n", rank, bad ? "FAILED" : "ok");
+}
+
 int main(int argc, char **argv)
 {
     tmx_job_h         job;
@@ -621,6 +731,10 @@ int main(int argc, char **argv)
     }
     if (argc > 1 && strcmp(argv[1], "window") == 0) {
         phase_window(job, eps[1 - rank]);
+        goto out;
+    }
+    if (argc > 1 && strcmp(argv[1], "credits") == 0) {
+        phase_credits(job, eps[1 - rank]);
         goto out;
     }
     phase_order(job, eps[1 - rank]);

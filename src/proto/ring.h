@@ -45,7 +45,8 @@
  *
  * Credits. A slot is free again once the receiver has taken its message (matched, or copied
  * into an unexpected message); the receiver writes the count into the sender's control word
- * every half ring. A full ring, a message too big for a slot, or a sleeping receiver sends by
+ * every half ring (of slots). With cells the sender may be up to ncells positions ahead, so
+ * the count it takes may say that many are outstanding, not only a slot lap. A full ring, a message too big for a slot, or a sleeping receiver sends by
  * the queue instead, numbered like the rest: nothing waits for a slot long. (A polling ring
  * found full is waited for up to TMX_RING_SPILL_NS first, the send pending: spilling at
  * once into the queue, whose messages cost the receiver more, let a sender that outran its

@@ -89,10 +89,22 @@ static void tmx_context_wait_policy(tmx_context_t *ctx)
      * every other process later: the wait for it grows with the processes per CPU (up to
      * TMX_CONNECT_SCALE_MAX times). 256 ranks on 2 busy cores took connections past 10 s. */
     ctx->connect_timeout = cfg->peer_timeout;
+    ctx->idle_yields     = 0;
     if (ctx->oversubscribed) {
         int per_cpu = (cfg->local_size + ctx->cpus - 1) / ctx->cpus;
 
         ctx->connect_timeout *= per_cpu < TMX_CONNECT_SCALE_MAX ? per_cpu : TMX_CONNECT_SCALE_MAX;
+        /* A wait's yields go to the processes on its CPU. A few turns of all of them that
+         * brought nothing mean that the work it waits for is elsewhere: on the other CPUs,
+         * or behind the two or three waiting ranks that the scheduler left on this one,
+         * which then yield to one another for the whole TMX_WAIT_SPIN (16 ranks on 2 cores:
+         * about one job in four had 2-3 ranks with 150 yields each per round, the rest 4;
+         * bench/README.md, "16 ranks"). Sleeping then leaves the CPU to the ranks with
+         * work. */
+        ctx->idle_yields = (unsigned)per_cpu * TMX_IDLE_TURNS;
+        if (ctx->idle_yields < TMX_IDLE_YIELDS_MIN) {
+            ctx->idle_yields = TMX_IDLE_YIELDS_MIN;
+        }
     }
     if (atomic_exchange(&logged, 1) != 0) {
         return;

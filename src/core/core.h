@@ -50,6 +50,8 @@ typedef struct tmx_context {
     int               cpus;           /* CPUs of the affinity mask when the context was made */
     int               oversubscribed; /* cfg.local_size > cpus: idle polls yield */
     double            connect_timeout; /* TMX_PEER_TIMEOUT for connections (tmx_context_wait_policy) */
+    unsigned          idle_yields;    /* oversubscribed: idle yields of a wait before it tries to
+                                       * sleep, whatever TMX_WAIT_SPIN (0: the spin alone) */
 } tmx_context_t;
 
 /* One opened device of a worker, with everything the worker needs on it. */
@@ -444,6 +446,10 @@ typedef struct tmx_idle {
 /* Longest sleep of a blocking call between two progress rounds: what a sleeper notices only
  * by polling (a peer's death, a send waiting for room, timeouts) it notices this late. */
 #define TMX_IDLE_SLEEP_MAX_MS 100
+/* Oversubscribed, a wait tries to sleep after this many turns of every process on its CPU
+ * that found nothing (tmx_context_wait_policy), at least TMX_IDLE_YIELDS_MIN yields. */
+#define TMX_IDLE_TURNS      4
+#define TMX_IDLE_YIELDS_MIN 16
 
 /* Called with the lock held by a blocking loop after each progress round that got events:
  * waits as TMX_WAIT says (spins, yields, or arms and sleeps without the lock) before the next

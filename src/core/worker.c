@@ -1485,7 +1485,8 @@ void tmx_worker_idle(tmx_worker_t *w, tmx_idle_t *idle, unsigned events, double 
         if (idle->since == 0) {
             idle->since = now;
         }
-        if (now - idle->since < tmx_worker_spin_us(w) * 1e-6) {
+        if (now - idle->since < tmx_worker_spin_us(w) * 1e-6 &&
+            (ctx->idle_yields == 0 || idle->rounds < ctx->idle_yields)) {
             if (ctx->oversubscribed) {
                 tmx_worker_yield(w);
             }

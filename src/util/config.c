@@ -135,7 +135,8 @@ static const tmx_config_field_t tmx_config_table[] = {
      .flags = TMX_CONFIG_F_POS},
     {TMX_CONFIG_FIELD("WAIT", TMX_CONFIG_ENUM, "auto", wait_mode,
                       "How blocking calls wait when a poll finds nothing: auto polls for "
-                      "TMX_WAIT_SPIN (yielding when oversubscribed) then sleeps; spin; yield; "
+                      "TMX_WAIT_SPIN (yielding when oversubscribed, and then sleeping after 4 "
+                      "idle yields per process on the CPU if sooner) then sleeps; spin; yield; "
                       "sleep at once."),
      .words = tmx_config_wait_modes},
     {TMX_CONFIG_FIELD("WAIT_SPIN", TMX_CONFIG_UINT, "1000", wait_spin_us,

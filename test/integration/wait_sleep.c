@@ -50,11 +50,16 @@
  *   wait_sleep reqwait  2 ranks, oversubscribed as for bootwait, TMX_WAIT=auto with a 100 ms
  *                       TMX_WAIT_SPIN and no eager-RDMA ring: rank 0 waits in tmx_request_wait
  *                       for a message that rank 1 sends 300 ms late. Its idle progress rounds
- *                       must give the processor away (sched_yield) through the spin, as Open
- *                       MPI's opal_progress does after every idle call when it knows it is
- *                       oversubscribed, and then sleep. Counted: at least 16 yields and a
+ *                       must give the processor away (sched_yield), as Open MPI's
+ *                       opal_progress does after every idle call when it knows it is
+ *                       oversubscribed, and then sleep (after 16 idle yields: reqturns). Counted: at least 16 yields and a
  *                       sleep (100 ms of yields are many more on any load: a yield takes at
  *                       most the other processes' time slices).
+ *
+ *   wait_sleep reqturns The same with a 10 s spin: the wait sleeps after 16 idle yields (4
+ *                       turns of the 2 processes per CPU that brought nothing), not after the
+ *                       spin: 3 waits of 300 ms, each that slept yielded at most 16 times
+ *                       before its first sleep, and at least one slept.
  *
  *   wait_sleep reqspin  The same with a CPU each: the spin polls without a yield, then sleeps
  *                       (fewer than 16 yields: an arm that finds work pending yields once).
@@ -65,6 +70,7 @@
 #include <tmx/tmx.h>
 #include <tmx/tmx_job.h>
 
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdio.h>
@@ -437,9 +443,16 @@ static int run_yield(void)
 /* The library's sleeps (a poll with a time limit) land here, as its yields do below; so do
  * its polls that do not wait (busy_polls). */
 static unsigned long sleeps, busy_polls;
+/* yields counted when the first sleep after sleep_mark began (reqturns), ULONG_MAX before */
+static unsigned long sleep_mark_yields = ULONG_MAX;
+static int           sleep_mark;
 
 __attribute__((visibility("default"))) int poll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
+    if (timeout != 0 && sleep_mark) {
+        sleep_mark        = 0;
+        sleep_mark_yields = yields;
+    }
     sleeps += timeout != 0;
     busy_polls += timeout == 0;
     return (int)syscall(SYS_poll, fds, nfds, timeout);
@@ -650,8 +663,78 @@ static int run_reqwait(int oversub)
     return 0;
 }
 
+/* reqturns: oversubscribed (one process more than our CPUs: 2 per CPU), a wait whose spin is
+ * 10 s tries to sleep after TMX_IDLE_TURNS turns of every process on its CPU (16 yields, at
+ * least) instead: 3 waits of 300 ms each; every one that slept yielded at most 16 times
+ * before its first sleep. With the spin alone the waits never sleep (300 ms < 10 s): fails. */
+static int run_reqturns(void)
+{
+    tmx_job_h           job;
+    tmx_context_h       ctx;
+    tmx_worker_h        worker;
+    tmx_ep_h            eps[2];
+    tmx_worker_attr_t   wa = {.field_mask = TMX_WORKER_ATTR_WAIT};
+    tmx_tag_recv_info_t info;
+    tmx_request_h       req;
+    cpu_set_t           set;
+    char                local[16], msg[8] = "in";
+    int                 slept = 0;
+
+    REQUIRE(sched_getaffinity(0, sizeof(set), &set) == 0);
+    snprintf(local, sizeof(local), "%d", CPU_COUNT(&set) + 1);
+    setenv("TMX_LOCAL_SIZE", local, 1);
+    setenv("TMX_WAIT", "auto", 1);
+    setenv("TMX_WAIT_SPIN", "10000000", 1);
+    setenv("TMX_RING", "no", 1); /* no ring: arming never says busy (which yields) */
+    CHECK(tmx_job_init(&job));
+    rank = tmx_job_rank(job);
+    REQUIRE(tmx_job_size(job) == 2);
+    CHECK(tmx_context_create(NULL, &ctx));
+    CHECK(tmx_worker_create(ctx, NULL, &worker));
+    CHECK(tmx_worker_query(worker, &wa));
+    REQUIRE(wa.oversubscribed);
+    CHECK(tmx_job_connect(job, worker, eps));
+    CHECK(tmx_job_barrier(job));
+    for (int i = 0; i < 3; i++) {
+        unsigned long y0;
+
+        if (rank == 1) {
+            struct timespec ts = {.tv_nsec = 300 * 1000 * 1000};
+            CHECK(tmx_tag_recv(worker, msg, sizeof(msg), 9, ~(tmx_tag_t)0, &info));
+            nanosleep(&ts, NULL);
+            CHECK(tmx_tag_send(eps[0], msg, sizeof(msg), 10));
+            continue;
+        }
+        CHECK(tmx_tag_recv_nb(worker, msg, sizeof(msg), 10, ~(tmx_tag_t)0, NULL, &req));
+        CHECK(tmx_tag_send(eps[1], msg, sizeof(msg), 9));
+        y0                = yields;
+        sleep_mark_yields = ULONG_MAX;
+        sleep_mark        = 1;
+        CHECK(tmx_request_wait(req, &info));
+        tmx_request_free(req);
+        sleep_mark = 0;
+        if (sleep_mark_yields == ULONG_MAX) {
+            printf("reqturns: rank 0's wait of 300 ms did not sleep (%lu yields)\n", yields - y0);
+            continue;
+        }
+        printf("reqturns: rank 0 yielded %lu times before its first sleep\n",
+               sleep_mark_yields - y0);
+        REQUIRE(sleep_mark_yields - y0 <= 16);
+        slept++;
+    }
+    if (rank == 0) {
+        REQUIRE(slept > 0);
+    }
+    IT_FINISH(job, ctx, worker, eps, 2);
+    printf("reqturns ok\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "reqturns") == 0) {
+        return run_reqturns();
+    }
     if (argc == 2 && strcmp(argv[1], "bootwait") == 0) {
         return run_bootwait(1);
     }
@@ -676,6 +759,6 @@ int main(int argc, char **argv)
     if (argc == 2 && strcmp(argv[1], "yield") == 0) {
         return run_yield();
     }
-    fprintf(stderr, "usage: wait_sleep block|efd|yield|nearmiss|bootwait|bootspin|reqwait|reqspin\n");
+    fprintf(stderr, "usage: wait_sleep block|efd|yield|nearmiss|bootwait|bootspin|reqwait|reqspin|reqturns\n");
     return 2;
 }

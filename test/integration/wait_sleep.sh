@@ -51,4 +51,11 @@ run 60 "$TMXRUN" -n 2 --timeout 50 "$prog" reqspin
 expect_rc 0 "not oversubscribed, tmx_request_wait spins without yielding (under 16), then sleeps"
 expect_grep "$T/out" "reqspin ok" "every check held"
 grep "yields, " "$T/out" | sed 's/^/    /'
+# Oversubscribed, a wait sleeps after a few turns of the processes on its CPU that brought
+# nothing, not after TMX_WAIT_SPIN of yields (16 ranks on 2 cores: a few ranks left on a CPU
+# yielded to one another for the whole spin)
+run 60 "$TMXRUN" -n 2 --timeout 50 "$prog" reqturns
+expect_rc 0 "oversubscribed, tmx_request_wait sleeps after 16 idle yields whatever TMX_WAIT_SPIN"
+expect_grep "$T/out" "reqturns ok" "every check held"
+grep "reqturns:" "$T/out" | sed 's/^/    /'
 finish

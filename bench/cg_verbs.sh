@@ -15,11 +15,15 @@
 #   tmx_verbs_srq_post_recv      the provider's SRQ posts
 #   tmx_verbs_send_inline        a small message's send in the provider (prov.h send_inline:
 #                                the compact EAGER; rxe's post included)
+#   tmx_request_wait             a blocking wait (all its progress rounds)
 #   tmx_worker_progress_locked   a progress round (mostly idle ones: the spin while waiting;
 #                                how many depends on timing, their cost per round does not)
 #
 # Environment: SIZE (8), ITERS (500), CG_OUT (a directory to keep the callgrind files in;
-# default a temporary one under BUILDDIR, removed), PP_ARGS (more tmx_pingpong options).
+# default a temporary one under BUILDDIR, removed), PP_ARGS (more tmx_pingpong options),
+# SLOW_PEER=1 (rank 1 runs under callgrind too: rank 0 then waits for each reply through
+# many idle progress rounds, so that "per round" below is about an idle round's cost; the
+# difference of two runs, with and without, gives it exactly: the same messages, more rounds).
 # Exit 77 with the reason where the guest or valgrind cannot run.
 set -uo pipefail
 {
@@ -32,10 +36,14 @@ if [ "${RXE_VM:-0}" = 1 ]; then
     # in the guest: $CG_DIR is shared read-write
     cd "$CG_DIR" || exit 99
     # shellcheck disable=SC2016,SC2086 # the inner script expands in the rank's shell
-    env TMX_PROVIDERS=verbs TMX_WAIT=spin "$B/tools/tmxrun" -n 2 --timeout 1200 sh -c '
+    env TMX_PROVIDERS=verbs TMX_WAIT=spin CG_SLOW_PEER="${SLOW_PEER:-0}" "$B/tools/tmxrun" -n 2 --timeout 1200 sh -c '
         if [ "$TMX_RANK" = 0 ]; then
             exec valgrind --tool=callgrind --trace-children=yes \
                 --callgrind-out-file="$CG_DIR/cg.%p" "$0" "$@" 2>"$CG_DIR/valgrind.err"
+        fi
+        if [ "$CG_SLOW_PEER" = 1 ]; then
+            exec valgrind --tool=callgrind --trace-children=yes \
+                --callgrind-out-file="$CG_DIR/peer.%p" "$0" "$@" 2>"$CG_DIR/valgrind1.err"
         fi
         exec "$0" "$@"' "$B/examples/tmx_pingpong" -t lat -m "$size:$size" -n "$iters" \
         ${PP_ARGS:-}
@@ -57,7 +65,7 @@ fi
 echo "# host load average before: $(cut -d' ' -f1-3 /proc/loadavg) (instruction counts do not" \
      "depend on it)"
 bash "$vm" --timeout 1500 --rw "$dir" -- env CG_DIR="$dir" SIZE="$size" ITERS="$iters" \
-    PP_ARGS="${PP_ARGS:-}" bash "$here/cg_verbs.sh" "$B"
+    PP_ARGS="${PP_ARGS:-}" SLOW_PEER="${SLOW_PEER:-0}" bash "$here/cg_verbs.sh" "$B"
 rc=$?
 [ "$rc" = 0 ] || { echo "cg_verbs.sh: the guest run failed ($rc)" >&2; exit "$rc"; }
 # the tmx_pingpong process's file (the libtool wrapper and the shells have their own)
@@ -76,12 +84,15 @@ printf "%-28s %12s %8s %10s\n" function Ir calls "Ir/call"
          /^ *[0-9,]+ \([ 0-9.]+%\)  \* / {v = $1; gsub(",", "", v); fn = $(NF - 1)
                                           if ($NF !~ /^\[/) fn = $NF
                                           sub(/.*:/, "", fn)
-                                          if (fn ~ /^(tmx_tag_send|tmx_proto_rx|tmx_verbs_convert|tmx_iface_repost_rx|tmx_verbs_srq_post_recv|tmx_worker_progress_locked|tmx_verbs_post_send|tmx_verbs_send_inline|tmx_verbs_cq_poll)$/ && !(fn in seen)) {
+                                          if (fn ~ /^(tmx_tag_send|tmx_proto_rx|tmx_verbs_convert|tmx_iface_repost_rx|tmx_verbs_srq_post_recv|tmx_worker_progress_locked|tmx_request_wait|tmx_verbs_post_send|tmx_verbs_send_inline|tmx_verbs_cq_poll)$/ && !(fn in seen)) {
                                               seen[fn] = 1
                                               printf "%-28s %12d %8d %10.1f\n", fn, v, calls, calls ? v / calls : 0
                                           }
+                                          if (fn == "tmx_request_wait") wait_ir = v
+                                          if (fn == "tmx_worker_progress_locked") rounds = calls
                                           calls = 0; next}
-         /^$/ {calls = 0}'
+         /^$/ {calls = 0}
+         END {if (rounds) printf "%-28s %12d %8d %10.1f\n", "(wait per progress round)", wait_ir, rounds, wait_ir / rounds}'
 [ -n "$keep" ] && echo "# callgrind files in $dir ($(basename "$f"): tmx_pingpong)"
 exit 0
 }

@@ -1916,14 +1916,23 @@ int tmx_verbs_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
     struct ibv_wc    iwc[TMX_VERBS_POLL_BATCH];
     int              k;
 
-    if (cq == NULL || n < 0 || (n > 0 && wc == NULL)) {
-        return TMX_ERR_INVALID_PARAM;
+    /* one test for the common case: 1 <= n <= a batch, wc given (else: the checks, or n == 0
+     * or more than a batch, the general way) */
+    if (cq == NULL || (unsigned)n - 1u >= TMX_VERBS_POLL_BATCH || wc == NULL) {
+        if (cq == NULL || n < 0 || (n > 0 && wc == NULL)) {
+            return TMX_ERR_INVALID_PARAM;
+        }
+        dev = (tmx_verbs_dev_t *)c->dev;
+        if ((++dev->poll_count & 63) == 0) {
+            tmx_verbs_cq_tick(dev);
+        }
+        return tmx_verbs_cq_poll_general(cq, n, wc);
     }
     dev = (tmx_verbs_dev_t *)c->dev;
     if ((++dev->poll_count & 63) == 0) {
         tmx_verbs_cq_tick(dev);
     }
-    if (cq->blog.count > 0 || cq->ibcqx != NULL || n == 0 || n > TMX_VERBS_POLL_BATCH) {
+    if (cq->blog.count > 0 || cq->ibcqx != NULL) {
         return tmx_verbs_cq_poll_general(cq, n, wc);
     }
     k = ibv_poll_cq(cq->ibcq, n, iwc);

@@ -71,7 +71,8 @@ fi
 echo "# host load average before: $(cut -d' ' -f1-3 /proc/loadavg) (instruction counts do not" \
      "depend on it)"
 bash "$vm" --timeout 1500 --rw "$dir" -- env CG_DIR="$dir" SIZE="$size" ITERS="$iters" \
-    PP_ARGS="${PP_ARGS:-}" SLOW_PEER="${SLOW_PEER:-0}" CG_RANK="${CG_RANK:-0}" bash "$here/cg_verbs.sh" "$B"
+    PP_ARGS="${PP_ARGS:-}" SLOW_PEER="${SLOW_PEER:-0}" CG_RANK="${CG_RANK:-0}" \
+    bash "$here/cg_verbs.sh" "$B"
 rc=$?
 [ "$rc" = 0 ] || { echo "cg_verbs.sh: the guest run failed ($rc)" >&2; exit "$rc"; }
 # the tmx_pingpong process's file (the libtool wrapper and the shells have their own)
@@ -93,12 +94,13 @@ printf "%-28s %12s %8s %10s\n" function Ir calls "Ir/call"
                                           if (fn ~ /^(tmx_tag_send|tmx_proto_rx|tmx_verbs_convert|tmx_iface_repost_rx|tmx_verbs_srq_post_recv|tmx_worker_progress_locked|tmx_request_wait|tmx_verbs_post_send|tmx_verbs_send_inline|tmx_verbs_cq_poll)$/ && !(fn in seen)) {
                                               seen[fn] = 1
                                               printf "%-28s %12d %8d %10.1f\n", fn, v, calls, calls ? v / calls : 0
+                                              if (fn == "tmx_request_wait") wait_ir = v
+                                              if (fn == "tmx_verbs_cq_poll") rounds = calls
                                           }
-                                          if (fn == "tmx_request_wait") wait_ir = v
-                                          if (fn == "tmx_verbs_cq_poll") rounds = calls
                                           calls = 0; next}
          /^$/ {calls = 0}
-         END {if (rounds) printf "%-28s %12d %8d %10.1f\n", "(wait per progress round)", wait_ir, rounds, wait_ir / rounds}'
+         END {if (rounds) printf "%-28s %12d %8d %10.1f\n", "(wait per progress round)",
+                                 wait_ir, rounds, wait_ir / rounds}'
 [ -n "$keep" ] && echo "# callgrind files in $dir ($(basename "$f"): tmx_pingpong)"
 exit 0
 }

@@ -456,6 +456,12 @@ typedef struct tmx_idle {
  * round. deadline: tmx_time_sec() by which to be back, < 0 for none. */
 void tmx_worker_idle(tmx_worker_t *w, tmx_idle_t *idle, unsigned events, double deadline);
 
+/* tmx_request_wait's loop (worker.c, where the progress round and the common idle answers are
+ * inline): progress rounds until req is done (0), or it was released by the user
+ * (TMX_ERR_INVALID_HANDLE), or a peer's failure is pending for it
+ * (TMX_ERR_PEER_FAILED_PENDING). Takes the worker lock around each round. */
+tmx_status_t tmx_worker_wait_request(tmx_worker_t *w, tmx_request_t *req);
+
 /* ---- ep.c */
 tmx_status_t tmx_ep_wireup_rx(tmx_iface_t *iface, const void *msg, size_t len);
 void tmx_ep_fail(tmx_ep_t *ep, tmx_status_t status);
@@ -597,6 +603,34 @@ static inline tmx_request_t *tmx_request_alloc(tmx_worker_t *w, tmx_req_type_t t
 
 void tmx_request_complete(tmx_request_t *req, tmx_status_t status);
 void tmx_request_release(tmx_request_t *req);
+
+/* Whether the request completed; no lock needed (see tmx_request_complete). */
+static inline int tmx_request_done(const tmx_request_t *req)
+{
+    return __atomic_load_n(&req->done, __ATOMIC_ACQUIRE);
+}
+
+/* ULFM's "failure pending": a receive still waiting for a match when a peer failed cannot
+ * know whether that peer was its sender (matching is by tag), so test and wait say so once per
+ * failure seen, and the receive stays posted. One that has matched is past that question, and
+ * so is a directed one: it fails when its own source does (tmx_worker_peer_failed). */
+int tmx_request_failure_pending_locked(tmx_request_t *req, unsigned epoch);
+
+/* inline: the common answer (no failure since the receive was posted) costs two loads */
+static inline int tmx_request_failure_pending(tmx_request_t *req)
+{
+    tmx_worker_t *w = req->worker;
+    unsigned      epoch;
+
+    if (req->type != TMX_REQ_RECV) {
+        return 0;
+    }
+    epoch = atomic_load_explicit(&w->fail_epoch, memory_order_acquire);
+    if (epoch == atomic_load_explicit(&req->fail_epoch, memory_order_relaxed)) {
+        return 0;
+    }
+    return tmx_request_failure_pending_locked(req, epoch);
+}
 tmx_status_t tmx_request_params_check(const tmx_request_params_t *params, int is_send);
 /* tmx_request_params_check, with the common answers inline: no params, or a callback (given)
  * and user data only. */

@@ -65,40 +65,12 @@ void tmx_request_complete(tmx_request_t *req, tmx_status_t status)
     __atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
 }
 
-/* Whether the request completed; no lock needed (see tmx_request_complete). */
-static inline int tmx_request_done(const tmx_request_t *req)
-{
-    return __atomic_load_n(&req->done, __ATOMIC_ACQUIRE);
-}
-
 static int tmx_request_check(const tmx_request_t *req)
 {
     return req != NULL && req->magic == TMX_MAGIC_REQ;
 }
 
-/* ULFM's "failure pending": a receive still waiting for a match when a peer failed cannot
- * know whether that peer was its sender (matching is by tag), so test and wait say so once per
- * failure seen, and the receive stays posted. One that has matched is past that question, and
- * so is a directed one: it fails when its own source does (tmx_worker_peer_failed). */
-static int tmx_request_failure_pending_locked(tmx_request_t *req, unsigned epoch);
-
-/* inline: the common answer (no failure since the receive was posted) costs two loads */
-static inline int tmx_request_failure_pending(tmx_request_t *req)
-{
-    tmx_worker_t *w = req->worker;
-    unsigned      epoch;
-
-    if (req->type != TMX_REQ_RECV) {
-        return 0;
-    }
-    epoch = atomic_load_explicit(&w->fail_epoch, memory_order_acquire);
-    if (epoch == atomic_load_explicit(&req->fail_epoch, memory_order_relaxed)) {
-        return 0;
-    }
-    return tmx_request_failure_pending_locked(req, epoch);
-}
-
-static int tmx_request_failure_pending_locked(tmx_request_t *req, unsigned epoch)
+int tmx_request_failure_pending_locked(tmx_request_t *req, unsigned epoch)
 {
     tmx_worker_t *w = req->worker;
     int           pending;
@@ -131,36 +103,21 @@ TMX_API tmx_status_t tmx_request_test(tmx_request_h req, tmx_tag_recv_info_t *in
 
 TMX_API tmx_status_t tmx_request_wait(tmx_request_h req, tmx_tag_recv_info_t *info)
 {
-    tmx_worker_t *w;
-    tmx_idle_t    idle     = TMX_IDLE_INIT;
-    int           released = 0;
-
     if (req == NULL) {
         return TMX_ERR_INVALID_PARAM;
     }
     if (!tmx_request_check(req)) {
         return TMX_ERR_INVALID_HANDLE;
     }
-    w = req->worker;
     /* A freed request is never done (it is released instead); its RELEASE flag is read under
      * the lock, as other threads' progress changes the flags. Rounds that find nothing wait
      * as TMX_WAIT says (tmx_worker_idle). */
-    while (!released && !tmx_request_done(req)) {
-        if (tmx_request_failure_pending(req)) {
-            return TMX_ERR_PEER_FAILED_PENDING;
+    if (!tmx_request_done(req)) {
+        tmx_status_t status = tmx_worker_wait_request(req->worker, req);
+
+        if (status != TMX_OK) {
+            return status;
         }
-        tmx_worker_lock(w);
-        released = (req->flags & TMX_REQ_FLAG_RELEASE) != 0;
-        if (!released) {
-            unsigned events = tmx_worker_progress_locked(w);
-            if (!tmx_request_done(req)) {
-                tmx_worker_idle(w, &idle, events, -1);
-            }
-        }
-        tmx_worker_unlock(w);
-    }
-    if (released) {
-        return TMX_ERR_INVALID_HANDLE;
     }
     return tmx_request_test(req, info);
 }

@@ -1121,12 +1121,12 @@ static void tmx_worker_report_failures(tmx_worker_t *w)
     }
 }
 
-/* One poll of a device's completions, dispatched; returns how many. */
-unsigned tmx_worker_poll_iface(tmx_iface_t *iface)
+/* What follows a device poll that found completions, or that has receive buffers to post
+ * again or tag-matching work: out of line, so that the poll that finds nothing (every idle
+ * round of a waiting caller) is a call of cq_poll and three tests. */
+static inline __attribute__((always_inline)) unsigned
+tmx_worker_poll_iface_rest_inline(tmx_iface_t *iface, tmx_wc_t *wc, int n)
 {
-    tmx_wc_t wc[TMX_POLL_MAX];
-    int      n = iface->ops->cq_poll(iface->cq, TMX_POLL_MAX, wc);
-
     if (n < 0) {
         tmx_error("polling device %s failed: %s", iface->dev->name,
                   tmx_status_string((tmx_status_t)n));
@@ -1143,6 +1143,30 @@ unsigned tmx_worker_poll_iface(tmx_iface_t *iface)
         tmx_tm_progress(&iface->tm);
     }
     return (unsigned)n;
+}
+
+static __attribute__((noinline)) unsigned tmx_worker_poll_iface_rest(tmx_iface_t *iface,
+                                                                     tmx_wc_t *wc, int n)
+{
+    return tmx_worker_poll_iface_rest_inline(iface, wc, n);
+}
+
+/* One poll of a device's completions, dispatched; returns how many. */
+static inline __attribute__((always_inline)) unsigned tmx_worker_poll_iface_inline(
+    tmx_iface_t *iface)
+{
+    tmx_wc_t wc[TMX_POLL_MAX];
+    int      n = iface->ops->cq_poll(iface->cq, TMX_POLL_MAX, wc);
+
+    if (n == 0 && iface->rx_repost_count < iface->rx_lazy && !iface->tm_on) {
+        return 0; /* nothing found, nothing to do */
+    }
+    return tmx_worker_poll_iface_rest(iface, wc, n);
+}
+
+unsigned tmx_worker_poll_iface(tmx_iface_t *iface)
+{
+    return tmx_worker_poll_iface_inline(iface);
 }
 
 /*
@@ -1179,25 +1203,11 @@ static inline __attribute__((always_inline)) int tmx_worker_poll_rings(tmx_worke
     return w->devs_busy || (++w->ring_rounds & 3) == 0;
 }
 
-/* One progress round (tmx_worker_progress_locked); inline in the API's tmx_worker_progress,
- * whose idle rounds are the loop of every waiting caller. */
-static inline __attribute__((always_inline)) unsigned tmx_worker_round(tmx_worker_t *w)
+/* The end of a progress round that polled the devices and found count events (w->in_progress
+ * set; cleared here). */
+static inline __attribute__((always_inline)) void tmx_worker_round_tail(tmx_worker_t *w,
+                                                                        unsigned     count)
 {
-    unsigned count = 0;
-
-    if (w->in_progress) {
-        return 0; /* called from a completion callback */
-    }
-    w->in_progress = 1;
-    if (tmx_list_is_empty(&w->ring_polled) || tmx_worker_poll_rings(w, &count)) {
-        unsigned dev = 0;
-
-        for (int i = 0; i < w->num_ifaces; i++) {
-            dev += tmx_worker_poll_iface(&w->ifaces[i]);
-        }
-        w->devs_busy = dev > 0;
-        count += dev;
-    }
     if (w->ring_sleepers > 0 && w->rx_msgs != w->ring_sleep_rx) {
         tmx_ring_awake(w); /* messages reach us again: senders may use our rings */
     }
@@ -1215,6 +1225,28 @@ static inline __attribute__((always_inline)) unsigned tmx_worker_round(tmx_worke
         }
     }
     w->in_progress = 0;
+}
+
+/* One progress round (tmx_worker_progress_locked); inline in the API's tmx_worker_progress,
+ * whose idle rounds are the loop of every waiting caller. */
+static inline __attribute__((always_inline)) unsigned tmx_worker_round(tmx_worker_t *w)
+{
+    unsigned count = 0;
+
+    if (w->in_progress) {
+        return 0; /* called from a completion callback */
+    }
+    w->in_progress = 1;
+    if (tmx_list_is_empty(&w->ring_polled) || tmx_worker_poll_rings(w, &count)) {
+        unsigned dev = 0;
+
+        for (int i = 0; i < w->num_ifaces; i++) {
+            dev += tmx_worker_poll_iface_inline(&w->ifaces[i]);
+        }
+        w->devs_busy = dev > 0;
+        count += dev;
+    }
+    tmx_worker_round_tail(w, count);
     return count;
 }
 
@@ -1512,6 +1544,138 @@ void tmx_worker_idle(tmx_worker_t *w, tmx_idle_t *idle, unsigned events, double 
          * can wake us: past the spin, poll politely */
         tmx_worker_yield(w);
     }
+}
+
+/* tmx_worker_idle's answers that need no call: a round that found something, TMX_WAIT=spin,
+ * and auto's rounds between two clock reads (not oversubscribed). The same decisions. */
+static inline __attribute__((always_inline)) void
+tmx_worker_idle_inline(tmx_worker_t *w, tmx_idle_t *idle, unsigned events, double deadline)
+{
+    const tmx_context_t *ctx = w->ctx;
+
+    if (events > 0) {
+        idle->since  = 0;
+        idle->rounds = 0;
+        return;
+    }
+    if (ctx->cfg.wait_mode == TMX_WAIT_SPIN) {
+        return;
+    }
+    if (ctx->cfg.wait_mode == TMX_WAIT_AUTO && ((idle->rounds + 1) & 15) != 0 &&
+        !ctx->oversubscribed) {
+        idle->rounds++;
+        return;
+    }
+    tmx_worker_idle(w, idle, 0, deadline);
+}
+
+/*
+ * Whether a waiting caller's next rounds, after one that found nothing, can be polls of the
+ * one device's completion queue alone (tmx_worker_quiet_polls): nothing but a completion can
+ * give a round anything else to do. One thread calls into the worker (no other thread
+ * completes requests, queues sends or fails peers meanwhile), no ring is polled, no endpoint
+ * waits in pending_eps, no failure waits to be reported, no tag-matching offload, fewer
+ * receive buffers wait to be posted again than an idle poll posts, and TMX_WAIT spins
+ * (spin, or auto between its clock reads). Everything the skipped parts of a round look at
+ * changes only by a completion's dispatch or an API call, and neither happens in the polls.
+ */
+static inline __attribute__((always_inline)) int tmx_worker_quiet(const tmx_worker_t *w)
+{
+    const tmx_iface_t *iface = &w->ifaces[0];
+
+    return w->thread_mode != TMX_THREAD_MODE_MULTI && w->num_ifaces == 1 &&
+           tmx_list_is_empty(&w->ring_polled) && tmx_list_is_empty(&w->pending_eps) &&
+           w->failures_unreported == 0 && w->ring_sleepers == 0 && !iface->tm_on &&
+           iface->rx_repost_count < iface->rx_lazy && !w->in_progress;
+}
+
+/*
+ * Up to max polls of the one device's CQ (tmx_worker_quiet holds), each what an idle round
+ * would do: returns when one finds completions (dispatched, and the round's tail run, as a
+ * round does) with their number, or 0 after max polls that found nothing (*polls: how many
+ * ran). A poll that finds nothing costs the provider's cq_poll and a test here: about 90
+ * instructions over rxe, against about 165 for a whole round (bench/README.md, h-verbs5).
+ */
+static inline __attribute__((always_inline)) unsigned
+tmx_worker_quiet_polls(tmx_worker_t *w, unsigned max, unsigned *polls)
+{
+    tmx_iface_t *iface = &w->ifaces[0];
+    tmx_wc_t     wc[TMX_POLL_MAX];
+    unsigned     i;
+    int          n = 0;
+
+    for (i = 0; i < max; i++) {
+        n = iface->ops->cq_poll(iface->cq, TMX_POLL_MAX, wc);
+        if (n != 0) {
+            break;
+        }
+    }
+    *polls = i;
+    if (n == 0) {
+        return 0;
+    }
+    /* inline: a call layer less between an arrival and its completion; the idle polls
+     * above pay nothing for it (the registers are saved once per wait) */
+    w->in_progress = 1;
+    n              = (int)tmx_worker_poll_iface_rest_inline(iface, wc, n);
+    w->devs_busy   = n > 0;
+    tmx_worker_round_tail(w, (unsigned)n);
+    return (unsigned)n;
+}
+
+/* Idle polls a quiet wait makes between two whole rounds (TMX_WAIT=spin). */
+#define TMX_QUIET_POLLS 16
+
+/*
+ * tmx_request_wait's loop. Each round is the one of tmx_worker_progress_locked, inline here,
+ * with the idle decision after it; after a round that found nothing, while the worker is
+ * quiet (tmx_worker_quiet), the next idle rounds are polls of the CQ alone. A waiting
+ * caller's rounds that find nothing (the spin until a message arrives) cost less than half
+ * what they did through tmx_worker_progress_locked, tmx_worker_poll_iface and
+ * tmx_worker_idle (bench/README.md, h-verbs5), and a message that arrives during one waits
+ * half a round on average.
+ */
+tmx_status_t tmx_worker_wait_request(tmx_worker_t *w, tmx_request_t *req)
+{
+    tmx_idle_t idle = TMX_IDLE_INIT;
+
+    while (!tmx_request_done(req)) {
+        unsigned events;
+
+        if (tmx_request_failure_pending(req)) {
+            return TMX_ERR_PEER_FAILED_PENDING;
+        }
+        tmx_worker_lock(w);
+        if (req->flags & TMX_REQ_FLAG_RELEASE) {
+            tmx_worker_unlock(w);
+            return TMX_ERR_INVALID_HANDLE;
+        }
+        events = tmx_worker_round(w);
+        if (events == 0 && tmx_worker_quiet(w)) {
+            const tmx_context_t *ctx = w->ctx;
+            unsigned             max = 0, polls;
+
+            /* as many idle rounds as tmx_worker_idle_inline would answer without a call */
+            if (ctx->cfg.wait_mode == TMX_WAIT_SPIN) {
+                max = TMX_QUIET_POLLS;
+            } else if (ctx->cfg.wait_mode == TMX_WAIT_AUTO && !ctx->oversubscribed) {
+                /* up to the round before the one that reads the clock (the idle call
+                 * below counts the round itself) */
+                max = 15 - (idle.rounds & 15);
+            }
+            if (max > 0) {
+                events = tmx_worker_quiet_polls(w, max, &polls);
+                if (ctx->cfg.wait_mode == TMX_WAIT_AUTO) {
+                    idle.rounds += polls; /* each was an idle round */
+                }
+            }
+        }
+        if (!tmx_request_done(req)) {
+            tmx_worker_idle_inline(w, &idle, events, -1);
+        }
+        tmx_worker_unlock(w);
+    }
+    return TMX_OK;
 }
 
 TMX_API tmx_status_t tmx_worker_get_efd(tmx_worker_h w, int *fd_p)

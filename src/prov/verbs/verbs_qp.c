@@ -1819,63 +1819,78 @@ void tmx_verbs_keepalive(tmx_verbs_dev_t *dev)
     }
 }
 
-int tmx_verbs_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
+/* Every 64th poll: the keepalive, and every 1024th the async events. */
+static __attribute__((noinline)) void tmx_verbs_cq_tick(tmx_verbs_dev_t *dev)
 {
-    tmx_verbs_cq_t *cq  = (tmx_verbs_cq_t *)c;
-    int             got, hw;
+    if ((dev->poll_count & 1023) == 0) {
+        tmx_verbs_async_events(dev);
+    }
+    tmx_verbs_keepalive(dev);
+}
 
-    if (cq == NULL || n < 0 || (n > 0 && wc == NULL)) {
-        return TMX_ERR_INVALID_PARAM;
+/* The completions that one ibv_poll_cq returned (k of them, into iwc; k < 0: its error),
+ * converted into wc, then what the hardware queue holds beyond them and the failures: the
+ * part of tmx_verbs_cq_poll after a poll that found something. */
+static __attribute__((noinline)) int tmx_verbs_cq_poll_found(tmx_verbs_cq_t *cq, int n,
+                                                             tmx_wc_t *wc,
+                                                             const struct ibv_wc *iwc, int k)
+{
+    tmx_verbs_dev_t *dev = (tmx_verbs_dev_t *)cq->super.dev;
+    int              got = 0;
+
+    if (k < 0) {
+        tmx_error("verbs %s: polling a CQ failed: %s", dev->super.name, strerror(-k));
+        return TMX_ERR_IO;
     }
-    if ((++((tmx_verbs_dev_t *)c->dev)->poll_count & 63) == 0) {
-        tmx_verbs_dev_t *dev = (tmx_verbs_dev_t *)c->dev;
-        if ((dev->poll_count & 1023) == 0) {
-            tmx_verbs_async_events(dev);
+    for (int i = 0; i < k; i++) {
+        if (tmx_verbs_srecv_direct(dev, &iwc[i], &wc[got])) {
+            got++;
+            continue;
         }
-        tmx_verbs_keepalive(dev);
+        tmx_verbs_raw_t r = {.wr_id    = iwc[i].wr_id,
+                             .status   = iwc[i].status,
+                             .opcode   = iwc[i].opcode,
+                             .byte_len = iwc[i].byte_len,
+                             .imm      = iwc[i].imm_data,
+                             .qp_num   = iwc[i].qp_num,
+                             .src_qp   = iwc[i].src_qp,
+                             .flags    = iwc[i].wc_flags};
+
+        got += tmx_verbs_convert(dev, &r, &wc[got]);
     }
-    /* the backlog and the failures are almost always empty: no call for them then (this
-     * runs on every progress round, idle ones included) */
+    if (k == n && got < n) {
+        /* full, some kept by the provider: there may be more */
+        int more = tmx_verbs_cq_poll_hw(cq, n - got, wc + got);
+        got += more > 0 ? more : 0;
+    }
+    if (got < n && cq->async.count > 0) {
+        /* the hardware queue had no more: the failures it showed come after */
+        got += tmx_verbs_wcq_pop(&cq->async, n - got, wc + got);
+    }
+    return got;
+}
+
+/* The general case of tmx_verbs_cq_poll: a backlog, an extended CQ, more than a batch. */
+static __attribute__((noinline)) int tmx_verbs_cq_poll_general(tmx_verbs_cq_t *cq, int n,
+                                                               tmx_wc_t *wc)
+{
+    int got, hw;
+
     got = cq->blog.count > 0 ? tmx_verbs_wcq_pop(&cq->blog, n, wc) : 0;
     if (got == n) {
         return got;
     }
     if (cq->ibcqx == NULL && n - got <= TMX_VERBS_POLL_BATCH) {
-        /* the common case, in every progress round: one ibv_poll_cq here, and nothing more
-         * when it finds nothing (the layers of tmx_verbs_cq_poll_hw were about 50
-         * instructions of each idle round) */
         struct ibv_wc iwc[TMX_VERBS_POLL_BATCH];
         int           k = ibv_poll_cq(cq->ibcq, n - got, iwc);
 
-        if (k < 0) {
-            tmx_error("verbs %s: polling a CQ failed: %s", c->dev->name, strerror(-k));
-            return got > 0 ? got : TMX_ERR_IO;
+        if (k == 0 && cq->async.count == 0) {
+            return got;
         }
-        hw = 0;
-        for (int i = 0; i < k; i++) {
-            if (tmx_verbs_srecv_direct((tmx_verbs_dev_t *)c->dev, &iwc[i], &wc[got + hw])) {
-                hw++;
-                continue;
-            }
-            tmx_verbs_raw_t r = {.wr_id    = iwc[i].wr_id,
-                                 .status   = iwc[i].status,
-                                 .opcode   = iwc[i].opcode,
-                                 .byte_len = iwc[i].byte_len,
-                                 .imm      = iwc[i].imm_data,
-                                 .qp_num   = iwc[i].qp_num,
-                                 .src_qp   = iwc[i].src_qp,
-                                 .flags    = iwc[i].wc_flags};
-
-            hw += tmx_verbs_convert((tmx_verbs_dev_t *)c->dev, &r, &wc[got + hw]);
-        }
-        if (k == n - got && got + hw < n) {
-            /* full, some kept by the provider: there may be more */
-            int more = tmx_verbs_cq_poll_hw(cq, n - got - hw, wc + got + hw);
-            hw += more > 0 ? more : 0;
-        }
-    } else {
-        hw = tmx_verbs_cq_poll_hw(cq, n - got, wc + got);
+        hw = tmx_verbs_cq_poll_found(cq, n - got, wc + got, iwc, k);
+        return hw < 0 ? (got > 0 ? got : hw) : got + hw;
     }
+    hw = tmx_verbs_cq_poll_hw(cq, n - got, wc + got);
     if (hw < 0) {
         return got > 0 ? got : hw;
     }
@@ -1885,4 +1900,44 @@ int tmx_verbs_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
         got += tmx_verbs_wcq_pop(&cq->async, n - got, wc + got);
     }
     return got;
+}
+
+/*
+ * Every progress round polls here, and most rounds of a waiting caller find nothing: the
+ * common case is one ibv_poll_cq and, when it finds nothing, a test of the failures and the
+ * return, with everything else out of line (tmx_verbs_cq_tick, _found, _general: their
+ * register saves and checks were about 60 instructions of every idle round, beside rxe's own
+ * poll of about 40).
+ */
+int tmx_verbs_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
+{
+    tmx_verbs_cq_t  *cq = (tmx_verbs_cq_t *)c;
+    tmx_verbs_dev_t *dev;
+    struct ibv_wc    iwc[TMX_VERBS_POLL_BATCH];
+    int              k;
+
+    /* one test for the common case: 1 <= n <= a batch, wc given (else: the checks, or n == 0
+     * or more than a batch, the general way) */
+    if (cq == NULL || (unsigned)n - 1u >= TMX_VERBS_POLL_BATCH || wc == NULL) {
+        if (cq == NULL || n < 0 || (n > 0 && wc == NULL)) {
+            return TMX_ERR_INVALID_PARAM;
+        }
+        dev = (tmx_verbs_dev_t *)c->dev;
+        if ((++dev->poll_count & 63) == 0) {
+            tmx_verbs_cq_tick(dev);
+        }
+        return tmx_verbs_cq_poll_general(cq, n, wc);
+    }
+    dev = (tmx_verbs_dev_t *)c->dev;
+    if ((++dev->poll_count & 63) == 0) {
+        tmx_verbs_cq_tick(dev);
+    }
+    if (cq->blog.count > 0 || cq->ibcqx != NULL) {
+        return tmx_verbs_cq_poll_general(cq, n, wc);
+    }
+    k = ibv_poll_cq(cq->ibcq, n, iwc);
+    if (k == 0 && cq->async.count == 0) {
+        return 0;
+    }
+    return tmx_verbs_cq_poll_found(cq, n, wc, iwc, k);
 }

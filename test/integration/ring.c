@@ -548,18 +548,12 @@ static void phase_first(tmx_job_h job, tmx_ep_h ep)
     printf("rank %d: first %s\n", rank, bad ? "FAILED" : "ok");
 }
 
-static void phase_window(tmx_job_h job, tmx_ep_h ep)
+/* Four round trips before a phase: rank 1 is awake (its word in rank 0's memory says so)
+ * and rank 0 has its ring. */
+static void warm_round_trips(tmx_ep_h ep)
 {
-    static tmx_request_h reqs[1024];
-    static unsigned char bufs[1024][8];
-    tmx_worker_attr_t    a = ring_query();
-    unsigned             n = 3 * a.ring.slots, inplace = 0;
-    char                 go[8] = "go";
+    char go[8] = "go";
 
-    EXPECT(n >= 3 && n <= 1024, "window: %u messages", n);
-    CHECK(tmx_job_barrier(job));
-    /* a round trip first: rank 1 is awake (its word in rank 0's memory says so) and rank 0
-     * has its ring */
     for (int k = 0; k < 4; k++) {
         if (rank == 0) {
             CHECK(tmx_tag_send(ep, go, sizeof(go), TAG + 1));
@@ -569,6 +563,18 @@ static void phase_window(tmx_job_h job, tmx_ep_h ep)
             CHECK(tmx_tag_send(ep, go, sizeof(go), TAG + 1));
         }
     }
+}
+
+static void phase_window(tmx_job_h job, tmx_ep_h ep)
+{
+    static tmx_request_h reqs[1024];
+    static unsigned char bufs[1024][8];
+    tmx_worker_attr_t    a = ring_query();
+    unsigned             n = 3 * a.ring.slots, inplace = 0;
+
+    EXPECT(n >= 3 && n <= 1024, "window: %u messages", n);
+    CHECK(tmx_job_barrier(job));
+    warm_round_trips(ep);
     if (rank == 0) {
         for (unsigned i = 0; i < n; i++) {
             reqs[i] = send_msg(ep, bufs[i], i, sizeof(bufs[i]), 0, 0);
@@ -620,15 +626,7 @@ static void phase_credits(tmx_job_h job, tmx_ep_h ep)
         return;
     }
     CHECK(tmx_job_barrier(job));
-    for (int k = 0; k < 4; k++) { /* rank 0 has its ring, rank 1 is awake */
-        if (rank == 0) {
-            CHECK(tmx_tag_send(ep, go, sizeof(go), TAG + 1));
-            CHECK(tmx_tag_recv(worker, go, sizeof(go), TAG + 1, ~(tmx_tag_t)0, NULL));
-        } else {
-            CHECK(tmx_tag_recv(worker, go, sizeof(go), TAG + 1, ~(tmx_tag_t)0, NULL));
-            CHECK(tmx_tag_send(ep, go, sizeof(go), TAG + 1));
-        }
-    }
+    warm_round_trips(ep);
     if (rank == 1) {
         for (unsigned i = 0; i < posted; i++) {
             CHECK(tmx_tag_recv_nb(worker, rbufs[i], sizeof(rbufs[i]), TAG, ~(tmx_tag_t)0, NULL,

@@ -590,6 +590,52 @@ static int run_bootwait(int oversub)
     return 0;
 }
 
+/* reqwait and reqturns: a 2-rank job with TMX_WAIT=auto, the spin spin_us, TMX_LOCAL_SIZE
+ * one process more than our CPUs when oversub (2 per CPU) and 1 otherwise, connected. */
+static void req_job_start(int oversub, const char *spin_us, tmx_job_h *job, tmx_context_h *ctx,
+                          tmx_worker_h *worker, tmx_ep_h eps[2])
+{
+    tmx_worker_attr_t wa = {.field_mask = TMX_WORKER_ATTR_WAIT};
+    cpu_set_t         set;
+    char              local[16];
+
+    REQUIRE(sched_getaffinity(0, sizeof(set), &set) == 0);
+    snprintf(local, sizeof(local), "%d", oversub ? CPU_COUNT(&set) + 1 : 1);
+    setenv("TMX_LOCAL_SIZE", local, 1);
+    setenv("TMX_WAIT", "auto", 1);
+    setenv("TMX_WAIT_SPIN", spin_us, 1);
+    setenv("TMX_RING", "no", 1); /* no ring: arming never says busy (which yields) */
+    CHECK(tmx_job_init(job));
+    rank = tmx_job_rank(*job);
+    REQUIRE(tmx_job_size(*job) == 2);
+    CHECK(tmx_context_create(NULL, ctx));
+    CHECK(tmx_worker_create(*ctx, NULL, worker));
+    CHECK(tmx_worker_query(*worker, &wa));
+    REQUIRE(wa.oversubscribed == oversub);
+    CHECK(tmx_job_connect(*job, *worker, eps));
+    CHECK(tmx_job_barrier(*job));
+}
+
+/* One round of reqwait and reqturns. Rank 1 answers rank 0's message 300 ms late; rank 0
+ * posts the receive of the answer into msg, sends msg, and returns the receive for its wait
+ * (NULL on rank 1). */
+static tmx_request_h req_round(tmx_worker_h worker, tmx_ep_h eps[2], char msg[8])
+{
+    tmx_tag_recv_info_t info;
+    tmx_request_h       req;
+
+    if (rank == 1) {
+        struct timespec ts = {.tv_nsec = 300 * 1000 * 1000};
+        CHECK(tmx_tag_recv(worker, msg, 8, 9, ~(tmx_tag_t)0, &info));
+        nanosleep(&ts, NULL);
+        CHECK(tmx_tag_send(eps[0], msg, 8, 10));
+        return NULL;
+    }
+    CHECK(tmx_tag_recv_nb(worker, msg, 8, 10, ~(tmx_tag_t)0, NULL, &req));
+    CHECK(tmx_tag_send(eps[1], msg, 8, 9));
+    return req;
+}
+
 /* Rank 0's tmx_request_wait for a message rank 1 sends 300 ms after rank 0 asked for it. */
 static int run_reqwait(int oversub)
 {
@@ -597,41 +643,20 @@ static int run_reqwait(int oversub)
     tmx_context_h       ctx;
     tmx_worker_h        worker;
     tmx_ep_h            eps[2];
-    tmx_worker_attr_t   wa = {.field_mask = TMX_WORKER_ATTR_WAIT};
     tmx_request_h       req;
     tmx_tag_recv_info_t info;
-    cpu_set_t           set;
-    char                local[16], msg[8] = "in";
+    char                msg[8] = "in";
     unsigned long       y0, s0, y, s;
     const char         *name = oversub ? "reqwait" : "reqspin";
     int                 waited = 0;
     double              w0;
 
-    REQUIRE(sched_getaffinity(0, sizeof(set), &set) == 0);
-    snprintf(local, sizeof(local), "%d", oversub ? CPU_COUNT(&set) + 1 : 1);
-    setenv("TMX_LOCAL_SIZE", local, 1);
-    setenv("TMX_WAIT", "auto", 1);
-    setenv("TMX_WAIT_SPIN", "100000", 1);
-    setenv("TMX_RING", "no", 1); /* no ring: arming never says busy (which yields) */
-    CHECK(tmx_job_init(&job));
-    rank = tmx_job_rank(job);
-    REQUIRE(tmx_job_size(job) == 2);
-    CHECK(tmx_context_create(NULL, &ctx));
-    CHECK(tmx_worker_create(ctx, NULL, &worker));
-    CHECK(tmx_worker_query(worker, &wa));
-    REQUIRE(wa.oversubscribed == oversub);
-    CHECK(tmx_job_connect(job, worker, eps));
-    CHECK(tmx_job_barrier(job));
+    req_job_start(oversub, "100000", &job, &ctx, &worker, eps);
     for (int i = 0; i < 3; i++) {
-        if (rank == 1) {
-            struct timespec ts = {.tv_nsec = 300 * 1000 * 1000};
-            CHECK(tmx_tag_recv(worker, msg, sizeof(msg), 9, ~(tmx_tag_t)0, &info));
-            nanosleep(&ts, NULL);
-            CHECK(tmx_tag_send(eps[0], msg, sizeof(msg), 10));
+        req = req_round(worker, eps, msg);
+        if (req == NULL) {
             continue;
         }
-        CHECK(tmx_tag_recv_nb(worker, msg, sizeof(msg), 10, ~(tmx_tag_t)0, NULL, &req));
-        CHECK(tmx_tag_send(eps[1], msg, sizeof(msg), 9));
         y0 = yields;
         s0 = sleeps;
         w0 = wall();
@@ -673,40 +698,19 @@ static int run_reqturns(void)
     tmx_context_h       ctx;
     tmx_worker_h        worker;
     tmx_ep_h            eps[2];
-    tmx_worker_attr_t   wa = {.field_mask = TMX_WORKER_ATTR_WAIT};
     tmx_tag_recv_info_t info;
     tmx_request_h       req;
-    cpu_set_t           set;
-    char                local[16], msg[8] = "in";
+    char                msg[8] = "in";
     int                 slept = 0;
 
-    REQUIRE(sched_getaffinity(0, sizeof(set), &set) == 0);
-    snprintf(local, sizeof(local), "%d", CPU_COUNT(&set) + 1);
-    setenv("TMX_LOCAL_SIZE", local, 1);
-    setenv("TMX_WAIT", "auto", 1);
-    setenv("TMX_WAIT_SPIN", "10000000", 1);
-    setenv("TMX_RING", "no", 1); /* no ring: arming never says busy (which yields) */
-    CHECK(tmx_job_init(&job));
-    rank = tmx_job_rank(job);
-    REQUIRE(tmx_job_size(job) == 2);
-    CHECK(tmx_context_create(NULL, &ctx));
-    CHECK(tmx_worker_create(ctx, NULL, &worker));
-    CHECK(tmx_worker_query(worker, &wa));
-    REQUIRE(wa.oversubscribed);
-    CHECK(tmx_job_connect(job, worker, eps));
-    CHECK(tmx_job_barrier(job));
+    req_job_start(1, "10000000", &job, &ctx, &worker, eps);
     for (int i = 0; i < 3; i++) {
         unsigned long y0;
 
-        if (rank == 1) {
-            struct timespec ts = {.tv_nsec = 300 * 1000 * 1000};
-            CHECK(tmx_tag_recv(worker, msg, sizeof(msg), 9, ~(tmx_tag_t)0, &info));
-            nanosleep(&ts, NULL);
-            CHECK(tmx_tag_send(eps[0], msg, sizeof(msg), 10));
+        req = req_round(worker, eps, msg);
+        if (req == NULL) {
             continue;
         }
-        CHECK(tmx_tag_recv_nb(worker, msg, sizeof(msg), 10, ~(tmx_tag_t)0, NULL, &req));
-        CHECK(tmx_tag_send(eps[1], msg, sizeof(msg), 9));
         y0                = yields;
         sleep_mark_yields = ULONG_MAX;
         sleep_mark        = 1;

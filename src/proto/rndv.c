@@ -116,8 +116,12 @@ tmx_status_t tmx_proto_rndv_send(tmx_ep_t *ep, tmx_request_t *req)
         /* The header goes through tmx_proto_post via the control path of eager.c. */
         status = tmx_proto_post_hdr(ep, &h, sizeof(h));
     }
+    if (status == TMX_ERR_NO_RESOURCE) {
+        return status; /* keeps the registration (or staging buffer) for the retry */
+    }
     if (status != TMX_OK) {
-        return status; /* keeps the registration for the retry */
+        tmx_mem_dereg_rndv(iface, req); /* the request fails: nothing will use it again */
+        return status;
     }
     ep->credits--;
     tmx_proto_outstanding_add(ep, req);

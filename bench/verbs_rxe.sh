@@ -16,7 +16,9 @@
 # a rendezvous message registers and deregisters its buffers at both ends, 4 calls of 40-160
 # us each in the guest) against a perftest run of its own in the same round; a size ending
 # in C runs tmx with TMX_MR_CACHE=64 (the registration cache: the first message registers,
-# the rest find it cached), e.g. SIZES="65536 65536C 65536R".
+# the rest find it cached), e.g. SIZES="65536 65536C 65536R"; a size ending in N runs tmx with
+# TMX_RNDV_COPY=0 (no staging buffers: each rendezvous buffer registered per message, as before
+# h-verbs6), the "before" of the staging copy in the same run: SIZES="65536 65536N".
 #
 # Run from the host (it starts the guest itself; RXE_VM_SCRIPT names scripts/rxe-vm.sh if it
 # is not in this tree), or inside the guest (RXE_VM=1). Environment: ROUNDS, SIZES, LAT_ITERS
@@ -123,7 +125,8 @@ perf() {
 
 tmx() {
     # shellcheck disable=SC2086 # PP_ARGS: more tmx_pingpong options, word-split
-    env TMX_PROVIDERS=verbs TMX_WAIT="${TMX_WAIT:-spin}" TMX_MR_CACHE="${xc:-0}" "$tmxrun" -n 2 --timeout 300 "$pp" -f csv \
+    env TMX_PROVIDERS=verbs TMX_WAIT="${TMX_WAIT:-spin}" TMX_MR_CACHE="${xc:-0}" \
+        ${xn:+TMX_RNDV_COPY=0} "$tmxrun" -n 2 --timeout 300 "$pp" -f csv \
         ${PP_ARGS:-} "$@" 2>"$T/tmx.err" |
         awk -F, '$1 ~ /^[0-9]+$/ {print; exit}'
 }
@@ -143,9 +146,11 @@ for s in $sizes; do
 done
 for r in $(seq 1 "$rounds"); do
     for s in $sizes; do
-        z=${s%[RC]} # the size; "R": tmx_pingpong -R (buffers mapped once, as perftest's are);
-        xa=         # "C": TMX_MR_CACHE=64 (registrations cached, dropped by a userfaultfd monitor)
-        xc=0
+        z=${s%[RCN]} # the size; "R": tmx_pingpong -R (buffers mapped once, as perftest's are);
+        xa=          # "C": TMX_MR_CACHE=64 (registrations cached, dropped by a userfaultfd
+        xc=0         # monitor); "N": TMX_RNDV_COPY=0 (registered per message, no staging)
+        xn=
+        [ "$z" != "$s" ] && [ "${s#"$z"}" = N ] && xn=1
         [ "$z" != "$s" ] && [ "${s#"$z"}" = R ] && xa=-R
         [ "$z" != "$s" ] && [ "${s#"$z"}" = C ] && xc=64
         n=$(lat_n "$z")

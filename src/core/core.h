@@ -80,6 +80,15 @@ typedef struct tmx_iface {
     size_t             tx_size;
     uint32_t          *tx_free;  /* stack of free tx buffer indices */
     unsigned           tx_free_top;
+    /* Rendezvous staging buffers (TMX_RNDV_COPY, TMX_DEV_CAP_REG_SLOW; mem.c): made and
+     * registered at the first message that can use one. stage_on: 0 not yet, 1 made, -1 off. */
+    int                stage_on;
+    uint8_t           *stage_bufs; /* stage_count * stage_size */
+    tmx_mr_t          *stage_mr;
+    unsigned           stage_count;
+    size_t             stage_size;
+    uint32_t          *stage_free; /* stack of free staging buffer indices */
+    unsigned           stage_free_top;
     uint32_t          *rx_repost; /* receive buffers consumed, to post again when idle */
     unsigned           rx_repost_count;
     unsigned           rx_lazy;   /* an idle poll reposts once this many wait (tmx_iface_repost_rx) */
@@ -162,6 +171,7 @@ typedef struct tmx_worker {
     uint64_t          stat_rndv_mapped; /* rendezvous buffers in a tmx_mem_map range */
     uint64_t          stat_rndv_cached; /* rendezvous buffers in a cached registration */
     uint64_t          stat_rndv_cache_regs; /* registrations made for the cache (TMX_MR_CACHE) */
+    uint64_t          stat_rndv_staged; /* rendezvous buffers copied through a staging buffer */
     int               mr_cache;       /* TMX_MR_CACHE: 1 on (the monitor runs), -1 off, 0 not
                                        * started yet (mem.c) */
     uint64_t          stat_sleeps;    /* blocking waits' sleeps on epfd (tmx_worker_idle) */
@@ -349,6 +359,8 @@ typedef struct tmx_request {
     uint64_t            id;           /* send: key in worker->sreq_by_id */
     tmx_mr_t           *mr;           /* rendezvous registration */
     struct tmx_mem     *memh;         /* the user's mapping mr belongs to, or NULL (mem.c) */
+    uint8_t            *stage;        /* rendezvous through a staging buffer (mr is the
+                                       * staging buffers'): that buffer, else NULL (mem.c) */
     uint64_t            rndv_sreq_id; /* receive of a rendezvous: the sender's request id */
     uint64_t            rndv_ep_id;   /* receive of a rendezvous: where the FIN goes */
     unsigned            reads_left;   /* reads posted and not completed */
@@ -424,14 +436,17 @@ unsigned tmx_worker_poll_iface(tmx_iface_t *iface);
 int tmx_worker_check(tmx_worker_t *w);
 void tmx_worker_peer_failed(tmx_worker_t *w, uint64_t uuid, tmx_status_t status);
 
-/* mem.c: a rendezvous buffer's registration, from a tmx_mem_map range that holds it
- * (*memh_p set, a reference taken) or registered for this message (*memh_p NULL); released by
- * tmx_mem_dereg_rndv (iface may be NULL only with a mapping). tmx_mem_cleanup: at worker
- * destroy, every mapping. */
+/* mem.c: the registration of req's rendezvous buffer (buf, len), into req->mr: from a
+ * tmx_mem_map range that holds it (req->memh set, a reference taken), a cached one, or, with
+ * stage_ok, a staging buffer (req->stage set, req->mr the staging buffers'; TMX_RNDV_COPY: the
+ * caller copies), or registered for this message (req->memh NULL). Released by
+ * tmx_mem_dereg_rndv (iface may be NULL only with a mapping or a staging buffer).
+ * tmx_mem_stage_free: at iface cleanup. tmx_mem_cleanup: at worker destroy, every mapping. */
 typedef struct tmx_mem tmx_mem_t;
-tmx_status_t tmx_mem_reg_rndv(tmx_iface_t *iface, void *buf, size_t len, unsigned access,
-                              tmx_mr_t **mr_p, tmx_mem_t **memh_p);
-void tmx_mem_dereg_rndv(tmx_iface_t *iface, tmx_mr_t **mr_p, tmx_mem_t **memh_p);
+tmx_status_t tmx_mem_reg_rndv(tmx_iface_t *iface, tmx_request_t *req, void *buf, size_t len,
+                              unsigned access, int stage_ok);
+void tmx_mem_dereg_rndv(tmx_iface_t *iface, tmx_request_t *req);
+void tmx_mem_stage_free(tmx_iface_t *iface);
 void tmx_mem_cleanup(tmx_worker_t *w);
 
 /* What a blocking loop knows of its idle rounds (tmx_worker_idle). */
@@ -571,6 +586,7 @@ static inline tmx_request_t *tmx_request_alloc(tmx_worker_t *w, tmx_req_type_t t
     req->id                = 0;
     req->mr                = NULL;
     req->memh              = NULL;
+    req->stage             = NULL;
     req->rndv_sreq_id      = 0;
     req->rndv_ep_id        = 0;
     req->reads_left        = 0;

@@ -434,7 +434,7 @@ static void tmx_ep_fail_sends(tmx_ep_t *ep, tmx_status_t status)
     while ((l = tmx_list_pop_head(&ep->pending)) != NULL) {
         tmx_request_t *req = tmx_container_of(l, tmx_request_t, pending_link);
         if (req->mr != NULL) { /* a rendezvous registered before the wire filled up */
-            tmx_mem_dereg_rndv(ep->iface, &req->mr, &req->memh);
+            tmx_mem_dereg_rndv(ep->iface, req);
         }
         tmx_request_complete(req, status);
     }

@@ -33,6 +33,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #if defined(__linux__) && defined(__has_include)
 #if __has_include(<linux/userfaultfd.h>)
@@ -530,8 +531,112 @@ static void tmx_mem_cache_put(tmx_mem_t *m)
     tmx_mem_free_list(&out);
 }
 
-tmx_status_t tmx_mem_reg_rndv(tmx_iface_t *iface, void *buf, size_t len, unsigned access,
-                              tmx_mr_t **mr_p, tmx_mem_t **memh_p)
+/*
+ * Staging buffers (TMX_RNDV_COPY on a TMX_DEV_CAP_REG_SLOW device): made at the first
+ * rendezvous that can use one, 64 of TMX_RNDV_COPY bytes rounded up to pages (fewer when they
+ * would pass TMX_STAGE_BYTES, at least 4), registered once for local writes and remote reads.
+ * A sender's buffer is held from its copy until the FIN; a receiver's from its read until the
+ * copy out. When all are held, or they could not be made, messages register their own
+ * buffers as before.
+ */
+#define TMX_STAGE_COUNT 64u
+#define TMX_STAGE_MIN   4u
+#define TMX_STAGE_BYTES ((size_t)4 << 20)
+
+static int tmx_mem_stage_init(tmx_iface_t *iface)
+{
+    tmx_worker_t *w    = iface->worker;
+    size_t        size = (w->ctx->cfg.rndv_copy + 4095) & ~(size_t)4095;
+    unsigned      n    = TMX_STAGE_COUNT;
+    uint8_t      *buf;
+
+    while (n > TMX_STAGE_MIN && n * size > TMX_STAGE_BYTES) {
+        n /= 2;
+    }
+    iface->stage_on = -1;
+    buf = mmap(NULL, n * size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (buf == MAP_FAILED) {
+        tmx_info("rendezvous staging buffers (%u of %zu bytes): no memory; buffers are "
+                 "registered per message", n, size);
+        return -1;
+    }
+    iface->stage_free = malloc(n * sizeof(*iface->stage_free));
+    if (iface->stage_free == NULL ||
+        iface->ops->mr_reg(iface->pd, buf, n * size,
+                           TMX_ACCESS_LOCAL_WRITE | TMX_ACCESS_REMOTE_READ,
+                           &iface->stage_mr) != TMX_OK) {
+        tmx_info("rendezvous staging buffers (%u of %zu bytes) could not be registered; "
+                 "buffers are registered per message", n, size);
+        free(iface->stage_free);
+        iface->stage_free = NULL;
+        iface->stage_mr   = NULL;
+        munmap(buf, n * size);
+        return -1;
+    }
+    iface->stage_bufs  = buf;
+    iface->stage_count = n;
+    iface->stage_size  = size;
+    for (unsigned i = 0; i < n; i++) {
+        iface->stage_free[i] = n - 1 - i;
+    }
+    iface->stage_free_top = n;
+    iface->stage_on       = 1;
+    return 0;
+}
+
+void tmx_mem_stage_free(tmx_iface_t *iface)
+{
+    if (iface->stage_mr != NULL) {
+        iface->ops->mr_dereg(iface->stage_mr);
+    }
+    if (iface->stage_bufs != NULL) {
+        munmap(iface->stage_bufs, iface->stage_count * iface->stage_size);
+    }
+    free(iface->stage_free);
+    iface->stage_mr    = NULL;
+    iface->stage_bufs  = NULL;
+    iface->stage_free  = NULL;
+    iface->stage_on    = 0;
+}
+
+/* A staging buffer for len bytes, or NULL (none free, none made, or not for this message). */
+static uint8_t *tmx_mem_stage_get(tmx_iface_t *iface, size_t len)
+{
+    tmx_worker_t *w = iface->worker;
+
+    if (len > w->ctx->cfg.rndv_copy || !(iface->dev->attr.caps & TMX_DEV_CAP_REG_SLOW) ||
+        iface->tm_on || iface->xrc_on || w->ctx->cfg.mr_cache > 0) {
+        return NULL;
+    }
+    if (iface->stage_on == 0) {
+        tmx_mem_stage_init(iface);
+    }
+    if (iface->stage_on < 0 || iface->stage_free_top == 0) {
+        return NULL;
+    }
+    return iface->stage_bufs + (size_t)iface->stage_free[--iface->stage_free_top] *
+                                   iface->stage_size;
+}
+
+/* Gives req's staging buffer back to the iface it came from (found by its address: the
+ * endpoint may be gone). */
+static void tmx_mem_stage_put(tmx_worker_t *w, tmx_request_t *req)
+{
+    for (int i = 0; i < w->num_ifaces; i++) {
+        tmx_iface_t *iface = &w->ifaces[i];
+
+        if (iface->stage_bufs != NULL && req->stage >= iface->stage_bufs &&
+            req->stage < iface->stage_bufs + iface->stage_count * iface->stage_size) {
+            iface->stage_free[iface->stage_free_top++] =
+                (uint32_t)((size_t)(req->stage - iface->stage_bufs) / iface->stage_size);
+            break;
+        }
+    }
+    req->stage = NULL;
+}
+
+tmx_status_t tmx_mem_reg_rndv(tmx_iface_t *iface, tmx_request_t *req, void *buf, size_t len,
+                              unsigned access, int stage_ok)
 {
     tmx_worker_t *w   = iface->worker;
     int           idx = (int)(iface - w->ifaces);
@@ -545,44 +650,57 @@ tmx_status_t tmx_mem_reg_rndv(tmx_iface_t *iface, void *buf, size_t len, unsigne
         if (m->start <= b && b + len <= m->end && m->mr[idx] != NULL &&
             (access & ~m->access) == 0) {
             m->refs++;
-            *mr_p   = m->mr[idx];
-            *memh_p = m;
+            req->mr   = m->mr[idx];
+            req->memh = m;
             w->stat_rndv_mapped++;
             return TMX_OK;
         }
     }
-    *memh_p = NULL;
-    if (w->ctx->cfg.mr_cache > 0 && tmx_mem_cache_get(iface, buf, len, access, mr_p, memh_p) ==
-                                        TMX_OK) {
+    req->memh = NULL;
+    if (w->ctx->cfg.mr_cache > 0 && tmx_mem_cache_get(iface, buf, len, access, &req->mr,
+                                                      &req->memh) == TMX_OK) {
         return TMX_OK;
     }
-    status  = iface->ops->mr_reg(iface->pd, buf, len, access, mr_p);
+    if (stage_ok && (req->stage = tmx_mem_stage_get(iface, len)) != NULL) {
+        req->mr = iface->stage_mr;
+        w->stat_rndv_staged++;
+        return TMX_OK;
+    }
+    status  = iface->ops->mr_reg(iface->pd, buf, len, access, &req->mr);
     w->stat_rndv_regs += status == TMX_OK;
     return status;
 }
 
-void tmx_mem_dereg_rndv(tmx_iface_t *iface, tmx_mr_t **mr_p, tmx_mem_t **memh_p)
+void tmx_mem_dereg_rndv(tmx_iface_t *iface, tmx_request_t *req)
 {
-    tmx_mem_t *m = *memh_p;
+    tmx_mem_t *m = req->memh;
 
-    if (m != NULL && m->cached) {
+    if (req->stage != NULL) {
+        tmx_mem_stage_put(req->worker, req);
+    } else if (m != NULL && m->cached) {
         tmx_mem_cache_put(m);
     } else if (m != NULL) {
         if (--m->refs == 0 && m->unmapped) {
             tmx_mem_free(m);
         }
-    } else if (*mr_p != NULL && iface != NULL) {
-        iface->ops->mr_dereg(*mr_p);
+    } else if (req->mr != NULL && iface != NULL) {
+        iface->ops->mr_dereg(req->mr);
     }
-    *mr_p   = NULL;
-    *memh_p = NULL;
+    req->mr   = NULL;
+    req->memh = NULL;
 }
 
 void tmx_mem_cleanup(tmx_worker_t *w)
 {
-    if (w->stat_rndv_regs + w->stat_rndv_mapped > 0 && w->mr_cache <= 0) {
+    if (w->stat_rndv_regs + w->stat_rndv_mapped > 0 && w->mr_cache <= 0 &&
+        w->stat_rndv_staged == 0) {
         tmx_info("rendezvous buffers: %llu registered per message, %llu in a tmx_mem_map range",
                  (unsigned long long)w->stat_rndv_regs, (unsigned long long)w->stat_rndv_mapped);
+    } else if (w->stat_rndv_staged > 0) {
+        tmx_info("rendezvous buffers: %llu registered per message, %llu in a tmx_mem_map range, "
+                 "%llu copied through staging buffers",
+                 (unsigned long long)w->stat_rndv_regs, (unsigned long long)w->stat_rndv_mapped,
+                 (unsigned long long)w->stat_rndv_staged);
     }
     if (w->mr_cache > 0) {
         tmx_list_t out;

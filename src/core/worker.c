@@ -190,6 +190,7 @@ static void tmx_iface_cleanup(tmx_iface_t *iface)
     if (iface->tx_mr != NULL) {
         ops->mr_dereg(iface->tx_mr);
     }
+    tmx_mem_stage_free(iface);
     if (iface->rx_bufs != NULL) {
         munmap(iface->rx_bufs, iface->rx_count * iface->rx_size);
     }

@@ -487,7 +487,7 @@ void tmx_proto_sreq_done(tmx_worker_t *w, tmx_request_t *sreq, tmx_status_t stat
         ep->send_events++;
     }
     if (sreq->mr != NULL) {
-        tmx_mem_dereg_rndv(ep != NULL ? ep->iface : NULL, &sreq->mr, &sreq->memh);
+        tmx_mem_dereg_rndv(ep != NULL ? ep->iface : NULL, sreq);
     }
     tmx_request_complete(sreq, status);
 }

@@ -3,6 +3,12 @@
  * the receiver, once a receive matched, registers the part of its buffer that will be written
  * and RDMA-READs the data straight into it (one copy, done by the device), then tells the
  * sender with FIN. Reads larger than the device's max message go in chunks.
+ *
+ * Where registering is a system call (TMX_DEV_CAP_REG_SLOW) a message of up to TMX_RNDV_COPY
+ * bytes outside any tmx_mem_map range goes the same way through staging buffers registered
+ * once (mem.c): the sender copies into one before the RTS and the RTS names it; the receiver
+ * reads into another and copies out before the FIN. Copying 64 KiB costs less than the two
+ * system calls at each end (in the TCG guest of bench/verbs_rxe.sh: 30-50 us against 200).
  */
 #define TMX_LOG_SUBSYS "proto"
 #include "config.h"
@@ -13,6 +19,7 @@
 #include "core/core.h"
 #include "proto/fence.h"
 #include "proto/proto.h"
+#include "util/copy.h"
 #include "util/log.h"
 #include "util/time.h"
 
@@ -53,11 +60,11 @@ tmx_status_t tmx_proto_rndv_send(tmx_ep_t *ep, tmx_request_t *req)
     tmx_worker_t        *w     = ep->worker;
     tmx_iface_t         *iface = ep->iface;
     tmx_proto_rts_hdr_t  h;
+    uintptr_t            addr;
     tmx_status_t         status;
 
     if (req->mr == NULL) {
-        status = tmx_mem_reg_rndv(iface, req->buf, req->len, TMX_ACCESS_REMOTE_READ, &req->mr,
-                                  &req->memh);
+        status = tmx_mem_reg_rndv(iface, req, req->buf, req->len, TMX_ACCESS_REMOTE_READ, 1);
         if (status == TMX_ERR_NO_RESOURCE) {
             req->mr = NULL;
             tmx_proto_rndv_reg_wait(ep);
@@ -69,14 +76,19 @@ tmx_status_t tmx_proto_rndv_send(tmx_ep_t *ep, tmx_request_t *req)
             req->mr = NULL;
             return status;
         }
+        if (req->stage != NULL) {
+            /* the peer reads the copy; the user's buffer is not touched again */
+            tmx_copy_pieces(req->stage, req->buf, req->len);
+        }
     }
+    addr = req->stage != NULL ? (uintptr_t)req->stage : (uintptr_t)req->buf;
     if (iface->tm_on) {
         /* the device's rendezvous header, then ours: the whole length (RVH has 32 bits) */
         tmx_proto_tm_rndv_t r;
         uint64_t            id = tmx_proto_sreq_id_peek(w); /* becomes req->id when posted */
 
         memset(&r, 0, sizeof(r));
-        r.rvh.va   = htobe64((uintptr_t)req->buf);
+        r.rvh.va   = htobe64(addr);
         r.rvh.rkey = htobe32(req->mr->rkey);
         r.rvh.len  = htobe32(req->len < UINT32_MAX ? (uint32_t)req->len : UINT32_MAX);
         r.length   = req->len;
@@ -94,7 +106,7 @@ tmx_status_t tmx_proto_rndv_send(tmx_ep_t *ep, tmx_request_t *req)
         h.base.op  = TMX_PROTO_RTS;
         h.base.tag = req->tag;
         h.sreq_id  = tmx_proto_sreq_id_peek(w); /* becomes req->id when posted */
-        h.addr     = (uintptr_t)req->buf;
+        h.addr     = addr;
         h.length   = req->len;
         h.rkey     = req->mr->rkey;
         if (req->imm != 0) {
@@ -104,8 +116,12 @@ tmx_status_t tmx_proto_rndv_send(tmx_ep_t *ep, tmx_request_t *req)
         /* The header goes through tmx_proto_post via the control path of eager.c. */
         status = tmx_proto_post_hdr(ep, &h, sizeof(h));
     }
+    if (status == TMX_ERR_NO_RESOURCE) {
+        return status; /* keeps the registration (or staging buffer) for the retry */
+    }
     if (status != TMX_OK) {
-        return status; /* keeps the registration for the retry */
+        tmx_mem_dereg_rndv(iface, req); /* the request fails: nothing will use it again */
+        return status;
     }
     ep->credits--;
     tmx_proto_outstanding_add(ep, req);
@@ -121,10 +137,15 @@ static void tmx_proto_rndv_finish(tmx_request_t *rreq)
     if (rreq->rndv_status != TMX_OK && rreq->rndv_status != TMX_ERR_TRUNCATED) {
         fin = rreq->rndv_status;
     }
+    if (rreq->stage != NULL && (rreq->rndv_status == TMX_OK ||
+                                rreq->rndv_status == TMX_ERR_TRUNCATED)) {
+        /* every read of the staging buffer succeeded (a failed one set rndv_status) */
+        tmx_copy_pieces(rreq->buf, rreq->stage, rreq->rndv_n);
+    }
     if (rreq->mr != NULL) {
-        /* a mapping's reference goes even without the endpoint; a registration of its own
-         * only with it (as before: its device is the endpoint's) */
-        tmx_mem_dereg_rndv(ep != NULL ? ep->iface : NULL, &rreq->mr, &rreq->memh);
+        /* a mapping's reference and a staging buffer go even without the endpoint; a
+         * registration of its own only with it (as before: its device is the endpoint's) */
+        tmx_mem_dereg_rndv(ep != NULL ? ep->iface : NULL, rreq);
     }
     rreq->mr = NULL;
     /* completes the receive once the FIN is on the wire (at once without an endpoint) */
@@ -164,7 +185,8 @@ static tmx_status_t tmx_proto_rndv_read_post(tmx_ep_t *ep, tmx_request_t *rreq)
         size_t        off = rreq->rndv_off;
         size_t        len = rreq->rndv_n - off < rreq->rndv_chunk ? rreq->rndv_n - off
                                                                     : rreq->rndv_chunk;
-        tmx_sge_t     sge = {.addr   = (uintptr_t)rreq->buf + off,
+        tmx_sge_t     sge = {.addr   = (rreq->stage != NULL ? (uintptr_t)rreq->stage
+                                                             : (uintptr_t)rreq->buf) + off,
                              .length = (uint32_t)len,
                              .lkey   = rreq->mr->lkey};
         tmx_send_wr_t wr, *bad;
@@ -237,8 +259,7 @@ void tmx_proto_rndv_recv(tmx_request_t *rreq, tmx_ep_t *ep, uint64_t sreq_id, ui
         tmx_proto_rndv_finish(rreq);
         return;
     }
-    status = tmx_mem_reg_rndv(iface, rreq->buf, n, TMX_ACCESS_LOCAL_WRITE, &rreq->mr,
-                              &rreq->memh);
+    status = tmx_mem_reg_rndv(iface, rreq, rreq->buf, n, TMX_ACCESS_LOCAL_WRITE, 1);
     if (status != TMX_OK) {
         tmx_error("rendezvous receive of %zu bytes: registration failed: %s", n,
                   tmx_status_string(status));

@@ -64,6 +64,13 @@ enum tmx_dev_cap {
      * where the adapter writes into the driver's buffers and the completion says where; on a
      * device that copies with the CPU it saves one copy of every eager message. */
     TMX_DEV_CAP_RECV_INPLACE = 1u << 16,
+    /* Registering memory (mr_reg, mr_dereg) is a system call that pins pages: tens to
+     * hundreds of microseconds a pair, more than copying a rendezvous message of up to
+     * TMX_RNDV_COPY bytes. The core then sends such a message through staging buffers it
+     * registered once (a copy at each end) instead of registering the user's buffers per
+     * message (mem.c). The verbs provider; not the soft device, whose registration is a table
+     * entry. */
+    TMX_DEV_CAP_REG_SLOW = 1u << 17,
 };
 
 /* What ibv_query_qp_data_in_order answers (capability form); 0 = no guarantee. */

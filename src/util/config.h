@@ -22,6 +22,8 @@ typedef struct tmx_config {
     unsigned eager_credits;    /* TMX_EAGER_CREDITS: eager messages in flight per endpoint */
     unsigned send_queue;       /* TMX_SEND_QUEUE: work requests of a connection's send queue */
     unsigned mr_cache;         /* TMX_MR_CACHE: rendezvous registrations kept per worker, 0 none */
+    size_t   rndv_copy;        /* TMX_RNDV_COPY: rendezvous up to this size through staging
+                                * buffers on TMX_DEV_CAP_REG_SLOW devices, 0 never */
     unsigned tag_hash_bits;    /* TMX_TAG_HASH_BITS: log2 of matching hash bins */
     double   peer_timeout;     /* TMX_PEER_TIMEOUT: seconds of silence before a peer is dead */
     /* waiting */

@@ -545,7 +545,7 @@ static int tmx_verbs_port_open(const tmx_prov_t *prov, const tmx_config_t *cfg,
     a = &dev->super.attr;
     dev->super.prov = prov;
     snprintf(dev->super.name, sizeof(dev->super.name), "%.24s:%u", dev->ibdev, port);
-    a->caps = TMX_DEV_CAP_RC | TMX_DEV_CAP_UD | TMX_DEV_CAP_RMA;
+    a->caps = TMX_DEV_CAP_RC | TMX_DEV_CAP_UD | TMX_DEV_CAP_RMA | TMX_DEV_CAP_REG_SLOW;
     if (dev->attr_ex.orig_attr.max_srq > 0) {
         a->caps |= TMX_DEV_CAP_SRQ;
     }

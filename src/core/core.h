@@ -438,8 +438,8 @@ void tmx_worker_peer_failed(tmx_worker_t *w, uint64_t uuid, tmx_status_t status)
 
 /* mem.c: the registration of req's rendezvous buffer (buf, len), into req->mr: from a
  * tmx_mem_map range that holds it (req->memh set, a reference taken), a cached one, or, with
- * stage_ok, a staging buffer (req->stage set, req->mr the staging buffers'; TMX_RNDV_COPY: the
- * caller copies), or registered for this message (req->memh NULL). Released by
+ * stage_ok and access LOCAL_WRITE alone (a read's target), a staging buffer (req->stage set,
+ * req->mr the staging buffers'; TMX_RNDV_COPY: the caller copies out), or registered for this message (req->memh NULL). Released by
  * tmx_mem_dereg_rndv (iface may be NULL only with a mapping or a staging buffer).
  * tmx_mem_stage_free: at iface cleanup. tmx_mem_cleanup: at worker destroy, every mapping. */
 typedef struct tmx_mem tmx_mem_t;

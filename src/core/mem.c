@@ -534,10 +534,11 @@ static void tmx_mem_cache_put(tmx_mem_t *m)
 /*
  * Staging buffers (TMX_RNDV_COPY on a TMX_DEV_CAP_REG_SLOW device): made at the first
  * rendezvous that can use one, 64 of TMX_RNDV_COPY bytes rounded up to pages (fewer when they
- * would pass TMX_STAGE_BYTES, at least 4), registered once for local writes and remote reads.
- * A sender's buffer is held from its copy until the FIN; a receiver's from its read until the
- * copy out. When all are held, or they could not be made, messages register their own
- * buffers as before.
+ * would pass TMX_STAGE_BYTES, at least 4), registered once for local writes only: they are
+ * the targets of a receiver's reads, held from the read until the copy out. No peer gets a
+ * key to them, so none can read what they held for another (which is why senders do not use
+ * them: proto/rndv.c). When all are held, or they could not be made, messages register their
+ * own buffers as before.
  */
 #define TMX_STAGE_COUNT 64u
 #define TMX_STAGE_MIN   4u
@@ -562,8 +563,7 @@ static int tmx_mem_stage_init(tmx_iface_t *iface)
     }
     iface->stage_free = malloc(n * sizeof(*iface->stage_free));
     if (iface->stage_free == NULL ||
-        iface->ops->mr_reg(iface->pd, buf, n * size,
-                           TMX_ACCESS_LOCAL_WRITE | TMX_ACCESS_REMOTE_READ,
+        iface->ops->mr_reg(iface->pd, buf, n * size, TMX_ACCESS_LOCAL_WRITE,
                            &iface->stage_mr) != TMX_OK) {
         tmx_info("rendezvous staging buffers (%u of %zu bytes) could not be registered; "
                  "buffers are registered per message", n, size);
@@ -599,12 +599,13 @@ void tmx_mem_stage_free(tmx_iface_t *iface)
     iface->stage_on    = 0;
 }
 
-/* A staging buffer for len bytes, or NULL (none free, none made, or not for this message). */
-static uint8_t *tmx_mem_stage_get(tmx_iface_t *iface, size_t len)
+/* A staging buffer for len bytes, or NULL (none free, none made, or not for this message:
+ * one that needs remote access never gets one). */
+static uint8_t *tmx_mem_stage_get(tmx_iface_t *iface, size_t len, unsigned access)
 {
     tmx_worker_t *w = iface->worker;
 
-    if (len > w->ctx->cfg.rndv_copy || !(iface->dev->attr.caps & TMX_DEV_CAP_REG_SLOW) ||
+    if (len > w->ctx->cfg.rndv_copy || (access & ~(unsigned)TMX_ACCESS_LOCAL_WRITE) != 0 || !(iface->dev->attr.caps & TMX_DEV_CAP_REG_SLOW) ||
         iface->tm_on || iface->xrc_on || w->ctx->cfg.mr_cache > 0) {
         return NULL;
     }
@@ -661,7 +662,7 @@ tmx_status_t tmx_mem_reg_rndv(tmx_iface_t *iface, tmx_request_t *req, void *buf,
                                                       &req->memh) == TMX_OK) {
         return TMX_OK;
     }
-    if (stage_ok && (req->stage = tmx_mem_stage_get(iface, len)) != NULL) {
+    if (stage_ok && (req->stage = tmx_mem_stage_get(iface, len, access)) != NULL) {
         req->mr = iface->stage_mr;
         w->stat_rndv_staged++;
         return TMX_OK;

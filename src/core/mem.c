@@ -533,14 +533,16 @@ static void tmx_mem_cache_put(tmx_mem_t *m)
 
 /*
  * Staging buffers (TMX_RNDV_COPY on a TMX_DEV_CAP_REG_SLOW device): made at the first
- * rendezvous that can use one, 64 of TMX_RNDV_COPY bytes rounded up to pages (fewer when they
+ * rendezvous that can use one, 8 of TMX_RNDV_COPY bytes rounded up to pages (fewer when they
  * would pass TMX_STAGE_BYTES, at least 4), registered once for local writes only: they are
  * the targets of a receiver's reads, held from the read until the copy out. No peer gets a
  * key to them, so none can read what they held for another (which is why senders do not use
  * them: proto/rndv.c). When all are held, or they could not be made, messages register their
- * own buffers as before.
+ * own buffers as before. 8, not more: a ping-pong needs one, and a window of 64 reads over
+ * rxe went no faster with 64 (25-45 MB/s either way, bench/README.md h-verbs6) while 4 MiB
+ * pinned per worker and device adds up over the ranks of a node.
  */
-#define TMX_STAGE_COUNT 64u
+#define TMX_STAGE_COUNT 8u
 #define TMX_STAGE_MIN   4u
 #define TMX_STAGE_BYTES ((size_t)4 << 20)
 

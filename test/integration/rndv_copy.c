@@ -12,7 +12,7 @@
  *      the guard bytes after the receive's buffer untouched
  *   3  MANY (100) sends of 20000 bytes each from their own buffers, all posted before rank 1
  *      posts a receive (run with TMX_EAGER_CREDITS above MANY, so that every RTS goes at once):
- *      the receiver's reads hold its 64 staging buffers, the other 36 are registered
+ *      the receiver's reads hold its 8 staging buffers, the other 92 are registered
  * test/integration/rndv_copy.sh checks the counts of each worker's info line at destroy.
  * Prints "rndv_copy ok" per rank when every check held; exits non-zero otherwise.
  */

@@ -53,6 +53,18 @@
         }                                                                                         \
     } while (0)
 
+/* A test's start: the job joined (rank set), of exactly n ranks, a context and a worker made
+ * with the defaults, an endpoint to every rank; the first failure ends the process. */
+#define IT_START(job, ctx, worker, eps, n)                                                        \
+    do {                                                                                          \
+        CHECK(tmx_job_init(&(job)));                                                              \
+        rank = tmx_job_rank(job);                                                                 \
+        REQUIRE(tmx_job_size(job) == (n));                                                        \
+        CHECK(tmx_context_create(NULL, &(ctx)));                                                  \
+        CHECK(tmx_worker_create(ctx, NULL, &(worker)));                                           \
+        CHECK(tmx_job_connect(job, worker, eps));                                                 \
+    } while (0)
+
 /* A test's end: a barrier (every rank is done with every peer), its n endpoints closed with a
  * flush, then its worker, context and job released; the first failure ends the process. */
 #define IT_FINISH(job, ctx, worker, eps, n)                                                       \

@@ -58,12 +58,7 @@ int main(void)
     unsigned      seed  = 1;
 
     REQUIRE(pool != NULL && other != NULL && pool2 != NULL);
-    CHECK(tmx_job_init(&job));
-    rank = tmx_job_rank(job);
-    REQUIRE(tmx_job_size(job) == 2);
-    CHECK(tmx_context_create(NULL, &ctx));
-    CHECK(tmx_worker_create(ctx, NULL, &worker));
-    CHECK(tmx_job_connect(job, worker, eps));
+    IT_START(job, ctx, worker, eps, 2);
 
     REQUIRE(tmx_mem_map(NULL, pool, POOL, &memh) == TMX_ERR_INVALID_PARAM);
     REQUIRE(tmx_mem_map(worker, NULL, POOL, &memh) == TMX_ERR_INVALID_PARAM);

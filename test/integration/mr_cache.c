@@ -52,12 +52,7 @@ int main(int argc, char **argv)
     uint8_t      *buf;
     unsigned      many = argc > 1 ? (unsigned)atoi(argv[1]) : 0;
 
-    CHECK(tmx_job_init(&job));
-    rank = tmx_job_rank(job);
-    REQUIRE(tmx_job_size(job) == 2);
-    CHECK(tmx_context_create(NULL, &ctx));
-    CHECK(tmx_worker_create(ctx, NULL, &worker));
-    CHECK(tmx_job_connect(job, worker, eps));
+    IT_START(job, ctx, worker, eps, 2);
     buf = map_at(NULL);
 
     for (unsigned seed = 1; seed <= 6; seed++) {

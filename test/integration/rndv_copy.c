@@ -45,12 +45,7 @@ int main(void)
     uint8_t      *many = malloc((size_t)MANY * MANY_N);
 
     REQUIRE(buf != NULL && many != NULL);
-    CHECK(tmx_job_init(&job));
-    rank = tmx_job_rank(job);
-    REQUIRE(tmx_job_size(job) == 2);
-    CHECK(tmx_context_create(NULL, &ctx));
-    CHECK(tmx_worker_create(ctx, NULL, &worker));
-    CHECK(tmx_job_connect(job, worker, eps));
+    IT_START(job, ctx, worker, eps, 2);
 
     /* 1: sizes on both sides of TMX_RNDV_COPY */
     for (unsigned i = 0; i < NSIZES; i++) {

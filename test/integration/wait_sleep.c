@@ -135,12 +135,7 @@ static int run_block(void)
     double              w0, c0;
 
     REQUIRE(big != NULL);
-    CHECK(tmx_job_init(&job));
-    rank = tmx_job_rank(job);
-    REQUIRE(tmx_job_size(job) == 2);
-    CHECK(tmx_context_create(NULL, &ctx));
-    CHECK(tmx_worker_create(ctx, NULL, &worker));
-    CHECK(tmx_job_connect(job, worker, eps));
+    IT_START(job, ctx, worker, eps, 2);
 
     /* 1: rank 1 waits for an eager message that comes after a second */
     memset(small, 0, sizeof(small));
@@ -474,12 +469,7 @@ static int run_nearmiss(void)
 
     setenv("TMX_WAIT", "auto", 1);
     setenv("TMX_WAIT_SPIN", "1000", 1);
-    CHECK(tmx_job_init(&job));
-    rank = tmx_job_rank(job);
-    REQUIRE(tmx_job_size(job) == 2);
-    CHECK(tmx_context_create(NULL, &ctx));
-    CHECK(tmx_worker_create(ctx, NULL, &worker));
-    CHECK(tmx_job_connect(job, worker, eps));
+    IT_START(job, ctx, worker, eps, 2);
     CHECK(tmx_job_barrier(job));
     for (int i = 0; i < NEARMISS_ITERS; i++) {
         if (rank == 0) {

@@ -607,8 +607,9 @@ static uint8_t *tmx_mem_stage_get(tmx_iface_t *iface, size_t len, unsigned acces
 {
     tmx_worker_t *w = iface->worker;
 
-    if (len > w->ctx->cfg.rndv_copy || (access & ~(unsigned)TMX_ACCESS_LOCAL_WRITE) != 0 || !(iface->dev->attr.caps & TMX_DEV_CAP_REG_SLOW) ||
-        iface->tm_on || iface->xrc_on || w->ctx->cfg.mr_cache > 0) {
+    if (len > w->ctx->cfg.rndv_copy || (access & ~(unsigned)TMX_ACCESS_LOCAL_WRITE) != 0 ||
+        !(iface->dev->attr.caps & TMX_DEV_CAP_REG_SLOW) || iface->tm_on || iface->xrc_on ||
+        w->ctx->cfg.mr_cache > 0) {
         return NULL;
     }
     if (iface->stage_on == 0) {

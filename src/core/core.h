@@ -80,15 +80,12 @@ typedef struct tmx_iface {
     size_t             tx_size;
     uint32_t          *tx_free;  /* stack of free tx buffer indices */
     unsigned           tx_free_top;
-    /* Rendezvous staging buffers (TMX_RNDV_COPY, TMX_DEV_CAP_REG_SLOW; mem.c): made and
-     * registered at the first message that can use one. stage_on: 0 not yet, 1 made, -1 off. */
-    int                stage_on;
-    uint8_t           *stage_bufs; /* stage_count * stage_size */
-    tmx_mr_t          *stage_mr;
-    unsigned           stage_count;
-    size_t             stage_size;
-    uint32_t          *stage_free; /* stack of free staging buffer indices */
-    unsigned           stage_free_top;
+    /* Rendezvous staging buffers (TMX_RNDV_COPY, TMX_DEV_CAP_REG_SLOW; mem.c): the
+     * receivers' pool, made at the first read that can use it; every pool of the interface
+     * (the receivers' and the endpoints'), and how many are endpoints'. */
+    struct tmx_stage_pool *stage_rx;
+    struct tmx_stage_pool *stage_pools;
+    unsigned           stage_tx_pools;
     uint32_t          *rx_repost; /* receive buffers consumed, to post again when idle */
     unsigned           rx_repost_count;
     unsigned           rx_lazy;   /* an idle poll reposts once this many wait (tmx_iface_repost_rx) */
@@ -265,6 +262,8 @@ typedef struct tmx_ep {
     int            poll_data;      /* the receiver polls memory for data (eager-RDMA ring):
                                     * never with ooo (tmx_ep_data_path_check) */
     struct tmx_ring_rx *ring_rx;   /* passive: the ring we lend the sender (proto/ring.h) */
+    struct tmx_stage_pool *stage_tx; /* rendezvous sends' staging buffers, read by this
+                                     * peer only (mem.c); NULL until the first */
     struct tmx_ring_tx *ring_tx;   /* active: the ring the receiver lent us */
     uint8_t        ring_choice;    /* passive: the mode its ring would have (tmx_ring_mode_t) */
     uint8_t        ring_tried;     /* passive: lent once (or could not be): not again */
@@ -359,6 +358,7 @@ typedef struct tmx_request {
     uint64_t            id;           /* send: key in worker->sreq_by_id */
     tmx_mr_t           *mr;           /* rendezvous registration */
     struct tmx_mem     *memh;         /* the user's mapping mr belongs to, or NULL (mem.c) */
+    struct tmx_stage_pool *stage_pool; /* the pool of stage (mem.c) */
     uint8_t            *stage;        /* rendezvous through a staging buffer (mr is the
                                        * staging buffers'): that buffer, else NULL (mem.c) */
     uint64_t            rndv_sreq_id; /* receive of a rendezvous: the sender's request id */
@@ -438,14 +438,20 @@ void tmx_worker_peer_failed(tmx_worker_t *w, uint64_t uuid, tmx_status_t status)
 
 /* mem.c: the registration of req's rendezvous buffer (buf, len), into req->mr: from a
  * tmx_mem_map range that holds it (req->memh set, a reference taken), a cached one, or, with
- * stage_ok and access LOCAL_WRITE alone (a read's target), a staging buffer (req->stage set,
- * req->mr the staging buffers'; TMX_RNDV_COPY: the caller copies out), or registered for this message (req->memh NULL). Released by
- * tmx_mem_dereg_rndv (iface may be NULL only with a mapping or a staging buffer).
- * tmx_mem_stage_free: at iface cleanup. tmx_mem_cleanup: at worker destroy, every mapping. */
+ * stage non-NULL, a buffer of the staging pool *stage (made at its first use; req->stage and
+ * req->stage_pool set, req->mr the pool's; TMX_RNDV_COPY: the caller copies in or out), or
+ * registered for this message (req->memh NULL). stage: &iface->stage_rx for a read's target
+ * (access LOCAL_WRITE), &ep->stage_tx for a send's buffer that ep's peer reads (access
+ * REMOTE_READ: that pool's key goes to that peer only). Released by tmx_mem_dereg_rndv
+ * (iface may be NULL only with a mapping or a staging buffer). tmx_mem_stage_release: an
+ * endpoint's pool, at its destroy (freed once its buffers are back). tmx_mem_stage_free: at
+ * iface cleanup, every pool. tmx_mem_cleanup: at worker destroy, every mapping. */
 typedef struct tmx_mem tmx_mem_t;
+typedef struct tmx_stage_pool tmx_stage_pool_t;
 tmx_status_t tmx_mem_reg_rndv(tmx_iface_t *iface, tmx_request_t *req, void *buf, size_t len,
-                              unsigned access, int stage_ok);
+                              unsigned access, tmx_stage_pool_t **stage);
 void tmx_mem_dereg_rndv(tmx_iface_t *iface, tmx_request_t *req);
+void tmx_mem_stage_release(tmx_stage_pool_t **pool_p);
 void tmx_mem_stage_free(tmx_iface_t *iface);
 void tmx_mem_cleanup(tmx_worker_t *w);
 
@@ -587,6 +593,7 @@ static inline tmx_request_t *tmx_request_alloc(tmx_worker_t *w, tmx_req_type_t t
     req->mr                = NULL;
     req->memh              = NULL;
     req->stage             = NULL;
+    req->stage_pool        = NULL;
     req->rndv_sreq_id      = 0;
     req->rndv_ep_id        = 0;
     req->reads_left        = 0;

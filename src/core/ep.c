@@ -418,6 +418,7 @@ void tmx_ep_destroy(tmx_ep_t *ep)
     tmx_proto_rndv_read_drop(ep, TMX_ERR_PEER_FAILED);
     tmx_proto_ctrl_drop(ep);
     tmx_ring_ep_cleanup(ep);
+    tmx_mem_stage_release(&ep->stage_tx);
     ep->magic = TMX_MAGIC_DEAD;
     if (ep->passive) {
         free(ep); /* never handed to the user */

@@ -532,115 +532,176 @@ static void tmx_mem_cache_put(tmx_mem_t *m)
 }
 
 /*
- * Staging buffers (TMX_RNDV_COPY on a TMX_DEV_CAP_REG_SLOW device): made at the first
- * rendezvous that can use one, 8 of TMX_RNDV_COPY bytes rounded up to pages (fewer when they
- * would pass TMX_STAGE_BYTES, at least 4), registered once for local writes only: they are
- * the targets of a receiver's reads, held from the read until the copy out. No peer gets a
- * key to them, so none can read what they held for another (which is why senders do not use
- * them: proto/rndv.c). When all are held, or they could not be made, messages register their
- * own buffers as before. 8, not more: a ping-pong needs one, and a window of 64 reads over
- * rxe went no faster with 64 (25-45 MB/s either way, bench/README.md h-verbs6) while 4 MiB
- * pinned per worker and device adds up over the ranks of a node.
+ * Staging buffers (TMX_RNDV_COPY on a TMX_DEV_CAP_REG_SLOW device): pools of
+ * TMX_STAGE_COUNT buffers of TMX_RNDV_COPY bytes rounded up to pages (fewer when they would
+ * pass TMX_STAGE_BYTES, at least TMX_STAGE_MIN), each pool one registration made at the first
+ * message that can use it. A buffer is held from the copy in (a send) or the read (a
+ * receive) until the FIN or the copy out. When a pool's buffers are all held, or it could
+ * not be made, messages register their own buffers as before.
+ *
+ * - A receiver's reads land in its interface's pool, registered for local writes only: no
+ *   peer gets a key to it.
+ * - A sender's copies go to its endpoint's own pool, registered for remote reads, whose key
+ *   goes to that peer alone in the RTS: what the peer can read with it is only what was sent
+ *   to it. One pool for all peers would let every peer that got an RTS read the copies of
+ *   messages sent to the others. At most TMX_STAGE_TX_POOLS endpoints of an interface have
+ *   one at a time (the first to send); one that closes gives its pool up when its last
+ *   buffer comes back.
+ *
+ * 8 buffers a pool, not more: a ping-pong uses one, and a window of 64 over rxe went no
+ * faster with 64 (25-45 MB/s either way, bench/README.md h-verbs6), while pinned memory adds
+ * up over the ranks of a node and the peers of a rank.
  */
-#define TMX_STAGE_COUNT 8u
-#define TMX_STAGE_MIN   4u
-#define TMX_STAGE_BYTES ((size_t)4 << 20)
+#define TMX_STAGE_COUNT    8u
+#define TMX_STAGE_MIN      4u
+#define TMX_STAGE_BYTES    ((size_t)4 << 20)
+#define TMX_STAGE_TX_POOLS 8u
 
-static int tmx_mem_stage_init(tmx_iface_t *iface)
+struct tmx_stage_pool {
+    tmx_iface_t           *iface;
+    struct tmx_stage_pool *next;     /* the interface's list of pools (stage_pools) */
+    uint8_t               *bufs;     /* count * size */
+    tmx_mr_t              *mr;
+    size_t                 size;
+    unsigned               count;
+    unsigned               free_top; /* free[0 .. free_top - 1]: buffers not held */
+    int                    orphan;   /* its endpoint is gone: freed when the last comes back */
+    int                    is_tx;    /* an endpoint's (counted in iface->stage_tx_pools) */
+    uint32_t               free[];
+};
+
+/* Marks "tried, could not be made" where a pool pointer would be: never tried again. */
+static tmx_stage_pool_t tmx_stage_failed;
+
+static tmx_stage_pool_t *tmx_mem_stage_pool_new(tmx_iface_t *iface, unsigned access)
 {
-    tmx_worker_t *w    = iface->worker;
-    size_t        size = (w->ctx->cfg.rndv_copy + 4095) & ~(size_t)4095;
-    unsigned      n    = TMX_STAGE_COUNT;
-    uint8_t      *buf;
+    tmx_worker_t     *w    = iface->worker;
+    size_t            size = (w->ctx->cfg.rndv_copy + 4095) & ~(size_t)4095;
+    unsigned          n    = TMX_STAGE_COUNT;
+    tmx_stage_pool_t *pool;
 
     while (n > TMX_STAGE_MIN && n * size > TMX_STAGE_BYTES) {
         n /= 2;
     }
-    iface->stage_on = -1;
-    buf = mmap(NULL, n * size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (buf == MAP_FAILED) {
+    pool = calloc(1, sizeof(*pool) + n * sizeof(pool->free[0]));
+    if (pool == NULL) {
+        return NULL;
+    }
+    pool->bufs = mmap(NULL, n * size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (pool->bufs == MAP_FAILED) {
         tmx_info("rendezvous staging buffers (%u of %zu bytes): no memory; buffers are "
                  "registered per message", n, size);
-        return -1;
+        free(pool);
+        return NULL;
     }
-    iface->stage_free = malloc(n * sizeof(*iface->stage_free));
-    if (iface->stage_free == NULL ||
-        iface->ops->mr_reg(iface->pd, buf, n * size, TMX_ACCESS_LOCAL_WRITE,
-                           &iface->stage_mr) != TMX_OK) {
+    if (iface->ops->mr_reg(iface->pd, pool->bufs, n * size, access, &pool->mr) != TMX_OK) {
         tmx_info("rendezvous staging buffers (%u of %zu bytes) could not be registered; "
                  "buffers are registered per message", n, size);
-        free(iface->stage_free);
-        iface->stage_free = NULL;
-        iface->stage_mr   = NULL;
-        munmap(buf, n * size);
-        return -1;
+        munmap(pool->bufs, n * size);
+        free(pool);
+        return NULL;
     }
-    iface->stage_bufs  = buf;
-    iface->stage_count = n;
-    iface->stage_size  = size;
+    pool->iface = iface;
+    pool->size  = size;
+    pool->count = n;
     for (unsigned i = 0; i < n; i++) {
-        iface->stage_free[i] = n - 1 - i;
+        pool->free[i] = n - 1 - i;
     }
-    iface->stage_free_top = n;
-    iface->stage_on       = 1;
-    return 0;
+    pool->free_top     = n;
+    pool->is_tx        = (access & TMX_ACCESS_REMOTE_READ) != 0;
+    pool->next         = iface->stage_pools;
+    iface->stage_pools = pool;
+    iface->stage_tx_pools += (unsigned)pool->is_tx;
+    return pool;
+}
+
+static void tmx_mem_stage_pool_free(tmx_stage_pool_t *pool)
+{
+    tmx_iface_t       *iface = pool->iface;
+    tmx_stage_pool_t **pp    = &iface->stage_pools;
+
+    while (*pp != pool) {
+        pp = &(*pp)->next;
+    }
+    *pp = pool->next;
+    iface->stage_tx_pools -= (unsigned)pool->is_tx;
+    iface->ops->mr_dereg(pool->mr);
+    munmap(pool->bufs, pool->count * pool->size);
+    free(pool);
 }
 
 void tmx_mem_stage_free(tmx_iface_t *iface)
 {
-    if (iface->stage_mr != NULL) {
-        iface->ops->mr_dereg(iface->stage_mr);
+    while (iface->stage_pools != NULL) {
+        tmx_mem_stage_pool_free(iface->stage_pools);
     }
-    if (iface->stage_bufs != NULL) {
-        munmap(iface->stage_bufs, iface->stage_count * iface->stage_size);
-    }
-    free(iface->stage_free);
-    iface->stage_mr    = NULL;
-    iface->stage_bufs  = NULL;
-    iface->stage_free  = NULL;
-    iface->stage_on    = 0;
+    iface->stage_rx = NULL;
 }
 
-/* A staging buffer for len bytes, or NULL (none free, none made, or not for this message:
- * one that needs remote access never gets one). */
-static uint8_t *tmx_mem_stage_get(tmx_iface_t *iface, size_t len, unsigned access)
+void tmx_mem_stage_release(tmx_stage_pool_t **pool_p)
 {
-    tmx_worker_t *w = iface->worker;
+    tmx_stage_pool_t *pool = *pool_p;
 
-    if (len > w->ctx->cfg.rndv_copy || (access & ~(unsigned)TMX_ACCESS_LOCAL_WRITE) != 0 ||
+    *pool_p = NULL;
+    if (pool == NULL || pool == &tmx_stage_failed) {
+        return;
+    }
+    if (pool->free_top == pool->count) {
+        tmx_mem_stage_pool_free(pool);
+    } else {
+        pool->orphan = 1; /* the last buffer to come back frees it */
+    }
+}
+
+/* A staging buffer of *pool_p (made at the first call) for len bytes into req (req->stage,
+ * req->stage_pool, req->mr), or 0: not for this message, the pool could not be made, or its
+ * buffers are all held. access: the pool's registration. */
+static int tmx_mem_stage_get(tmx_iface_t *iface, tmx_stage_pool_t **pool_p, tmx_request_t *req,
+                             size_t len, unsigned access)
+{
+    tmx_worker_t     *w = iface->worker;
+    tmx_stage_pool_t *pool;
+
+    if (pool_p == NULL || len > w->ctx->cfg.rndv_copy ||
         !(iface->dev->attr.caps & TMX_DEV_CAP_REG_SLOW) || iface->tm_on || iface->xrc_on ||
-        w->ctx->cfg.mr_cache > 0) {
-        return NULL;
+        w->ctx->cfg.mr_cache > 0 || *pool_p == &tmx_stage_failed) {
+        return 0;
     }
-    if (iface->stage_on == 0) {
-        tmx_mem_stage_init(iface);
-    }
-    if (iface->stage_on < 0 || iface->stage_free_top == 0) {
-        return NULL;
-    }
-    return iface->stage_bufs + (size_t)iface->stage_free[--iface->stage_free_top] *
-                                   iface->stage_size;
-}
-
-/* Gives req's staging buffer back to the iface it came from (found by its address: the
- * endpoint may be gone). */
-static void tmx_mem_stage_put(tmx_worker_t *w, tmx_request_t *req)
-{
-    for (int i = 0; i < w->num_ifaces; i++) {
-        tmx_iface_t *iface = &w->ifaces[i];
-
-        if (iface->stage_bufs != NULL && req->stage >= iface->stage_bufs &&
-            req->stage < iface->stage_bufs + iface->stage_count * iface->stage_size) {
-            iface->stage_free[iface->stage_free_top++] =
-                (uint32_t)((size_t)(req->stage - iface->stage_bufs) / iface->stage_size);
-            break;
+    if (*pool_p == NULL) {
+        if ((access & TMX_ACCESS_REMOTE_READ) && iface->stage_tx_pools >= TMX_STAGE_TX_POOLS) {
+            return 0; /* others have them: maybe later, when one closes */
+        }
+        pool    = tmx_mem_stage_pool_new(iface, access);
+        *pool_p = pool != NULL ? pool : &tmx_stage_failed;
+        if (pool == NULL) {
+            return 0;
         }
     }
-    req->stage = NULL;
+    pool = *pool_p;
+    if (pool->free_top == 0) {
+        return 0;
+    }
+    req->stage      = pool->bufs + (size_t)pool->free[--pool->free_top] * pool->size;
+    req->stage_pool = pool;
+    req->mr         = pool->mr;
+    return 1;
+}
+
+/* Gives req's staging buffer back to its pool. */
+static void tmx_mem_stage_put(tmx_request_t *req)
+{
+    tmx_stage_pool_t *pool = req->stage_pool;
+
+    pool->free[pool->free_top++] = (uint32_t)((size_t)(req->stage - pool->bufs) / pool->size);
+    req->stage      = NULL;
+    req->stage_pool = NULL;
+    if (pool->orphan && pool->free_top == pool->count) {
+        tmx_mem_stage_pool_free(pool);
+    }
 }
 
 tmx_status_t tmx_mem_reg_rndv(tmx_iface_t *iface, tmx_request_t *req, void *buf, size_t len,
-                              unsigned access, int stage_ok)
+                              unsigned access, tmx_stage_pool_t **stage)
 {
     tmx_worker_t *w   = iface->worker;
     int           idx = (int)(iface - w->ifaces);
@@ -665,8 +726,7 @@ tmx_status_t tmx_mem_reg_rndv(tmx_iface_t *iface, tmx_request_t *req, void *buf,
                                                       &req->memh) == TMX_OK) {
         return TMX_OK;
     }
-    if (stage_ok && (req->stage = tmx_mem_stage_get(iface, len, access)) != NULL) {
-        req->mr = iface->stage_mr;
+    if (tmx_mem_stage_get(iface, stage, req, len, access)) {
         w->stat_rndv_staged++;
         return TMX_OK;
     }
@@ -680,7 +740,7 @@ void tmx_mem_dereg_rndv(tmx_iface_t *iface, tmx_request_t *req)
     tmx_mem_t *m = req->memh;
 
     if (req->stage != NULL) {
-        tmx_mem_stage_put(req->worker, req);
+        tmx_mem_stage_put(req);
     } else if (m != NULL && m->cached) {
         tmx_mem_cache_put(m);
     } else if (m != NULL) {

@@ -4,13 +4,13 @@
  * and RDMA-READs the data straight into it (one copy, done by the device), then tells the
  * sender with FIN. Reads larger than the device's max message go in chunks.
  *
- * Where registering is a system call (TMX_DEV_CAP_REG_SLOW) the receiver of a message of up
- * to TMX_RNDV_COPY bytes outside any tmx_mem_map range reads into a staging buffer registered
- * once (mem.c) and copies out before the FIN: copying 64 KiB costs less than the two system
- * calls (in the TCG guest of bench/verbs_rxe.sh: 30-50 us against 200). The sender still
- * registers its own buffer per message: a staging buffer that a peer may read would be one
- * that every peer may read (one registration, one key for all), and would show it the copies
- * of messages sent to others.
+ * Where registering is a system call (TMX_DEV_CAP_REG_SLOW) a message of up to TMX_RNDV_COPY
+ * bytes outside any tmx_mem_map range goes the same way through staging buffers registered
+ * once (mem.c): the sender copies into one of its endpoint's pool before the RTS and the RTS
+ * names it (that pool's key goes to that peer only, so it can read nothing sent to others);
+ * the receiver reads into one of its interface's pool (no remote access) and copies out
+ * before the FIN. Copying 64 KiB costs less than the two system calls at each end (in the
+ * TCG guest of bench/verbs_rxe.sh: 30-50 us against 200).
  */
 #define TMX_LOG_SUBSYS "proto"
 #include "config.h"
@@ -62,11 +62,12 @@ tmx_status_t tmx_proto_rndv_send(tmx_ep_t *ep, tmx_request_t *req)
     tmx_worker_t        *w     = ep->worker;
     tmx_iface_t         *iface = ep->iface;
     tmx_proto_rts_hdr_t  h;
+    uintptr_t            addr;
     tmx_status_t         status;
 
     if (req->mr == NULL) {
-        /* never a staging buffer: the peer gets the key (the comment at the top) */
-        status = tmx_mem_reg_rndv(iface, req, req->buf, req->len, TMX_ACCESS_REMOTE_READ, 0);
+        status = tmx_mem_reg_rndv(iface, req, req->buf, req->len, TMX_ACCESS_REMOTE_READ,
+                                  &ep->stage_tx);
         if (status == TMX_ERR_NO_RESOURCE) {
             req->mr = NULL;
             tmx_proto_rndv_reg_wait(ep);
@@ -78,14 +79,19 @@ tmx_status_t tmx_proto_rndv_send(tmx_ep_t *ep, tmx_request_t *req)
             req->mr = NULL;
             return status;
         }
+        if (req->stage != NULL) {
+            /* the peer reads the copy; the user's buffer is not touched again */
+            tmx_copy_pieces(req->stage, req->buf, req->len);
+        }
     }
+    addr = req->stage != NULL ? (uintptr_t)req->stage : (uintptr_t)req->buf;
     if (iface->tm_on) {
         /* the device's rendezvous header, then ours: the whole length (RVH has 32 bits) */
         tmx_proto_tm_rndv_t r;
         uint64_t            id = tmx_proto_sreq_id_peek(w); /* becomes req->id when posted */
 
         memset(&r, 0, sizeof(r));
-        r.rvh.va   = htobe64((uintptr_t)req->buf);
+        r.rvh.va   = htobe64(addr);
         r.rvh.rkey = htobe32(req->mr->rkey);
         r.rvh.len  = htobe32(req->len < UINT32_MAX ? (uint32_t)req->len : UINT32_MAX);
         r.length   = req->len;
@@ -103,7 +109,7 @@ tmx_status_t tmx_proto_rndv_send(tmx_ep_t *ep, tmx_request_t *req)
         h.base.op  = TMX_PROTO_RTS;
         h.base.tag = req->tag;
         h.sreq_id  = tmx_proto_sreq_id_peek(w); /* becomes req->id when posted */
-        h.addr     = (uintptr_t)req->buf;
+        h.addr     = addr;
         h.length   = req->len;
         h.rkey     = req->mr->rkey;
         if (req->imm != 0) {
@@ -114,7 +120,7 @@ tmx_status_t tmx_proto_rndv_send(tmx_ep_t *ep, tmx_request_t *req)
         status = tmx_proto_post_hdr(ep, &h, sizeof(h));
     }
     if (status == TMX_ERR_NO_RESOURCE) {
-        return status; /* keeps the registration for the retry */
+        return status; /* keeps the registration (or staging buffer) for the retry */
     }
     if (status != TMX_OK) {
         tmx_mem_dereg_rndv(iface, req); /* the request fails: nothing will use it again */
@@ -256,7 +262,8 @@ void tmx_proto_rndv_recv(tmx_request_t *rreq, tmx_ep_t *ep, uint64_t sreq_id, ui
         tmx_proto_rndv_finish(rreq);
         return;
     }
-    status = tmx_mem_reg_rndv(iface, rreq, rreq->buf, n, TMX_ACCESS_LOCAL_WRITE, 1);
+    status = tmx_mem_reg_rndv(iface, rreq, rreq->buf, n, TMX_ACCESS_LOCAL_WRITE,
+                              &iface->stage_rx);
     if (status != TMX_OK) {
         tmx_error("rendezvous receive of %zu bytes: registration failed: %s", n,
                   tmx_status_string(status));

@@ -66,10 +66,10 @@ enum tmx_dev_cap {
     TMX_DEV_CAP_RECV_INPLACE = 1u << 16,
     /* Registering memory (mr_reg, mr_dereg) is a system call that pins pages: tens to
      * hundreds of microseconds a pair, more than copying a rendezvous message of up to
-     * TMX_RNDV_COPY bytes. The receiver of such a message then reads it into a staging buffer
-     * the core registered once and copies it out, instead of registering its buffer per
-     * message (mem.c; senders register theirs: proto/rndv.c). The verbs provider; not the
-     * soft device, whose registration is a table entry. */
+     * TMX_RNDV_COPY bytes. The core then sends such a message through staging buffers it
+     * registered once (a copy at each end; mem.c) instead of registering the user's buffers
+     * per message. The verbs provider; not the soft device, whose registration is a table
+     * entry. */
     TMX_DEV_CAP_REG_SLOW = 1u << 17,
 };
 

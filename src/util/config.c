@@ -128,11 +128,11 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "is unmapped or released (Linux; off where userfaultfd is refused)."),
      .flags = TMX_CONFIG_F_MAX, .max = 4096},
     {TMX_CONFIG_FIELD("RNDV_COPY", TMX_CONFIG_SIZE, "64k", rndv_copy,
-                      "The receiver of a rendezvous message up to this size reads it into a "
-                      "staging buffer the worker registered once and copies out, instead of "
-                      "registering its buffer per message, on devices where registering is a "
-                      "system call (verbs; senders still register theirs); not for buffers in "
-                      "a tmx_mem_map range or with TMX_MR_CACHE (0: never)."),
+                      "Rendezvous messages up to this size go through staging buffers "
+                      "registered once (a copy at each end; a sender's are its endpoint's, "
+                      "keyed for that peer alone) instead of registering the user's buffers "
+                      "per message, on devices where registering is a system call (verbs); "
+                      "not for buffers in a tmx_mem_map range or with TMX_MR_CACHE (0: never)."),
      .flags = TMX_CONFIG_F_MAX, .max = 4194304},
     {TMX_CONFIG_FIELD("TAG_HASH_BITS", TMX_CONFIG_UINT, "10", tag_hash_bits,
                       "Log2 of the initial number of tag matching hash bins (they grow)."),

@@ -1,10 +1,10 @@
 /*
  * Rendezvous through staging buffers (TMX_RNDV_COPY, src/core/mem.c): on a device where
- * registering is a system call (verbs), the receiver of a rendezvous message of up to
- * TMX_RNDV_COPY bytes reads it into a staging buffer registered once and copies it out;
- * larger ones, and all of them once the staging buffers are held, register the user's
- * buffer. The sender registers its buffer for every message (a staging buffer its peer could
- * read, every peer could). 2 ranks, rank 0 sends to rank 1, every payload checked:
+ * registering is a system call (verbs), a rendezvous message of up to TMX_RNDV_COPY bytes is
+ * copied into a staging buffer of the sender's endpoint (registered once, read by that peer
+ * only), read from there into the receiver's staging buffer and copied out; larger ones, and
+ * all of them once the staging buffers are held, register the user's buffers. 2 ranks, rank
+ * 0 sends to rank 1, every payload checked:
  *   1  one message each of 16385 (just past the default eager limit), 40000, 65535, 65536 bytes
  *      (staged at the default 64k), 65537 and 200000 bytes (registered); each send buffer is
  *      overwritten once its send completed, before the next message
@@ -12,7 +12,8 @@
  *      the guard bytes after the receive's buffer untouched
  *   3  MANY (100) sends of 20000 bytes each from their own buffers, all posted before rank 1
  *      posts a receive (run with TMX_EAGER_CREDITS above MANY, so that every RTS goes at once):
- *      the receiver's reads hold its 8 staging buffers, the other 92 are registered
+ *      the sender's endpoint pool (8) and the receiver's reads hold their 8 staging buffers,
+ *      the other 92 are registered at each end
  * test/integration/rndv_copy.sh checks the counts of each worker's info line at destroy.
  * Prints "rndv_copy ok" per rank when every check held; exits non-zero otherwise.
  */

@@ -46,9 +46,10 @@
  * Credits. A slot is free again once the receiver has taken its message (matched, or copied
  * into an unexpected message); the receiver writes the count into the sender's control word
  * every half ring (of slots). With cells the sender may be up to ncells positions ahead, so
- * the count it takes may say that many are outstanding, not only a slot lap. A full ring, a message too big for a slot, or a sleeping receiver sends by
- * the queue instead, numbered like the rest: nothing waits for a slot long. (A polling ring
- * found full is waited for up to TMX_RING_SPILL_NS first, the send pending: spilling at
+ * the count it takes may say that many are outstanding, not only a slot lap. A full ring, a
+ * message too big for a slot, or a sleeping receiver sends by the queue instead, numbered
+ * like the rest: nothing waits for a slot long. (A polling ring found full is waited for
+ * up to TMX_RING_SPILL_NS first, the send pending: spilling at
  * once into the queue, whose messages cost the receiver more, let a sender that outran its
  * receiver by a ring keep it behind; 8 B tmx_pingpong -t bw fell from 110-150 to 23-30 MB/s
  * in about one run in three.) In the polling modes

@@ -756,15 +756,17 @@ void tmx_mem_dereg_rndv(tmx_iface_t *iface, tmx_request_t *req)
 
 void tmx_mem_cleanup(tmx_worker_t *w)
 {
-    if (w->stat_rndv_regs + w->stat_rndv_mapped > 0 && w->mr_cache <= 0 &&
-        w->stat_rndv_staged == 0) {
-        tmx_info("rendezvous buffers: %llu registered per message, %llu in a tmx_mem_map range",
-                 (unsigned long long)w->stat_rndv_regs, (unsigned long long)w->stat_rndv_mapped);
-    } else if (w->stat_rndv_staged > 0) {
-        tmx_info("rendezvous buffers: %llu registered per message, %llu in a tmx_mem_map range, "
-                 "%llu copied through staging buffers",
+    /* (staging is off while the cache is on: tmx_mem_stage_get) */
+    if (w->stat_rndv_regs + w->stat_rndv_mapped + w->stat_rndv_staged > 0 && w->mr_cache <= 0) {
+        char staged[64] = "";
+
+        if (w->stat_rndv_staged > 0) {
+            snprintf(staged, sizeof(staged), ", %llu copied through staging buffers",
+                     (unsigned long long)w->stat_rndv_staged);
+        }
+        tmx_info("rendezvous buffers: %llu registered per message, %llu in a tmx_mem_map range%s",
                  (unsigned long long)w->stat_rndv_regs, (unsigned long long)w->stat_rndv_mapped,
-                 (unsigned long long)w->stat_rndv_staged);
+                 staged);
     }
     if (w->mr_cache > 0) {
         tmx_list_t out;

@@ -264,6 +264,10 @@ static const tmx_config_field_t tmx_config_table[] = {
     {TMX_CONFIG_FIELD("SOFT_INPLACE", TMX_CONFIG_BOOL, "yes", soft_inplace,
                       "Soft device: an eager message is read where the sender wrote it, not "
                       "first copied into a receive buffer (receives in place).")},
+    {TMX_CONFIG_FIELD("SOFT_REG_SLOW", TMX_CONFIG_BOOL, "no", soft_reg_slow,
+                      "Soft device, for tests: report registration as slow, as verbs devices "
+                      "do, so that rendezvous messages of up to TMX_RNDV_COPY go through "
+                      "staging buffers.")},
     {TMX_CONFIG_FIELD("SOFT_TM", TMX_CONFIG_BOOL, "no", soft_tm,
                       "Soft device: offer a tag-matching SRQ (TM SRQ), as mlx5 adapters do.")},
     {TMX_CONFIG_FIELD("SOFT_TM_TAGS", TMX_CONFIG_UINT, "1023", soft_tm_tags,

@@ -63,6 +63,7 @@ typedef struct tmx_config {
     int      soft_memfd;       /* TMX_SOFT_MEMFD: -1 auto, 0 no, 1 yes */
     int      soft_tm;          /* TMX_SOFT_TM: the soft device offers a TM SRQ */
     int      soft_inplace;     /* TMX_SOFT_INPLACE: receives in place (TMX_DEV_CAP_RECV_INPLACE) */
+    int      soft_reg_slow;    /* TMX_SOFT_REG_SLOW: say TMX_DEV_CAP_REG_SLOW (tests) */
     unsigned soft_tm_tags;     /* TMX_SOFT_TM_TAGS: tag list entries (max_num_tags) */
     unsigned soft_tm_ops;      /* TMX_SOFT_TM_OPS: outstanding list operations (max_ops) */
     unsigned soft_tm_sync_gap; /* TMX_SOFT_TM_SYNC_GAP: unexpected lag that asks for a SYNC */

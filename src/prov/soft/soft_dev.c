@@ -564,6 +564,9 @@ static tmx_status_t tmx_soft_dev_open(const tmx_prov_t *prov, const tmx_config_t
     if (cfg->soft_inplace) {
         dev->super.attr.caps |= TMX_DEV_CAP_RECV_INPLACE;
     }
+    if (cfg->soft_reg_slow) { /* for tests of the staging buffers (mem.c) */
+        dev->super.attr.caps |= TMX_DEV_CAP_REG_SLOW;
+    }
     dev->super.attr.max_msg_sz = TMX_SOFT_MAX_MSG;
     dev->super.attr.max_inline = dev->max_payload;
     dev->super.attr.max_qp     = dev->hdr->max_qps;

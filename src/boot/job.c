@@ -7,7 +7,6 @@
  * so a launcher that goes away shows up as TMX_ERR_IO instead of a hang.
  */
 #define TMX_LOG_SUBSYS "boot"
-#define _GNU_SOURCE
 #include "config.h"
 
 #include <endian.h>
@@ -517,42 +516,6 @@ static void tmx_job_close_eps(tmx_ep_h *eps, int n)
     }
 }
 
-/*
- * Oversubscribed and not bound (TMX_LOCAL_SIZE processes on fewer CPUs, an affinity mask of
- * several): moves this process to CPU (TMX_LOCAL_RANK mod cpus) of its mask and gives it the
- * whole mask back, so that a job's ranks begin their traffic spread evenly over the CPUs. The
- * bootstrap's last wakeups leave them where the waker ran (16 ranks on 2 cores: 5/11 or 6/10
- * in most jobs), and the kernel balances CPUs kept busy by yielding ranks only every few tens
- * of ms: until then the ranks with work queue on one CPU while the waiters on the other yield
- * to one another (bench/README.md, "h-a2a2"). The kernel may move it at any later time.
- */
-static void tmx_job_spread(tmx_job_h job, tmx_worker_h worker)
-{
-    tmx_worker_attr_t attr = {.field_mask = TMX_WORKER_ATTR_WAIT};
-    int               lr   = tmx_config_local_rank();
-    cpu_set_t         mask, one;
-    int               n, k, cpu;
-
-    if (lr < 0 || tmx_worker_query(worker, &attr) != TMX_OK || !attr.oversubscribed ||
-        sched_getaffinity(0, sizeof(mask), &mask) != 0 || (n = CPU_COUNT(&mask)) < 2) {
-        return;
-    }
-    k = lr % n;
-    for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-        if (CPU_ISSET(cpu, &mask) && k-- == 0) {
-            break;
-        }
-    }
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    if (sched_setaffinity(0, sizeof(one), &one) != 0) {
-        return;
-    }
-    (void)sched_setaffinity(0, sizeof(mask), &mask);
-    tmx_info("rank %d (local %d): begins its traffic on cpu %d, %d of its %d", job->rank, lr, cpu,
-             lr % n, n);
-}
-
 TMX_API tmx_status_t tmx_job_connect(tmx_job_h job, tmx_worker_h worker, tmx_ep_h *eps)
 {
     void *addr     = NULL;
@@ -622,7 +585,6 @@ TMX_API tmx_status_t tmx_job_connect(tmx_job_h job, tmx_worker_h worker, tmx_ep_
     free(lens);
     tmx_worker_release_address(worker, addr);
     job->worker = worker;
-    tmx_job_spread(job, worker);
     return TMX_OK;
 err_eps:
     tmx_job_close_eps(eps, r);

@@ -690,20 +690,6 @@ int tmx_config_oversubscribed(const tmx_config_t *cfg, int *cpus_p)
     return cfg->local_size > 0 && cpus > 0 && cfg->local_size > cpus;
 }
 
-int tmx_config_local_rank(void)
-{
-    const char *v = getenv(TMX_CONFIG_PREFIX "LOCAL_RANK");
-    char       *end;
-    long        n;
-
-    if (v == NULL || *v == '\0') {
-        return -1;
-    }
-    errno = 0;
-    n     = strtol(v, &end, 10);
-    return errno == 0 && *end == '\0' && n >= 0 && n <= INT_MAX ? (int)n : -1;
-}
-
 /*
  * TMX_LOCAL_SIZE of a program another launcher started: the processes of the job on this
  * node as Open MPI (OMPI_COMM_WORLD_LOCAL_SIZE) or MPICH's hydra (MPI_LOCALNRANKS) tell

@@ -92,10 +92,6 @@ const tmx_config_t *tmx_config_get(void);
  * affinity mask holds; *cpus_p (when not NULL) gets the mask's CPU count, 0 if unknown. */
 int tmx_config_oversubscribed(const tmx_config_t *cfg, int *cpus_p);
 
-/* This process's index among the ranks its launcher started on this host (tmxrun's
- * TMX_LOCAL_RANK: not configuration, not in the table), -1 when no launcher said. */
-int tmx_config_local_rank(void);
-
 /* Prints every variable: name, current value, default, and with TMX_CONFIG_PRINT_DOC the doc. */
 void tmx_config_print_table(FILE *stream, const tmx_config_t *cfg, unsigned flags);
 

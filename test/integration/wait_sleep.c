@@ -61,11 +61,6 @@
  *                       spin: 3 waits of 300 ms, each that slept yielded at most 16 times
  *                       before its first sleep, and at least one slept.
  *
- *   wait_sleep spread   2 ranks not bound (tmxrun --bind-to none), told they outnumber their
- *                       CPUs: tmx_job_connect moves rank i to CPU i mod cpus of its mask and
- *                       gives the mask back (the library's sched_setaffinity calls recorded).
- *   wait_sleep nospread The same, not oversubscribed: no sched_setaffinity call.
- *
  *   wait_sleep reqspin  The same with a CPU each: the spin polls without a yield, then sleeps
  *                       (fewer than 16 yields: an arm that finds work pending yields once).
  *
@@ -729,74 +724,8 @@ static int run_reqturns(void)
     return 0;
 }
 
-/* The library's sched_setaffinity calls land here (as sched_yield's above): each recorded,
- * then made. */
-#define SPREAD_CALLS 4
-static cpu_set_t spread_masks[SPREAD_CALLS];
-static int       spread_calls;
-
-__attribute__((visibility("default"))) int sched_setaffinity(pid_t pid, size_t size,
-                                                             const cpu_set_t *mask)
-{
-    if (spread_calls < SPREAD_CALLS && size >= sizeof(cpu_set_t)) {
-        spread_masks[spread_calls] = *mask;
-    }
-    spread_calls++;
-    return (int)syscall(SYS_sched_setaffinity, pid, size, mask);
-}
-
-/* spread (oversub) and nospread: tmxrun -n 2 --bind-to none, every CPU of the mask allowed.
- * Told they outnumber their CPUs (TMX_LOCAL_SIZE one more than the mask's CPUs), the ranks
- * begin their traffic spread over the CPUs: tmx_job_connect moves each to CPU (TMX_LOCAL_RANK
- * mod cpus) of its mask (an affinity of that CPU alone) and gives it the whole mask back (the
- * kernel left 16 ranks on 2 cores 5/11 or 6/10 after the bootstrap's wakeups, and balanced
- * them only tens of ms later: bench/README.md, "h-a2a2"). Not oversubscribed, nothing moves. */
-static int run_spread(int oversub)
-{
-    const char   *name = oversub ? "spread" : "nospread";
-    const char   *lr   = getenv("TMX_LOCAL_RANK");
-    tmx_job_h     job;
-    tmx_context_h ctx;
-    tmx_worker_h  worker;
-    tmx_ep_h      eps[2];
-    cpu_set_t     before, after;
-    char          local[16];
-    int           n, k, cpu;
-
-    REQUIRE(lr != NULL && sched_getaffinity(0, sizeof(before), &before) == 0);
-    n = CPU_COUNT(&before);
-    snprintf(local, sizeof(local), "%d", oversub ? n + 1 : 1);
-    setenv("TMX_LOCAL_SIZE", local, 1);
-    IT_START(job, ctx, worker, eps, 2);
-    REQUIRE(sched_getaffinity(0, sizeof(after), &after) == 0);
-    REQUIRE(CPU_EQUAL(&before, &after)); /* the whole mask back, whatever happened */
-    if (!oversub || n < 2) {
-        printf("%s: rank %d: %d cpus, %d sched_setaffinity calls\n", name, rank, n, spread_calls);
-        REQUIRE(spread_calls == 0);
-    } else {
-        k = atoi(lr) % n;
-        for (cpu = 0; cpu < CPU_SETSIZE && !(CPU_ISSET(cpu, &before) && k-- == 0); cpu++) {
-        }
-        printf("%s: rank %d (local %s): %d sched_setaffinity calls, cpu %d of the mask of %d "
-               "expected, on cpu %d after the connect\n", name, rank, lr, spread_calls, cpu, n,
-               sched_getcpu());
-        REQUIRE(spread_calls == 2);
-        REQUIRE(CPU_COUNT(&spread_masks[0]) == 1 && CPU_ISSET(cpu, &spread_masks[0]));
-        REQUIRE(CPU_EQUAL(&spread_masks[1], &before));
-    }
-    IT_FINISH(job, ctx, worker, eps, 2);
-    printf("%s ok\n", name);
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
-    if (argc == 2 && strcmp(argv[1], "spread") == 0) {
-        return run_spread(1);
-    }
-    if (argc == 2 && strcmp(argv[1], "nospread") == 0) {
-        return run_spread(0);
-    }
     if (argc == 2 && strcmp(argv[1], "reqturns") == 0) {
         return run_reqturns();
     }
@@ -824,7 +753,6 @@ int main(int argc, char **argv)
     if (argc == 2 && strcmp(argv[1], "yield") == 0) {
         return run_yield();
     }
-    fprintf(stderr, "usage: wait_sleep block|efd|yield|nearmiss|bootwait|bootspin|reqwait|reqspin|reqturns|\n"
-                    "                  spread|nospread\n");
+    fprintf(stderr, "usage: wait_sleep block|efd|yield|nearmiss|bootwait|bootspin|reqwait|reqspin|reqturns\n");
     return 2;
 }

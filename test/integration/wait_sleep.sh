@@ -58,21 +58,4 @@ run 60 "$TMXRUN" -n 2 --timeout 50 "$prog" reqturns
 expect_rc 0 "oversubscribed, tmx_request_wait sleeps after 16 idle yields whatever TMX_WAIT_SPIN"
 expect_grep "$T/out" "reqturns ok" "every check held"
 grep "reqturns:" "$T/out" | sed 's/^/    /'
-
-# Oversubscribed, tmx_job_connect leaves the ranks spread over the CPUs of their mask (rank i
-# on CPU i mod cpus, the whole mask given back): the bootstrap's wakeups left 16 ranks on 2
-# cores 5/11 or 6/10, and the kernel balanced them only after the short jobs' traffic
-if [ "$(nproc)" -ge 2 ]; then
-    run 60 "$TMXRUN" -n 2 --bind-to none --timeout 50 "$prog" spread
-    expect_rc 0 "oversubscribed, tmx_job_connect moves rank i to CPU i mod cpus and gives the mask back"
-    [ "$(grep -c "spread ok" "$T/out")" -eq 2 ] && ok "both ranks checked everything" ||
-        { fail "not both ranks ok"; show; }
-    grep "spread:" "$T/out" | sed 's/^/    /'
-    run 60 "$TMXRUN" -n 2 --bind-to none --timeout 50 "$prog" nospread
-    expect_rc 0 "not oversubscribed, tmx_job_connect does not touch the affinity"
-    [ "$(grep -c "nospread ok" "$T/out")" -eq 2 ] && ok "both ranks checked everything" ||
-        { fail "not both ranks ok"; show; }
-else
-    echo "SKIP: spread: one CPU"
-fi
 finish

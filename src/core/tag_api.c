@@ -16,43 +16,8 @@ static tmx_status_t tmx_buf_check(const void *buf, size_t len)
     return TMX_OK;
 }
 
-static __attribute__((noinline)) tmx_status_t
-tmx_tag_send_any(tmx_ep_h ep, const void *buf, size_t len, tmx_tag_t tag,
-                 const tmx_request_params_t *params, tmx_request_h *request_p);
-
-/* A compact EAGER without params (proto.h tmx_proto_compact_fits: every small message of a
- * ping-pong or a window after the first) is posted here, in a function with the frame of that
- * one path; anything else, and a compact EAGER the send queue refused, takes
- * tmx_tag_send_any, which checks and decides again as before. */
 TMX_API tmx_status_t tmx_tag_send_nb(tmx_ep_h ep, const void *buf, size_t len, tmx_tag_t tag,
                                      const tmx_request_params_t *params, tmx_request_h *request_p)
-{
-    if (ep != NULL && request_p != NULL && params == NULL && ep->magic == TMX_MAGIC_EP &&
-        !ep->passive && (buf != NULL || len == 0)) {
-        tmx_worker_t *w = ep->worker;
-        tmx_status_t  status;
-
-        tmx_worker_lock(w);
-        /* tmx_tag_send_any's fast path (len <= eager_max, below TMX_MAX_MSG) for this one */
-        if (ep->state == TMX_EP_CONNECTED && len <= ep->eager_max &&
-            tmx_list_is_empty(&ep->pending) && tmx_proto_compact_fits(ep, len, tag)) {
-            status = tmx_proto_compact_post(ep, buf, len);
-            if (status != TMX_ERR_NO_RESOURCE) {
-                if (status == TMX_OK) {
-                    *request_p = NULL;
-                }
-                tmx_worker_unlock(w);
-                return status;
-            }
-        }
-        tmx_worker_unlock(w);
-    }
-    return tmx_tag_send_any(ep, buf, len, tag, params, request_p);
-}
-
-static __attribute__((noinline)) tmx_status_t
-tmx_tag_send_any(tmx_ep_h ep, const void *buf, size_t len, tmx_tag_t tag,
-                 const tmx_request_params_t *params, tmx_request_h *request_p)
 {
     tmx_worker_t *w;
     tmx_request_t *req;
@@ -86,7 +51,10 @@ tmx_tag_send_any(tmx_ep_h ep, const void *buf, size_t len, tmx_tag_t tag,
     /* Fast path: connected, nothing queued before us, eager: done on return. */
     if (!sync && len <= ep->eager_max && ep->state == TMX_EP_CONNECTED &&
         tmx_list_is_empty(&ep->pending) && (imm == 0 || !ep->iface->tm_on)) {
-        if (ep->ring_tx != NULL && ep->ring_tx->seq_on) {
+        if (imm == 0 && tmx_proto_compact_fits(ep, len, tag)) {
+            /* tmx_proto_eager_try's compact EAGER, inline */
+            status = tmx_proto_compact_post(ep, buf, len);
+        } else if (ep->ring_tx != NULL && ep->ring_tx->seq_on) {
             /* tmx_proto_eager_try, its ring step inline */
             status = tmx_ring_eager_try(ep, buf, len, tag, imm);
             if (status != TMX_OK) {

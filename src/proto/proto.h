@@ -160,16 +160,17 @@ tmx_status_t tmx_proto_eager_try(tmx_ep_t *ep, const void *buf, size_t len, uint
 /* The compact EAGER of tmx_proto_eager_try that goes by the provider's send_inline (prov.h):
  * no immediate data, the tag of the last full header, inline, no ring, no XRC, no TM, no OOO
  * placement (so never a fence), a credit at hand. 1 when (ep, len, tag) is one; then
- * tmx_proto_compact_post posts it. Inline in tmx_tag_send_nb, whose every small message of a
- * ping-pong or a window after the first is one (through tmx_proto_eager_try it was about 80
- * instructions more: the call, its saved registers and the checks tmx_tag_send_nb had made). */
+ * tmx_proto_compact_post posts it. Inline in tmx_tag_send_nb's fast path, whose every small
+ * message of a ping-pong or a window after the first is one over verbs (through
+ * tmx_proto_eager_try: its call, its saved registers and checks made twice). */
 static inline __attribute__((always_inline)) int
 tmx_proto_compact_fits(const tmx_ep_t *ep, size_t len, uint64_t tag)
 {
     const tmx_iface_t *iface = ep->iface;
 
-    return ep->ctag_tx == tag && ep->ctag_tx_ok && ep->compact_tx && ep->credits > 0 &&
-           ep->ring_tx == NULL && !ep->xrc && !ep->ooo && len <= iface->max_inline &&
+    /* ring_tx first: the soft device's sends, which have a ring, pay one test for this */
+    return ep->ring_tx == NULL && ep->ctag_tx == tag && ep->ctag_tx_ok && ep->compact_tx &&
+           ep->credits > 0 && !ep->xrc && !ep->ooo && len <= iface->max_inline &&
            iface->ops->send_inline != NULL && !iface->tm_on;
 }
 

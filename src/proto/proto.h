@@ -168,10 +168,10 @@ tmx_proto_compact_fits(const tmx_ep_t *ep, size_t len, uint64_t tag)
 {
     const tmx_iface_t *iface = ep->iface;
 
-    /* ring_tx first: the soft device's sends, which have a ring, pay one test for this */
-    return ep->ring_tx == NULL && ep->ctag_tx == tag && ep->ctag_tx_ok && ep->compact_tx &&
-           ep->credits > 0 && !ep->xrc && !ep->ooo && len <= iface->max_inline &&
-           iface->ops->send_inline != NULL && !iface->tm_on;
+    /* send_inline first: the soft device, which has none, pays this one test */
+    return iface->ops->send_inline != NULL && ep->ring_tx == NULL && ep->ctag_tx == tag &&
+           ep->ctag_tx_ok && ep->compact_tx && ep->credits > 0 && !ep->xrc && !ep->ooo &&
+           len <= iface->max_inline && !iface->tm_on;
 }
 
 static inline __attribute__((always_inline)) tmx_status_t

@@ -51,7 +51,10 @@ TMX_API tmx_status_t tmx_tag_send_nb(tmx_ep_h ep, const void *buf, size_t len, t
     /* Fast path: connected, nothing queued before us, eager: done on return. */
     if (!sync && len <= ep->eager_max && ep->state == TMX_EP_CONNECTED &&
         tmx_list_is_empty(&ep->pending) && (imm == 0 || !ep->iface->tm_on)) {
-        if (ep->ring_tx != NULL && ep->ring_tx->seq_on) {
+        if (imm == 0 && tmx_proto_compact_fits(ep, len, tag)) {
+            /* tmx_proto_eager_try's compact EAGER, inline */
+            status = tmx_proto_compact_post(ep, buf, len);
+        } else if (ep->ring_tx != NULL && ep->ring_tx->seq_on) {
             /* tmx_proto_eager_try, its ring step inline */
             status = tmx_ring_eager_try(ep, buf, len, tag, imm);
             if (status != TMX_OK) {

@@ -157,6 +157,40 @@ void tmx_proto_consumed(tmx_worker_t *w, uint64_t ep_id);
 void tmx_proto_ep_queue(tmx_ep_t *ep, tmx_request_t *req);
 tmx_status_t tmx_proto_eager_try(tmx_ep_t *ep, const void *buf, size_t len, uint64_t tag,
                                  uint64_t imm);
+/* The compact EAGER of tmx_proto_eager_try that goes by the provider's send_inline (prov.h):
+ * no immediate data, the tag of the last full header, inline, no ring, no XRC, no TM, no OOO
+ * placement (so never a fence), a credit at hand. 1 when (ep, len, tag) is one; then
+ * tmx_proto_compact_post posts it. Inline in tmx_tag_send_nb's fast path, whose every small
+ * message of a ping-pong or a window after the first is one over verbs (through
+ * tmx_proto_eager_try: its call, its saved registers and checks made twice). */
+static inline __attribute__((always_inline)) int
+tmx_proto_compact_fits(const tmx_ep_t *ep, size_t len, uint64_t tag)
+{
+    const tmx_iface_t *iface = ep->iface;
+
+    /* send_inline first: the soft device, which has none, pays this one test */
+    return iface->ops->send_inline != NULL && ep->ring_tx == NULL && ep->ctag_tx == tag &&
+           ep->ctag_tx_ok && ep->compact_tx && ep->credits > 0 && !ep->xrc && !ep->ooo &&
+           len <= iface->max_inline && !iface->tm_on;
+}
+
+static inline __attribute__((always_inline)) tmx_status_t
+tmx_proto_compact_post(tmx_ep_t *ep, const void *buf, size_t len)
+{
+    unsigned     cgive  = ep->credits_owed > TMX_PROTO_COMPACT_CREDITS ? TMX_PROTO_COMPACT_CREDITS
+                                                                       : ep->credits_owed;
+    tmx_status_t status = ep->iface->ops->send_inline(ep->qp, buf, len,
+                                                      TMX_PROTO_COMPACT | (uint32_t)cgive, 0,
+                                                      TMX_WRID(TMX_WRID_CTRL, 0));
+
+    if (status == TMX_OK) {
+        ep->credits_owed -= cgive;
+        ep->worker->compact_tx++;
+        ep->credits--;
+    }
+    return status;
+}
+
 /* tmx_proto_eager_try past a polling ring that could not take the message: the queue, with
  * an eager credit (tmx_tag_send_nb tries the ring itself first, tmx_ring_eager_try). */
 tmx_status_t tmx_proto_eager_queue(tmx_ep_t *ep, const void *buf, size_t len, uint64_t tag,

@@ -239,6 +239,12 @@ typedef struct tmx_verbs_qp {
     uint32_t            sq_tail;     /* oldest not retired */
     uint32_t            unsig_run;   /* unsignaled work requests since the last signaled one */
     uint32_t            ka_head;     /* sq_head at the last keepalive round */
+    /* send_inline's one work request, its constant fields filled once (an initializer of
+     * the 128-byte ibv_send_wr was 25 of its instructions per send); wrid_send is
+     * TMX_VERBS_WRID(TMX_VERBS_WR_SEND, gen, obj, 0), kept with gen and obj */
+    struct ibv_send_wr  inl_wr;
+    struct ibv_sge      inl_sge;
+    uint64_t            wrid_send;
     int                 ka_on;       /* the peer QP is up (the caller posted a send, or a
                                       * completion showed it): keepalives go */
     /* receive queue (no SRQ) */

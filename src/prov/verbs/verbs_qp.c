@@ -507,6 +507,9 @@ tmx_status_t tmx_verbs_qp_create(tmx_pd_t *pd, const tmx_qp_init_attr_t *attr, t
     if (status != TMX_OK) {
         goto err_slots;
     }
+    qp->wrid_send      = TMX_VERBS_WRID(TMX_VERBS_WR_SEND, qp->gen, qp->obj, 0);
+    qp->inl_wr.sg_list = &qp->inl_sge; /* the rest of inl_wr and inl_sge: calloc's zeros */
+    qp->inl_wr.opcode  = IBV_WR_SEND_WITH_IMM;
     scq = (tmx_verbs_cq_t *)attr->send_cq;
     rcq = (tmx_verbs_cq_t *)attr->recv_cq;
     /* the CQs grow first: a QP never makes one overflow */
@@ -919,8 +922,9 @@ tmx_status_t tmx_verbs_qp_modify(tmx_qp_t *q, const tmx_qp_attr_t *attr, unsigne
 
             tmx_verbs_obj_del(dev, qp->obj);
             if (tmx_verbs_obj_add(dev, qp, TMX_VERBS_OBJ_QP, &obj, &gen) == TMX_OK) {
-                qp->obj = obj;
-                qp->gen = gen;
+                qp->obj       = obj;
+                qp->gen       = gen;
+                qp->wrid_send = TMX_VERBS_WRID(TMX_VERBS_WR_SEND, gen, obj, 0);
             }
             tmx_verbs_qpn_rebuild(dev);
             qp->sq_tail   = qp->sq_head;
@@ -1252,8 +1256,7 @@ tmx_status_t tmx_verbs_send_inline(tmx_qp_t *q, const void *src, size_t n, uint3
     tmx_verbs_qp_t     *qp  = (tmx_verbs_qp_t *)q;
     uint32_t            seq = qp->sq_head;
     tmx_verbs_sslot_t  *s;
-    struct ibv_sge      sge;
-    struct ibv_send_wr  x, *ibad;
+    struct ibv_send_wr *x = &qp->inl_wr, *ibad;
     unsigned            ibflags = IBV_SEND_INLINE;
     int                 err;
 
@@ -1277,20 +1280,16 @@ tmx_status_t tmx_verbs_send_inline(tmx_qp_t *q, const void *src, size_t n, uint3
     s->opcode   = (uint8_t)TMX_WR_SEND_WITH_IMM;
     s->signaled = (uint8_t)(qp->sig_all != 0);
     s->internal = 0;
-    sge.addr    = (uintptr_t)src;
-    sge.length  = (uint32_t)n;
-    sge.lkey    = 0; /* inline: the device copies from src at the post */
-    /* an initializer: the fields an RC send does not use are zero, not stack garbage, for
-     * whichever provider library reads them */
-    x = (struct ibv_send_wr){
-        .wr_id      = TMX_VERBS_WRID(TMX_VERBS_WR_SEND, qp->gen, qp->obj, seq),
-        .sg_list    = &sge,
-        .num_sge    = n > 0,
-        .opcode     = IBV_WR_SEND_WITH_IMM,
-        .send_flags = ibflags,
-        .imm_data   = htonl(imm),
-    };
-    err = ibv_post_send(qp->ibqp, &x, &ibad);
+    /* qp->inl_wr: sg_list, opcode and the zeros an RC send leaves unused are set once (QP
+     * creation); next stays NULL. The device copies from src at the post (inline: no lkey),
+     * and the caller's lock keeps one post on a QP at a time (sq_head likewise). */
+    qp->inl_sge.addr   = (uintptr_t)src;
+    qp->inl_sge.length = (uint32_t)n;
+    x->wr_id           = qp->wrid_send | seq;
+    x->num_sge         = n > 0;
+    x->send_flags      = ibflags;
+    x->imm_data        = htonl(imm);
+    err = ibv_post_send(qp->ibqp, x, &ibad);
     if (err != 0) {
         qp->unsig_run = 0;
         return err == ENOMEM ? TMX_ERR_NO_RESOURCE : tmx_verbs_status(err);

@@ -95,13 +95,22 @@
  * 50-58 against 41-43 (8 KiB records: level with 16 KiB up to 128 KiB, then slower).
  */
 #define TMX_SOFT_RRESP_CHUNK 16384
-/* Reads through the rings from this size (two records and more) measure the target's copy
- * mode (tmx_soft_rd_mode). A mode is measured only after a ring lap of it (the lap of a
+/* Reads through the rings from TMX_SOFT_RD_LAP_MIN measure the target's copy mode
+ * (tmx_soft_rd_mode); from TMX_SOFT_RD_MEASURE_MIN they would (four records and more). With two records a read measured
+ * only the gap between them: 32 KiB reads in a window gave 97-520 ps per byte for either mode
+ * (steady 83), and ordinary stores taken on that ran at 2.3-6.1 GB/s against main's 11.8-12.3
+ * (2026-11-27). A mode is measured only after a ring lap of it (the lap of a
  * ring of unknown size: TMX_SOFT_RD_LAP); the other mode is tried for a lap and a quarter
  * lap, at least TMX_SOFT_RD_PROBE_MEAS measured reads, once TMX_SOFT_RD_GAP laps were read
  * since the last try, twice as long after a try that lost clearly, up to TMX_SOFT_RD_GAP_MAX;
  * a try whose reads are not all measured ends after TMX_SOFT_RD_GAP laps. */
-#define TMX_SOFT_RD_MEASURE_MIN (2 * TMX_SOFT_RRESP_CHUNK)
+#define TMX_SOFT_RD_MEASURE_MIN (4 * TMX_SOFT_RRESP_CHUNK)
+/* Below this size reads keep the choice made before (tmx_soft_rd_mode_small): one read of
+ * each 128 the other way, measured from two records (TMX_SOFT_RD_SMALL_MIN) up; the laps are
+ * not worth it there (32 KiB bandwidth 0.47 of it, 64 KiB 0.94-0.99, 2026-11-27). */
+#define TMX_SOFT_RD_LAP_MIN     (8 * TMX_SOFT_RRESP_CHUNK)
+#define TMX_SOFT_RD_SMALL_MIN   (2 * TMX_SOFT_RRESP_CHUNK)
+#define TMX_SOFT_RD_PROBE       128
 #define TMX_SOFT_RD_LAP         (2u << 20)
 #define TMX_SOFT_RD_PROBE_MEAS  2
 #define TMX_SOFT_RD_GAP         32
@@ -457,6 +466,7 @@ typedef struct tmx_soft_swr {
     uint32_t        tm_len;    /* rendezvous length (the DATA_VALID byte_len) */
     uint8_t         nt;        /* READ through the rings: asked with TMX_SOFT_REC_NT */
     uint8_t         rd_warm;   /* and asked after a ring lap in that mode: measured */
+    uint8_t         rd_small;  /* or below TMX_SOFT_RD_LAP_MIN: measured as such */
     size_t          first_len; /* READ through the rings: bytes of its first response */
     uint64_t        first_ns;  /* and when we took it */
 } tmx_soft_swr_t;
@@ -556,6 +566,8 @@ typedef struct tmx_soft_qp {
     uint64_t              rd_cost[2];   /* reads through the rings: ps per byte, moving
                                          * average, by ordinary [0] and streaming [1] stores
                                          * of the target (0: not measured yet) */
+    uint64_t              rd_small_cost[2]; /* the same of reads below TMX_SOFT_RD_LAP_MIN */
+    uint32_t              rd_small_count;   /* such reads measured or asked */
     uint64_t              rd_run;       /* bytes asked in the mode asked now since it was taken */
     uint64_t              rd_since;     /* bytes asked since the last try of the other mode */
     uint64_t              rd_reads[2];  /* reads through the rings by each mode (the log) */

@@ -1379,6 +1379,28 @@ static void tmx_soft_rd_decide(tmx_soft_qp_t *qp, uint64_t lap)
     }
 }
 
+/* Reads below TMX_SOFT_RD_LAP_MIN: as before the laps, the cheaper mode by their own
+ * measurements, the other one every TMX_SOFT_RD_PROBE-th read (streaming until both are
+ * measured). */
+static int tmx_soft_rd_mode_small(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
+{
+    const uint64_t *c    = qp->rd_small_cost;
+    int             best = !(c[0] != 0 && c[0] + c[0] / 4 < c[1]);
+
+    swr->rd_small = 1;
+    if (swr->total < TMX_SOFT_RD_SMALL_MIN) {
+        return best;
+    }
+    qp->rd_small_count++;
+    if (c[1] == 0) {
+        return 1;
+    }
+    if (c[0] == 0) {
+        return (qp->rd_small_count % TMX_SOFT_RD_PROBE) != 0;
+    }
+    return (qp->rd_small_count % TMX_SOFT_RD_PROBE) == 0 ? !best : best;
+}
+
 /*
  * The mode of a read about to be asked (1: streaming stores), and whether it is measured.
  * Reads are asked ahead of their answers (a window of 64 at once in a bandwidth test), so a
@@ -1389,6 +1411,10 @@ static int tmx_soft_rd_mode(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
 {
     uint64_t lap = tmx_soft_rd_lap(qp);
 
+    if (swr->total < TMX_SOFT_RD_LAP_MIN) {
+        return tmx_soft_rd_mode_small(qp, swr);
+    }
+    swr->rd_small = 0;
     if (swr->total >= TMX_SOFT_RD_MEASURE_MIN) {
         unsigned cur  = qp->rd_plain ? 0 : 1; /* rd_cost's index */
         uint64_t want = lap / 4 / swr->total;
@@ -1439,15 +1465,19 @@ static void tmx_soft_rd_measure(tmx_soft_qp_t *qp, const tmx_soft_swr_t *swr)
 {
     uint64_t  dt   = tmx_time_ns() - swr->first_ns;
     uint64_t  ps   = dt * 1000 / (uint64_t)(swr->total - swr->first_len);
-    uint64_t *cost = &qp->rd_cost[swr->nt ? 1 : 0];
+    uint64_t *cost = swr->rd_small ? &qp->rd_small_cost[swr->nt ? 1 : 0]
+                                   : &qp->rd_cost[swr->nt ? 1 : 0];
 
-    if (!swr->rd_warm) {
+    if (!swr->rd_small && !swr->rd_warm) {
         return; /* after the other mode: it measures the change */
     }
     if (ps == 0) {
         ps = 1;
     }
     *cost = *cost == 0 ? ps : (*cost + ps) / 2;
+    if (swr->rd_small) {
+        return;
+    }
     if ((qp->rd_probing || qp->rd_pending) && swr->nt == !qp->rd_tried) {
         qp->rd_probe_meas++;
     }
@@ -2183,7 +2213,10 @@ static int tmx_soft_rx_rresp(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
                          TMX_SOFT_HDR_EXT, len);
     if (swr->off == 0) {
         swr->first_len = len;
-        swr->first_ns  = swr->total >= TMX_SOFT_RD_MEASURE_MIN ? tmx_time_ns() : 0;
+        swr->first_ns  = swr->total >= (swr->rd_small ? TMX_SOFT_RD_SMALL_MIN
+                                                      : TMX_SOFT_RD_MEASURE_MIN)
+                             ? tmx_time_ns()
+                             : 0;
     }
     swr->off += len;
     if (flags & TMX_SOFT_REC_LAST) {

@@ -112,7 +112,7 @@
 #define TMX_SOFT_RD_SMALL_MIN   (2 * TMX_SOFT_RRESP_CHUNK)
 #define TMX_SOFT_RD_PROBE       128
 #define TMX_SOFT_RD_LAP         (2u << 20)
-#define TMX_SOFT_RD_PROBE_MEAS  2
+#define TMX_SOFT_RD_PROBE_MEAS  4
 #define TMX_SOFT_RD_GAP         32
 #define TMX_SOFT_RD_GAP_MAX     512
 /* A SEND of one record from this size goes with ordinary or non-temporal stores, as its

@@ -95,10 +95,26 @@
  * 50-58 against 41-43 (8 KiB records: level with 16 KiB up to 128 KiB, then slower).
  */
 #define TMX_SOFT_RRESP_CHUNK 16384
-/* Reads through the rings from this size (two records and more) measure the target's copy
- * mode; every TMX_SOFT_RD_PROBE-th tries the other one (tmx_soft_rd_mode). */
-#define TMX_SOFT_RD_MEASURE_MIN (2 * TMX_SOFT_RRESP_CHUNK)
+/* Reads through the rings from TMX_SOFT_RD_LAP_MIN measure the target's copy mode
+ * (tmx_soft_rd_mode); from TMX_SOFT_RD_MEASURE_MIN they would (four records and more). With two records a read measured
+ * only the gap between them: 32 KiB reads in a window gave 97-520 ps per byte for either mode
+ * (steady 83), and ordinary stores taken on that ran at 2.3-6.1 GB/s against main's 11.8-12.3
+ * (2026-11-27). A mode is measured only after a ring lap of it (the lap of a
+ * ring of unknown size: TMX_SOFT_RD_LAP); the other mode is tried for a lap and a quarter
+ * lap, at least TMX_SOFT_RD_PROBE_MEAS measured reads, once TMX_SOFT_RD_GAP laps were read
+ * since the last try, twice as long after a try that lost clearly, up to TMX_SOFT_RD_GAP_MAX;
+ * a try whose reads are not all measured ends after TMX_SOFT_RD_GAP laps. */
+#define TMX_SOFT_RD_MEASURE_MIN (4 * TMX_SOFT_RRESP_CHUNK)
+/* Below this size reads keep the choice made before (tmx_soft_rd_mode_small): one read of
+ * each 128 the other way, measured from two records (TMX_SOFT_RD_SMALL_MIN) up; the laps are
+ * not worth it there (32 KiB bandwidth 0.47 of it, 64 KiB 0.94-0.99, 2026-11-27). */
+#define TMX_SOFT_RD_LAP_MIN     (8 * TMX_SOFT_RRESP_CHUNK)
+#define TMX_SOFT_RD_SMALL_MIN   (2 * TMX_SOFT_RRESP_CHUNK)
 #define TMX_SOFT_RD_PROBE       128
+#define TMX_SOFT_RD_LAP         (2u << 20)
+#define TMX_SOFT_RD_PROBE_MEAS  4
+#define TMX_SOFT_RD_GAP         32
+#define TMX_SOFT_RD_GAP_MAX     512
 /* A SEND of one record from this size goes with ordinary or non-temporal stores, as its
  * writer measured (tmx_soft_tx_mode): every TMX_SOFT_TX_PROBE-th the other way; each one with
  * streaming stores, each probe and every TMX_SOFT_TX_SAMPLE-th of the others is timed. */
@@ -449,6 +465,8 @@ typedef struct tmx_soft_swr {
     uint32_t        tm_handle; /* the entry it finishes */
     uint32_t        tm_len;    /* rendezvous length (the DATA_VALID byte_len) */
     uint8_t         nt;        /* READ through the rings: asked with TMX_SOFT_REC_NT */
+    uint8_t         rd_warm;   /* and asked after a ring lap in that mode: measured */
+    uint8_t         rd_small;  /* or below TMX_SOFT_RD_LAP_MIN: measured as such */
     size_t          first_len; /* READ through the rings: bytes of its first response */
     uint64_t        first_ns;  /* and when we took it */
 } tmx_soft_swr_t;
@@ -548,7 +566,20 @@ typedef struct tmx_soft_qp {
     uint64_t              rd_cost[2];   /* reads through the rings: ps per byte, moving
                                          * average, by ordinary [0] and streaming [1] stores
                                          * of the target (0: not measured yet) */
-    uint32_t              rd_count;     /* reads through the rings measured or asked */
+    uint64_t              rd_small_cost[2]; /* the same of reads below TMX_SOFT_RD_LAP_MIN */
+    uint32_t              rd_small_count;   /* such reads measured or asked */
+    uint64_t              rd_run;       /* bytes asked in the mode asked now since it was taken */
+    uint64_t              rd_since;     /* bytes asked since the last try of the other mode */
+    uint64_t              rd_reads[2];  /* reads through the rings by each mode (the log) */
+    uint32_t              rd_gap;       /* laps between tries (TMX_SOFT_RD_GAP and up) */
+    uint32_t              rd_probe_meas; /* measured reads of the try under way */
+    uint32_t              rd_probe_asked; /* and those asked after its first lap */
+    uint32_t              rd_probes;    /* tries of the other mode; those that it won */
+    uint32_t              rd_switches;
+    uint8_t               rd_plain;     /* the mode asked now: ordinary stores (0 streaming) */
+    uint8_t               rd_probing;   /* the other mode is being tried (asked) */
+    uint8_t               rd_pending;   /* a try asked, its measurements not all in */
+    uint8_t               rd_tried;     /* the mode of that try (as rd_plain) */
     uint32_t              tx_count;     /* SENDs of one record from TMX_SOFT_TX_NT_MIN */
     uint64_t              tx_cost[2];   /* and what our copy into the ring cost (cycles per
                                          * KiB, moving average), with ordinary [0] and

@@ -1318,9 +1318,19 @@ static int tmx_soft_tx_cma(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
  * (moving a cache line between the cores slow, under other load) in 400-470 us against
  * 53-63. So the reader measures: each read of TMX_SOFT_RD_MEASURE_MIN bytes or more in
  * several records costs (last record - first record) / (bytes after the first), a moving
- * average per mode (half the last sample), and asks for the cheaper mode, the other one
- * every TMX_SOFT_RD_PROBE-th read so that a change of phase is seen; ordinary stores only
- * when a quarter cheaper. Streaming until both are measured: it is never far behind.
+ * average per mode (half the last sample), and asks for the cheaper mode; ordinary stores
+ * only when a quarter cheaper. Streaming until both are measured: it is never far behind.
+ *
+ * What one mode costs depends on what the other left in the ring: a 128 KiB window
+ * (2026-11-27, the VM's fast phase) measured ordinary stores at 22-28 ps per byte for the
+ * first 10-13 reads after streaming ones and at 80-92 from then on, and other runs found the
+ * first read 59-174 against a steady 26 (bench/README.md, h-bw128 and h-bw256): one read
+ * after the other mode measures the change, not the mode. So a mode's reads are measured
+ * only after a ring lap of it (rd_warm), and the other mode is tried for a lap and then a
+ * quarter lap more, at least TMX_SOFT_RD_PROBE_MEAS reads (tmx_soft_rd_mode); the first
+ * try once the mode asked is measured, the next TMX_SOFT_RD_GAP laps after the last. A try
+ * that wins is taken; one that loses by more than twice doubles the laps to the next, so
+ * that a mode much dearer in this phase costs little.
  */
 static int tmx_soft_rd_plain_better(const tmx_soft_qp_t *qp)
 {
@@ -1328,34 +1338,149 @@ static int tmx_soft_rd_plain_better(const tmx_soft_qp_t *qp)
     return qp->rd_cost[0] != 0 && qp->rd_cost[0] + qp->rd_cost[0] / 4 < qp->rd_cost[1];
 }
 
-static int tmx_soft_rd_mode(tmx_soft_qp_t *qp, const tmx_soft_swr_t *swr)
+/* The ring the target writes our reads into: the fast ring we lent it, or the inbox. */
+static uint64_t tmx_soft_rd_lap(const tmx_soft_qp_t *qp)
 {
-    int best;
+    return qp->in_ring != NULL && qp->in_size != 0 ? qp->in_size : TMX_SOFT_RD_LAP;
+}
 
-    if (swr->total < TMX_SOFT_RD_MEASURE_MIN) { /* too short to measure: the best known */
-        return !tmx_soft_rd_plain_better(qp);
+/* A try's verdict, once its measured reads are in: take the tried mode if it won, else keep
+ * the mode, and try again after twice as many laps if it lost clearly. */
+static void tmx_soft_rd_decide(tmx_soft_qp_t *qp, uint64_t lap)
+{
+    unsigned tried = qp->rd_tried;
+    unsigned plain = qp->rd_cost[0] == 0 || qp->rd_cost[1] == 0
+                         ? !tried /* nothing measured (no read large enough): keep */
+                         : (unsigned)tmx_soft_rd_plain_better(qp);
+
+    tmx_debug("qp %u: reads through the rings: %s stores tried (%u reads measured after a "
+              "lap of %llu KiB), ps per byte ordinary %llu, streaming %llu: %s",
+              qp->super.qp_num, tried ? "ordinary" : "streaming", qp->rd_probe_meas,
+              (unsigned long long)(lap >> 10), (unsigned long long)qp->rd_cost[0],
+              (unsigned long long)qp->rd_cost[1], plain == tried ? "taken" : "not taken");
+    qp->rd_pending = 0;
+    qp->rd_since   = 0;
+    if (qp->rd_gap == 0) {
+        qp->rd_gap = TMX_SOFT_RD_GAP;
     }
-    qp->rd_count++;
-    if (qp->rd_cost[1] == 0) {
+    if (plain == tried) {
+        qp->rd_switches++;
+        qp->rd_plain = (uint8_t)plain;
+        qp->rd_run   = 0;
+        qp->rd_gap   = TMX_SOFT_RD_GAP;
+        return;
+    }
+    /* a clear loss (the slow phase's ordinary stores: 3-5 times dearer) waits longer; a
+     * close one (a phase in between, or a moment of load) does not */
+    if (qp->rd_cost[tried ? 0 : 1] > 2 * qp->rd_cost[tried ? 1 : 0]) {
+        qp->rd_gap = qp->rd_gap * 2 > TMX_SOFT_RD_GAP_MAX ? TMX_SOFT_RD_GAP_MAX : qp->rd_gap * 2;
+    } else {
+        qp->rd_gap = TMX_SOFT_RD_GAP;
+    }
+}
+
+/* Reads below TMX_SOFT_RD_LAP_MIN: as before the laps, the cheaper mode by their own
+ * measurements, the other one every TMX_SOFT_RD_PROBE-th read (streaming until both are
+ * measured). */
+static int tmx_soft_rd_mode_small(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
+{
+    const uint64_t *c    = qp->rd_small_cost;
+    int             best = !(c[0] != 0 && c[0] + c[0] / 4 < c[1]);
+
+    swr->rd_small = 1;
+    if (swr->total < TMX_SOFT_RD_SMALL_MIN) {
+        return best;
+    }
+    qp->rd_small_count++;
+    if (c[1] == 0) {
         return 1;
     }
-    if (qp->rd_cost[0] == 0) {
-        return (qp->rd_count % TMX_SOFT_RD_PROBE) != 0;
+    if (c[0] == 0) {
+        return (qp->rd_small_count % TMX_SOFT_RD_PROBE) != 0;
     }
-    best = tmx_soft_rd_plain_better(qp) ? 0 : 1;
-    return (qp->rd_count % TMX_SOFT_RD_PROBE) == 0 ? !best : best;
+    return (qp->rd_small_count % TMX_SOFT_RD_PROBE) == 0 ? !best : best;
+}
+
+/*
+ * The mode of a read about to be asked (1: streaming stores), and whether it is measured.
+ * Reads are asked ahead of their answers (a window of 64 at once in a bandwidth test), so a
+ * try is a length asked, a lap and the reads to measure, after which the mode asked is the
+ * old one again until the measurements are in (rd_pending).
+ */
+static int tmx_soft_rd_mode(tmx_soft_qp_t *qp, tmx_soft_swr_t *swr)
+{
+    uint64_t lap = tmx_soft_rd_lap(qp);
+
+    if (swr->total < TMX_SOFT_RD_LAP_MIN) {
+        return tmx_soft_rd_mode_small(qp, swr);
+    }
+    swr->rd_small = 0;
+    if (swr->total >= TMX_SOFT_RD_MEASURE_MIN) {
+        unsigned cur  = qp->rd_plain ? 0 : 1; /* rd_cost's index */
+        uint64_t want = lap / 4 / swr->total;
+
+        if (want < TMX_SOFT_RD_PROBE_MEAS) {
+            want = TMX_SOFT_RD_PROBE_MEAS;
+        }
+        if (qp->rd_probing) {
+            if (qp->rd_probe_asked >= want) { /* asked enough: back until the verdict */
+                qp->rd_plain   = (uint8_t)!qp->rd_plain;
+                qp->rd_run     = 0;
+                qp->rd_probing = 0;
+                qp->rd_pending = 1;
+            }
+        } else if (qp->rd_pending) {
+            if (qp->rd_probe_meas >= qp->rd_probe_asked ||
+                qp->rd_since >= (uint64_t)TMX_SOFT_RD_GAP * lap) { /* or reads that failed */
+                tmx_soft_rd_decide(qp, lap);
+            }
+        } else if (qp->rd_cost[cur] != 0 &&
+                   qp->rd_since >= (qp->rd_cost[!cur] == 0
+                                        ? lap + lap / 2
+                                        : (uint64_t)(qp->rd_gap ? qp->rd_gap : TMX_SOFT_RD_GAP) *
+                                              lap)) {
+            /* try the other mode, measured afresh */
+            qp->rd_plain       = (uint8_t)!qp->rd_plain;
+            qp->rd_tried       = qp->rd_plain;
+            qp->rd_cost[!cur]  = 0;
+            qp->rd_run         = 0;
+            qp->rd_since       = 0;
+            qp->rd_probing     = 1;
+            qp->rd_probe_meas  = 0;
+            qp->rd_probe_asked = 0;
+            qp->rd_probes++;
+        }
+    }
+    swr->rd_warm = qp->rd_run >= lap;
+    if (qp->rd_probing && swr->rd_warm && swr->total >= TMX_SOFT_RD_MEASURE_MIN) {
+        qp->rd_probe_asked++;
+    }
+    qp->rd_run += swr->total;
+    qp->rd_since += swr->total;
+    qp->rd_reads[qp->rd_plain ? 0 : 1]++;
+    return !qp->rd_plain;
 }
 
 static void tmx_soft_rd_measure(tmx_soft_qp_t *qp, const tmx_soft_swr_t *swr)
 {
     uint64_t  dt   = tmx_time_ns() - swr->first_ns;
     uint64_t  ps   = dt * 1000 / (uint64_t)(swr->total - swr->first_len);
-    uint64_t *cost = &qp->rd_cost[swr->nt ? 1 : 0];
+    uint64_t *cost = swr->rd_small ? &qp->rd_small_cost[swr->nt ? 1 : 0]
+                                   : &qp->rd_cost[swr->nt ? 1 : 0];
 
+    if (!swr->rd_small && !swr->rd_warm) {
+        return; /* after the other mode: it measures the change */
+    }
     if (ps == 0) {
         ps = 1;
     }
     *cost = *cost == 0 ? ps : (*cost + ps) / 2;
+    if (swr->rd_small) {
+        return;
+    }
+    if ((qp->rd_probing || qp->rd_pending) && swr->nt == !qp->rd_tried) {
+        qp->rd_probe_meas++;
+    }
 }
 
 /*
@@ -2088,7 +2213,10 @@ static int tmx_soft_rx_rresp(tmx_soft_qp_t *qp, const tmx_soft_rec_t *rec,
                          TMX_SOFT_HDR_EXT, len);
     if (swr->off == 0) {
         swr->first_len = len;
-        swr->first_ns  = swr->total >= TMX_SOFT_RD_MEASURE_MIN ? tmx_time_ns() : 0;
+        swr->first_ns  = swr->total >= (swr->rd_small ? TMX_SOFT_RD_SMALL_MIN
+                                                      : TMX_SOFT_RD_MEASURE_MIN)
+                             ? tmx_time_ns()
+                             : 0;
     }
     swr->off += len;
     if (flags & TMX_SOFT_REC_LAST) {
@@ -2840,6 +2968,13 @@ void tmx_soft_qp_destroy(tmx_qp_t *q)
         qp->dev->stats.qps_ud--;
     } else {
         qp->dev->stats.qps_rc--;
+    }
+    if (qp->rd_reads[0] + qp->rd_reads[1] != 0) {
+        tmx_info("qp %u: reads through the rings: %llu by ordinary stores, %llu by streaming "
+                 "ones; the other mode tried %u times, kept %u; ps per byte %llu / %llu",
+                 qp->super.qp_num, (unsigned long long)qp->rd_reads[0],
+                 (unsigned long long)qp->rd_reads[1], qp->rd_probes, qp->rd_switches,
+                 (unsigned long long)qp->rd_cost[0], (unsigned long long)qp->rd_cost[1]);
     }
     tmx_soft_active_del(qp);
     for (uint32_t s = qp->head_seq; s != qp->next_seq; s++) {

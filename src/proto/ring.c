@@ -302,6 +302,18 @@ static inline void tmx_ring_rx_aim(tmx_ring_rx_t *rx)
     rx->poll_cell_marker = tmx_ring_marker(rx->head, rx->cells_log2);
 }
 
+/* The next position: head, and where its marker will show. */
+static inline __attribute__((always_inline)) void tmx_ring_rx_advance(tmx_ring_rx_t *rx)
+{
+    rx->head++;
+    if ((rx->head & (rx->slots - 1)) == 0) {
+        tmx_ring_rx_aim(rx); /* a new lap: the first slot, the next marker */
+    } else {
+        rx->poll_at += rx->slot_size;
+        rx->poll_cell += rx->cell_step;
+    }
+}
+
 /* A message taken out of a slot: to the protocol (eager messages only come this way). Inline
  * in the drain loop: a call layer less per message. */
 static inline __attribute__((always_inline)) int
@@ -317,13 +329,7 @@ tmx_ring_rx_deliver(tmx_ep_t *ep, tmx_ring_rx_t *rx, const uint8_t *msg, size_t 
         tmx_ep_lost(ep, TMX_ERR_PEER_FAILED);
         return -1;
     }
-    rx->head++;
-    if ((rx->head & (rx->slots - 1)) == 0) {
-        tmx_ring_rx_aim(rx); /* a new lap: the first slot, the next marker */
-    } else {
-        rx->poll_at += rx->slot_size;
-        rx->poll_cell += rx->cell_step;
-    }
+    tmx_ring_rx_advance(rx);
     w->ring_stats.received++;
     ep->ring_rx_now = rx->mode != TMX_RING_MODE_IMM; /* no eager credit (ring.h "Credits") */
     tmx_proto_rx_ring(ep->iface, ep, msg, len);
@@ -332,6 +338,29 @@ tmx_ring_rx_deliver(tmx_ep_t *ep, tmx_ring_rx_t *rx, const uint8_t *msg, size_t 
         tmx_ring_rx_freed(ep, rx) - rx->reported >= rx->slots / 2) {
         tmx_ring_rx_report(ep, rx);
     }
+    return 0;
+}
+
+/* A flag with TMX_RING_SPAN (ring.h "Spans"), at position head, numbered next: the message
+ * is at the start of the next position's slot, padded to end on 8 bytes, short of that slot's
+ * flag word. Takes the flag's position (the message's is taken on delivery) and points msg at
+ * the message; -1 when the flag cannot be (the connection fails). */
+static __attribute__((noinline)) int tmx_ring_rx_span(tmx_ep_t *ep, tmx_ring_rx_t *rx,
+                                                      tmx_ring_msg_t *msg)
+{
+    size_t hlen = msg->hlen & (TMX_RING_SPAN - 1);
+    size_t pad  = (0 - msg->len) & 7;
+
+    if (rx->mode != TMX_RING_MODE_WHOLE || hlen == 0 || hlen > msg->len ||
+        pad + msg->len > rx->slot_size - TMX_RING_FLAG) {
+        tmx_error("malformed ring span from %016llx (%zu bytes, header %zu): the connection "
+                  "fails", (unsigned long long)ep->remote_uuid, msg->len, hlen);
+        tmx_ep_lost(ep, TMX_ERR_PEER_FAILED);
+        return -1;
+    }
+    tmx_ring_rx_advance(rx);
+    msg->hlen = hlen;
+    msg->data = rx->poll_at + 1 - rx->slot_size + pad; /* poll_at: that slot's last byte */
     return 0;
 }
 
@@ -383,6 +412,9 @@ static unsigned tmx_ring_rx_drain(tmx_ep_t *ep, tmx_ring_rx_t *rx, unsigned max)
         }
         rx->expected++;
         n++;
+        if (__builtin_expect(msg.hlen >= TMX_RING_SPAN, 0) && tmx_ring_rx_span(ep, rx, &msg) != 0) {
+            break;
+        }
         if (msg.len > TMX_RING_CELL) {
             /* its other lines asked for now, all at once, so that they cross from
              * the sender's cache while the header is read and matched (tmx_prefetch_lines) */
@@ -771,6 +803,7 @@ void tmx_ring_tx_grant(tmx_ep_t *ep, const uint8_t *buf, size_t len)
     if (tx->mode == TMX_RING_MODE_WHOLE && tx->max > tx->slot_size / 4 * 3) {
         tx->max = tx->slot_size / 4 * 3; /* TMX_RING_FILL */
     }
+    tx->span_max   = tx->max;
     tx->addr       = h.addr;
     tx->cells      = h.reserved != 0 ? h.addr + (uint64_t)h.slots * h.slot_size : 0;
     tx->ncells     = h.reserved != 0 ? h.reserved : h.slots;
@@ -802,6 +835,10 @@ void tmx_ring_tx_grant(tmx_ep_t *ep, const uint8_t *buf, size_t len)
                                          (tx->cells != 0 ? (size_t)tx->ncells * TMX_RING_CELL : 0),
                                      tx->rkey, &tx->map) == TMX_OK;
     tx->cell_fast = tx->mapped && tx->cells != 0;
+    if (tx->mapped && iface->ops->rma_writev != NULL) {
+        /* ring.h "Spans": the message and its padding short of the next slot's flag word */
+        tx->span_max = tx->slot_size - TMX_RING_FLAG - 7;
+    }
     tx->asym      = (tx->caps & TMX_DEV_CAP_MEM_ASYM) != 0;
     tx->cells_off = tx->cells != 0 ? (size_t)(tx->cells - tx->addr) : 0;
     ep->ring_tx = tx;
@@ -894,6 +931,34 @@ tmx_status_t tmx_ring_ctrl_post(tmx_ep_t *ep, uint8_t op, int32_t status)
     return st;
 }
 
+/* A span (ring.h "Spans"): the message at the start of the next position's slot, then the
+ * flag at the end of this position's, in place (tx->mapped), each write after the other on
+ * the queue pair. A failed flag write leaves the message unflagged in a slot nobody reads
+ * until a later message rewrites it. */
+static __attribute__((noinline)) tmx_status_t
+tmx_ring_send_span(tmx_ep_t *ep, tmx_ring_tx_t *tx, const void *hdr, size_t hlen,
+                   const void *buf, size_t len)
+{
+    const tmx_prov_ops_t *ops  = ep->iface->ops;
+    size_t                mlen = hlen + len;
+    uint64_t              flag = tmx_ring_flag(tx->seq, mlen, hlen | TMX_RING_SPAN, tx->marker);
+    uint64_t              wrid = TMX_WRID(TMX_WRID_RING_TX, ep->id);
+    tmx_sge_t             sge[2];
+
+    sge[0] = (tmx_sge_t){.addr = (uintptr_t)hdr, .length = (uint32_t)hlen};
+    sge[1] = (tmx_sge_t){.addr = (uintptr_t)buf, .length = (uint32_t)len};
+    if (ops->rma_writev(ep->qp, &tx->map,
+                        (size_t)((tx->head + 1) & (tx->slots - 1)) * tx->slot_size +
+                            ((0 - mlen) & 7),
+                        sge, 2, wrid) != TMX_OK) {
+        return TMX_ERR_NO_RESOURCE;
+    }
+    return ops->rma_write(ep->qp, &tx->map,
+                          (size_t)(tx->head & (tx->slots - 1)) * tx->slot_size + tx->slot_size -
+                              TMX_RING_FLAG,
+                          &flag, sizeof(flag), wrid);
+}
+
 tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const void *buf,
                            size_t len)
 {
@@ -910,10 +975,14 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
      * messages are outstanding; else to its slot (fewer than slots) */
     int            cell = tx->cells != 0 && hlen + len + TMX_RING_FLAG <= TMX_RING_CELL;
     uint64_t       cap  = cell ? tx->ncells : tx->slots;
+    int            span; /* two positions (ring.h "Spans") */
 
-    if (!tx->ready || hlen + len > tx->max || ep->closing || ep->state != TMX_EP_CONNECTED) {
+    if (!tx->ready || hlen + len > tx->span_max || ep->closing ||
+        ep->state != TMX_EP_CONNECTED) {
         return TMX_ERR_NO_RESOURCE;
     }
+    span = hlen + len > tx->max;
+    cap -= (unsigned)span;
     /* On a device that places a write when it is posted (or moves data only inside our
      * calls), the send queue must be empty: then the write is in the receiver's memory when
      * post_send returns, and nothing of an eager send done on return waits for our progress. */
@@ -938,6 +1007,17 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
             w->ring_stats.asleep++;
             return TMX_ERR_NO_RESOURCE; /* the queue wakes it */
         }
+    }
+    if (span) {
+        if (tmx_ring_send_span(ep, tx, hdr, hlen, buf, len) != TMX_OK) {
+            return TMX_ERR_NO_RESOURCE;
+        }
+        tx->head++; /* the flag's position; the message's is taken below */
+        if ((tx->head & (tx->slots - 1)) == 0) {
+            tx->marker      = tmx_ring_marker(tx->head, tx->slots_log2);
+            tx->cell_marker = tmx_ring_marker(tx->head, tx->cells_log2);
+        }
+        goto written;
     }
     if (tx->mode == TMX_RING_MODE_WHOLE && hlen + len + TMX_RING_FLAG <= TMX_RING_SMALL) {
         /* a small message (an 8-byte payload): header, payload and flag gathered here into

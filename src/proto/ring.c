@@ -349,15 +349,16 @@ static __attribute__((noinline)) int tmx_ring_rx_span(tmx_ep_t *ep, tmx_ring_rx_
                                                       tmx_ring_msg_t *msg)
 {
     size_t hlen = msg->hlen & (TMX_RING_SPAN - 1);
-    size_t pad  = (0 - msg->len) & 7;
+    size_t pad;
 
     if (rx->mode != TMX_RING_MODE_WHOLE || hlen == 0 || hlen > msg->len ||
-        pad + msg->len > rx->slot_size - TMX_RING_FLAG) {
+        msg->len + 7 > rx->slot_size - TMX_RING_FLAG) {
         tmx_error("malformed ring span from %016llx (%zu bytes, header %zu): the connection "
                   "fails", (unsigned long long)ep->remote_uuid, msg->len, hlen);
         tmx_ep_lost(ep, TMX_ERR_PEER_FAILED);
         return -1;
     }
+    pad = tmx_ring_span_off(hlen, msg->len - hlen, rx->slot_size);
     tmx_ring_rx_advance(rx);
     msg->hlen = hlen;
     msg->data = rx->poll_at + 1 - rx->slot_size + pad; /* poll_at: that slot's last byte */
@@ -931,32 +932,87 @@ tmx_status_t tmx_ring_ctrl_post(tmx_ep_t *ep, uint8_t op, int32_t status)
     return st;
 }
 
-/* A span (ring.h "Spans"): the message at the start of the next position's slot, then the
- * flag at the end of this position's, in place (tx->mapped), each write after the other on
- * the queue pair. A failed flag write leaves the message unflagged in a slot nobody reads
- * until a later message rewrites it. */
+/* The next position written: head, and the markers at a new lap. */
+static inline void tmx_ring_tx_advance(tmx_ring_tx_t *tx)
+{
+    tx->head++;
+    if ((tx->head & (tx->slots - 1)) == 0) {
+        tx->marker      = tmx_ring_marker(tx->head, tx->slots_log2); /* a new lap */
+        tx->cell_marker = tmx_ring_marker(tx->head, tx->cells_log2);
+    }
+}
+
+/* tmx_ring_send of a message larger than tx->max: a span (ring.h "Spans") when it fits one and
+ * follows a receive. The message at the start of the next position's slot, then the flag at
+ * the end of this position's, in place (tx->mapped: a TMX_DEV_CAP_MEM_DIRECT device, whole
+ * mode), each write after the other on the queue pair. A failed flag write leaves the message
+ * unflagged in a slot nobody reads until a later message rewrites it. Out of tmx_ring_send's
+ * path (noinline): its checks cost the other sizes nothing. */
 static __attribute__((noinline)) tmx_status_t
 tmx_ring_send_span(tmx_ep_t *ep, tmx_ring_tx_t *tx, const void *hdr, size_t hlen,
                    const void *buf, size_t len)
 {
     const tmx_prov_ops_t *ops  = ep->iface->ops;
+    tmx_worker_t         *w    = ep->worker;
     size_t                mlen = hlen + len;
-    uint64_t              flag = tmx_ring_flag(tx->seq, mlen, hlen | TMX_RING_SPAN, tx->marker);
     uint64_t              wrid = TMX_WRID(TMX_WRID_RING_TX, ep->id);
+    int                   after_rx = w->rx_msgs != tx->span_rx;
+    uint64_t              flag;
     tmx_sge_t             sge[2];
 
+    tx->span_rx = w->rx_msgs;
+    if (!after_rx || !tx->ready || ep->closing || ep->state != TMX_EP_CONNECTED ||
+        ep->sq_busy > 0) {
+        return TMX_ERR_NO_RESOURCE; /* a stream of them takes the queue */
+    }
+    if (tx->head + 1 - tx->consumed >= tx->slots) {
+        tmx_ring_tx_credits(tx);
+        if (tx->head + 1 - tx->consumed >= tx->slots) {
+            w->ring_stats.full++;
+            return TMX_ERR_NO_RESOURCE; /* the queue at once, no TMX_RING_SPILL_NS wait */
+        }
+        tx->full_ns = 0;
+    }
+    if (tx->asleep) {
+        tmx_ring_tx_sleep(tx);
+        if (tx->asleep) {
+            w->ring_stats.asleep++;
+            return TMX_ERR_NO_RESOURCE; /* the queue wakes it */
+        }
+    }
     sge[0] = (tmx_sge_t){.addr = (uintptr_t)hdr, .length = (uint32_t)hlen};
     sge[1] = (tmx_sge_t){.addr = (uintptr_t)buf, .length = (uint32_t)len};
+    flag   = tmx_ring_flag(tx->seq, mlen, hlen | TMX_RING_SPAN, tx->marker);
     if (ops->rma_writev(ep->qp, &tx->map,
                         (size_t)((tx->head + 1) & (tx->slots - 1)) * tx->slot_size +
-                            ((0 - mlen) & 7),
-                        sge, 2, wrid) != TMX_OK) {
+                            tmx_ring_span_off(hlen, len, tx->slot_size),
+                        sge, 2, wrid) != TMX_OK ||
+        ops->rma_write(ep->qp, &tx->map,
+                       (size_t)(tx->head & (tx->slots - 1)) * tx->slot_size + tx->slot_size -
+                           TMX_RING_FLAG,
+                       &flag, sizeof(flag), wrid) != TMX_OK) {
         return TMX_ERR_NO_RESOURCE;
     }
-    return ops->rma_write(ep->qp, &tx->map,
-                          (size_t)(tx->head & (tx->slots - 1)) * tx->slot_size + tx->slot_size -
-                              TMX_RING_FLAG,
-                          &flag, sizeof(flag), wrid);
+    tmx_ring_tx_advance(tx); /* the flag's position */
+    tmx_ring_tx_advance(tx); /* the message's */
+    w->ring_stats.sent++;
+    tx->seq++;
+    /* the writes are in place: did the receiver fall asleep before it looked? (tmx_ring_send) */
+    if (tx->asym) {
+        atomic_signal_fence(memory_order_seq_cst); /* it calls mem_barrier */
+    } else {
+#if defined(__SANITIZE_THREAD__)
+        atomic_signal_fence(memory_order_seq_cst); /* as tmx_ring_send_cell */
+#else
+        atomic_thread_fence(memory_order_seq_cst);
+#endif
+    }
+    tmx_ring_tx_sleep(tx);
+    if (tx->asleep) {
+        w->ring_stats.wakes++;
+        tmx_proto_send_ctrl(ep, TMX_PROTO_CREDIT, 0, 0);
+    }
+    return TMX_OK;
 }
 
 tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const void *buf,
@@ -975,14 +1031,14 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
      * messages are outstanding; else to its slot (fewer than slots) */
     int            cell = tx->cells != 0 && hlen + len + TMX_RING_FLAG <= TMX_RING_CELL;
     uint64_t       cap  = cell ? tx->ncells : tx->slots;
-    int            span; /* two positions (ring.h "Spans") */
 
-    if (!tx->ready || hlen + len > tx->span_max || ep->closing ||
-        ep->state != TMX_EP_CONNECTED) {
+    if (__builtin_expect(!tx->ready || hlen + len > tx->max || ep->closing ||
+                             ep->state != TMX_EP_CONNECTED, 0)) {
+        if (hlen + len > tx->max && hlen + len <= tx->span_max) {
+            return tmx_ring_send_span(ep, tx, hdr, hlen, buf, len);
+        }
         return TMX_ERR_NO_RESOURCE;
     }
-    span = hlen + len > tx->max;
-    cap -= (unsigned)span;
     /* On a device that places a write when it is posted (or moves data only inside our
      * calls), the send queue must be empty: then the write is in the receiver's memory when
      * post_send returns, and nothing of an eager send done on return waits for our progress. */
@@ -1007,17 +1063,6 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
             w->ring_stats.asleep++;
             return TMX_ERR_NO_RESOURCE; /* the queue wakes it */
         }
-    }
-    if (span) {
-        if (tmx_ring_send_span(ep, tx, hdr, hlen, buf, len) != TMX_OK) {
-            return TMX_ERR_NO_RESOURCE;
-        }
-        tx->head++; /* the flag's position; the message's is taken below */
-        if ((tx->head & (tx->slots - 1)) == 0) {
-            tx->marker      = tmx_ring_marker(tx->head, tx->slots_log2);
-            tx->cell_marker = tmx_ring_marker(tx->head, tx->cells_log2);
-        }
-        goto written;
     }
     if (tx->mode == TMX_RING_MODE_WHOLE && hlen + len + TMX_RING_FLAG <= TMX_RING_SMALL) {
         /* a small message (an 8-byte payload): header, payload and flag gathered here into

@@ -53,7 +53,12 @@
  * positions at once. Such a message sits behind a near-empty slot, as in a slot twice the size,
  * instead of filling its own (the full slot that lost to the queue), and costs no more of the
  * ring's memory. The next slot wraps to the ring's first with the positions, so nothing waits
- * at the ring's end; the sender needs both positions free.
+ * at the ring's end; the sender needs both positions free, and takes the queue at once when
+ * they are not (no TMX_RING_SPILL_NS wait). Only a send that follows a receive (the worker
+ * received a message since the previous send of this size) takes a span: a stream of them
+ * (osu_bw's window) went faster by the queue, whose copy streams better (tmx_pingpong -t bw
+ * 2 KiB, fast phase: 6.4-8.8 GB/s by spans against 9.6-11.6 by the queue), while a
+ * ping-pong's message waits for its reader, where the ring's shorter path counts.
  *
  * Credits. A slot is free again once the receiver has taken its message (matched, or copied
  * into an unexpected message); the receiver writes the count into the sender's control word
@@ -167,6 +172,7 @@ typedef struct tmx_ring_tx {
     size_t    slot_size;
     size_t    max;         /* largest message (header and payload) a slot takes */
     size_t    span_max;    /* largest that takes two positions ("Spans"), max when none */
+    uint64_t  span_rx;     /* the worker's rx_msgs at the last send of a span's size */
     uint64_t  addr;        /* the receiver's slots */
     uint64_t  cells;       /* and its cells (ring.h "Cells"), 0: none */
     unsigned  ncells, cells_log2; /* how many (slots and slots_log2 when none) */

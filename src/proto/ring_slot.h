@@ -183,6 +183,18 @@ static inline void tmx_ring_flag_parse(const uint8_t *p, uint32_t *seq_p, size_t
 #endif
 }
 
+/* Where a span's message (ring.h "Spans": hlen + len bytes, header first) starts in its slot:
+ * its payload on a 64-byte line when len is a multiple of 8 and it fits (the copies in and out
+ * of the slot run on whole lines), else at the slot's start; either way it ends on 8 bytes and
+ * short of the slot's flag word, given hlen + len <= slot_size - TMX_RING_FLAG - 7. */
+static inline size_t tmx_ring_span_off(size_t hlen, size_t len, size_t slot_size)
+{
+    if (hlen + 7 <= 64 && 64 + len + TMX_RING_FLAG <= slot_size) {
+        return 64 - hlen - (len & 7);
+    }
+    return (0 - (hlen + len)) & 7;
+}
+
 /* The WHOLE mode's read, given the slot's last byte (end) and the marker of this lap: what
  * tmx_ring_slot_read returns. A flag with TMX_RING_SPAN in its header length is returned as
  * read (msg->hlen with the bit, msg->data meaningless): its caller checks it and finds the

@@ -62,13 +62,15 @@
  *
  * `ring span` (ring.sh, whole mode, the default ring) runs only this:
  *
- *  span    rank 0 sends NSPAN messages, 16 in flight, most of them filling more than three
- *          quarters of a slot but fitting one (1.6-2.1 KiB in the default 2176-byte slot),
- *          some smaller (a cell, a slot) or larger (the queue) in between, so that the
+ *  span    rank 0 sends NSPAN messages, each after rank 1's answer to the one before (a
+ *          ping-pong: spans follow a receive), most of them filling more than three quarters
+ *          of a slot but fitting one (1.6-2.1 KiB in the default 2176-byte slot), some
+ *          smaller (a cell, a slot) or larger (the queue) in between, so that the
  *          two-position messages (ring.h "Spans") start at every position of the ring, the
  *          last included (their message then lies in the first slot), over many laps; rank 1
- *          takes them posted and unexpected in turn. All must come in order, intact, and
- *          most by the ring (RING_SPAN_MIN; before spans 2 KiB went by the queue)
+ *          takes them posted and, every other 500, unexpected (it answers before it
+ *          receives). All must come in order, intact, and most by the ring (RING_SPAN_MIN;
+ *          before spans 2 KiB went by the queue)
  *
  * Prints "rank N: ... ok" lines and exits 0 when everything held.
  */
@@ -720,29 +722,23 @@ static size_t span_len(unsigned i)
 
 static void phase_span(tmx_job_h job, tmx_ep_h ep, unsigned long long min)
 {
-    static tmx_request_h reqs[NSPAN];
-    static unsigned char bufs[16][4096];
-    tmx_worker_attr_t    a = ring_query(), b;
+    static unsigned char buf[4096];
+    tmx_worker_attr_t    a, b;
+    unsigned char        ack[8];
 
     CHECK(tmx_job_barrier(job));
     warm_round_trips(ep);
     a = ring_query();
     if (rank == 0) {
+        /* each send after a receive (rank 1's answer), as a ping-pong's: spans are taken then */
         for (unsigned i = 0; i < NSPAN; i++) {
-            if (i >= 16 && reqs[i - 16] != NULL) {
-                CHECK(tmx_request_wait(reqs[i - 16], NULL));
-                tmx_request_free(reqs[i - 16]);
+            tmx_request_h r = send_msg(ep, buf, i, span_len(i), i % 11 == 4, i % 3 == 1);
+
+            if (r != NULL) {
+                CHECK(tmx_request_wait(r, NULL));
+                tmx_request_free(r);
             }
-            if (i % 500 == 0) {
-                CHECK(tmx_job_barrier(job)); /* rank 1 switches between posted and late */
-            }
-            reqs[i] = send_msg(ep, bufs[i % 16], i, span_len(i), i % 11 == 4, i % 3 == 1);
-        }
-        for (unsigned i = NSPAN - 16; i < NSPAN; i++) {
-            if (reqs[i] != NULL) {
-                CHECK(tmx_request_wait(reqs[i], NULL));
-                tmx_request_free(reqs[i]);
-            }
+            CHECK(tmx_tag_recv(worker, ack, sizeof(ack), TAG + 1, ~(tmx_tag_t)0, NULL));
         }
         b = ring_query();
         printf("rank 0: span: %llu of %u sends by the ring (%llu found it full)\n",
@@ -756,16 +752,19 @@ static void phase_span(tmx_job_h job, tmx_ep_h ep, unsigned long long min)
 
         for (unsigned i = 0; i < NSPAN; i++) {
             tmx_tag_recv_info_t info;
+            int                 late = (i / 500) % 2 == 1;
 
-            if (i % 500 == 0) {
-                CHECK(tmx_job_barrier(job));
-                if ((i / 500) % 2 == 1) {
-                    usleep(20000); /* these arrive unexpected */
-                }
+            if (late) {
+                /* the answer first: message i arrives before its receive (unexpected) */
+                CHECK(tmx_tag_send(ep, ack, sizeof(ack), TAG + 1));
+                usleep(50);
             }
             check_msg("span", i, recv_one(rbuf, span_len(i), &info), &info, rbuf, span_len(i),
                       i % 3 == 1);
             EXPECT(intact(rbuf, span_len(i), i), "span %u (%zu bytes): torn", i, span_len(i));
+            if (!late) {
+                CHECK(tmx_tag_send(ep, ack, sizeof(ack), TAG + 1));
+            }
         }
     }
     CHECK(tmx_job_barrier(job));

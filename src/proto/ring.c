@@ -52,8 +52,9 @@
  * full 1152-byte slot (TMX_RING_SLOT_SIZE=1k), slow phase: 0.97-1.04 us against 0.59-0.71 in
  * the half-empty default slot. 1.5 KiB (72% of the slot) kept its slot: latency 0.28-0.38 us
  * against 0.34-0.41 by the queue (fast phase, 6 of 6). So TMX_RING_SLOT_SIZE=2k carries
- * payloads up to about 1.6 KiB (MPI's 1 KiB with its header included), and a 2 KiB message
- * (Open MPI's too) goes by the queue; bench/README.md, "256 B to 2 KiB". */
+ * payloads up to about 1.6 KiB (MPI's 1 KiB with its header included); a larger message that
+ * fits the slot (2 KiB, Open MPI's too) takes two positions instead (ring.h "Spans"), or the
+ * queue; bench/README.md, "256 B to 2 KiB" and "h-q2k". */
 
 /* Cells per slot (ring.h "Cells"): a small message's position is free again once the receiver
  * is fewer than slots * this many behind. With 32 slots, 128 cells (8 KiB): a 64-message window
@@ -413,10 +414,13 @@ static unsigned tmx_ring_rx_drain(tmx_ep_t *ep, tmx_ring_rx_t *rx, unsigned max)
         }
         rx->expected++;
         n++;
-        if (__builtin_expect(msg.hlen >= TMX_RING_SPAN, 0) && tmx_ring_rx_span(ep, rx, &msg) != 0) {
-            break;
-        }
-        if (msg.len > TMX_RING_CELL) {
+        if (__builtin_expect(msg.hlen >= TMX_RING_SPAN, 0)) {
+            /* its lines not asked for ahead: a span's copy came out slower with that
+             * (tmx_pingpong 2 KiB, ring.h "Spans") */
+            if (tmx_ring_rx_span(ep, rx, &msg) != 0) {
+                break;
+            }
+        } else if (msg.len > TMX_RING_CELL) {
             /* its other lines asked for now, all at once, so that they cross from
              * the sender's cache while the header is read and matched (tmx_prefetch_lines) */
             tmx_prefetch_lines(msg.data, msg.len);

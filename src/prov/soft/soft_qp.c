@@ -913,8 +913,8 @@ static int tmx_soft_tx_mode(tmx_soft_qp_t *qp)
 }
 
 /* The gather of a SEND's payload into its record; 1 when with non-temporal stores. */
-static inline __attribute__((always_inline)) int
-tmx_soft_tx_gather(tmx_soft_qp_t *qp, const tmx_sge_t *sge, int n, uint8_t *dst, size_t total)
+static int tmx_soft_tx_gather(tmx_soft_qp_t *qp, const tmx_sge_t *sge, int n, uint8_t *dst,
+                              size_t total)
 {
     int      nt      = tmx_soft_tx_mode(qp);
     int      measure = nt || (qp->tx_count % TMX_SOFT_TX_PROBE) == 0 ||
@@ -3653,38 +3653,6 @@ tmx_status_t tmx_soft_rma_write(tmx_qp_t *q, const tmx_rma_map_t *map, size_t of
     return tmx_soft_rma_writev_post(q, map, off, &sge, 1, wr_id);
 }
 
-/* rma_writev in place of a ring message as large as a SEND whose copy is timed (the eager
- * ring's two-position messages, ring.h "Spans"): ordinary or streaming stores as
- * tmx_soft_tx_gather measures them for this QP's SENDs, so that where moving a line between the
- * cores is slow the streaming ones are taken, as for the same message by the queue (2 KiB by
- * the ring lost to the queue there without them: tmx_pingpong, slow phase, 1.52-1.64 us
- * against 1.36-1.50); all but the last 8 bytes, then those with release. Apart (noinline):
- * the smaller messages' in-place path keeps its registers. */
-static __attribute__((noinline)) tmx_status_t
-tmx_soft_rma_writev_timed(tmx_qp_t *q, const tmx_rma_map_t *map, size_t off, const tmx_sge_t *sge,
-                          int num_sge, uint64_t wr_id)
-{
-    tmx_soft_qp_t *qp   = (tmx_soft_qp_t *)q;
-    uint8_t       *dst  = (uint8_t *)map->prov_ptr + off;
-    size_t         n    = 0;
-    size_t         last = sge[num_sge - 1].length;
-    tmx_sge_t      sg[3];
-
-    for (int i = 0; i < num_sge; i++) {
-        n += sge[i].length;
-    }
-    if (last < 8 || !tmx_soft_rma_in_place(qp, map, off, n, dst)) {
-        return tmx_soft_rma_writev_post(q, map, off, sge, num_sge, wr_id);
-    }
-    memset(sg, 0, sizeof(sg));
-    memcpy(sg, sge, (size_t)num_sge * sizeof(sg[0])); /* 1..3 (tmx_soft_rma_writev) */
-    sg[num_sge - 1].length -= 8;
-    (void)tmx_soft_tx_gather(qp, sg, num_sge, dst, n - 8);
-    tmx_soft_rma_finish(qp, dst + n - 8,
-                        (const uint8_t *)(uintptr_t)sge[num_sge - 1].addr + last - 8, 8);
-    return TMX_OK;
-}
-
 /* tmx_soft_rma_write gathering up to three pieces (a ring message in its slot: header,
  * payload, flag), each copied once, straight into the peer's memory; the last 8 bytes (the
  * flag word, at the end of the last piece) stored last, with release, as there. */
@@ -3700,9 +3668,6 @@ tmx_status_t tmx_soft_rma_writev(tmx_qp_t *q, const tmx_rma_map_t *map, size_t o
     }
     for (int i = 0; i < num_sge; i++) {
         n += sge[i].length; /* at most three 32-bit lengths: no overflow */
-    }
-    if (n >= TMX_SOFT_TX_NT_MIN) {
-        return tmx_soft_rma_writev_timed(q, map, off, sge, num_sge, wr_id);
     }
     last = sge[num_sge - 1].length;
     if (last >= 8 && tmx_soft_rma_in_place(qp, map, off, n, dst)) {

@@ -343,8 +343,8 @@ tmx_ring_rx_deliver(tmx_ep_t *ep, tmx_ring_rx_t *rx, const uint8_t *msg, size_t 
 }
 
 /* A flag with TMX_RING_SPAN (ring.h "Spans"), at position head, numbered next: the message
- * is at the start of the next position's slot, padded to end on 8 bytes, short of that slot's
- * flag word. Takes the flag's position (the message's is taken on delivery) and points msg at
+ * is in the next position's slot where tmx_ring_span_off puts it, short of that slot's flag
+ * word (checked here: a hostile flag reads nothing outside the slot). Takes the flag's position (the message's is taken on delivery) and points msg at
  * the message; -1 when the flag cannot be (the connection fails). */
 static __attribute__((noinline)) int tmx_ring_rx_span(tmx_ep_t *ep, tmx_ring_rx_t *rx,
                                                       tmx_ring_msg_t *msg)
@@ -947,7 +947,7 @@ static inline void tmx_ring_tx_advance(tmx_ring_tx_t *tx)
 }
 
 /* tmx_ring_send of a message larger than tx->max: a span (ring.h "Spans") when it fits one and
- * follows a receive. The message at the start of the next position's slot, then the flag at
+ * follows a receive. The message into the next position's slot, then the flag at
  * the end of this position's, in place (tx->mapped: a TMX_DEV_CAP_MEM_DIRECT device, whole
  * mode), each write after the other on the queue pair. A failed flag write leaves the message
  * unflagged in a slot nobody reads until a later message rewrites it. Out of tmx_ring_send's

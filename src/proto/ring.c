@@ -52,8 +52,9 @@
  * full 1152-byte slot (TMX_RING_SLOT_SIZE=1k), slow phase: 0.97-1.04 us against 0.59-0.71 in
  * the half-empty default slot. 1.5 KiB (72% of the slot) kept its slot: latency 0.28-0.38 us
  * against 0.34-0.41 by the queue (fast phase, 6 of 6). So TMX_RING_SLOT_SIZE=2k carries
- * payloads up to about 1.6 KiB (MPI's 1 KiB with its header included), and a 2 KiB message
- * (Open MPI's too) goes by the queue; bench/README.md, "256 B to 2 KiB". */
+ * payloads up to about 1.6 KiB (MPI's 1 KiB with its header included); a larger message that
+ * fits the slot (2 KiB, Open MPI's too) takes two positions instead (ring.h "Spans"), or the
+ * queue; bench/README.md, "256 B to 2 KiB" and "h-q2k". */
 
 /* Cells per slot (ring.h "Cells"): a small message's position is free again once the receiver
  * is fewer than slots * this many behind. With 32 slots, 128 cells (8 KiB): a 64-message window
@@ -302,6 +303,18 @@ static inline void tmx_ring_rx_aim(tmx_ring_rx_t *rx)
     rx->poll_cell_marker = tmx_ring_marker(rx->head, rx->cells_log2);
 }
 
+/* The next position: head, and where its marker will show. */
+static inline __attribute__((always_inline)) void tmx_ring_rx_advance(tmx_ring_rx_t *rx)
+{
+    rx->head++;
+    if ((rx->head & (rx->slots - 1)) == 0) {
+        tmx_ring_rx_aim(rx); /* a new lap: the first slot, the next marker */
+    } else {
+        rx->poll_at += rx->slot_size;
+        rx->poll_cell += rx->cell_step;
+    }
+}
+
 /* A message taken out of a slot: to the protocol (eager messages only come this way). Inline
  * in the drain loop: a call layer less per message. */
 static inline __attribute__((always_inline)) int
@@ -317,13 +330,7 @@ tmx_ring_rx_deliver(tmx_ep_t *ep, tmx_ring_rx_t *rx, const uint8_t *msg, size_t 
         tmx_ep_lost(ep, TMX_ERR_PEER_FAILED);
         return -1;
     }
-    rx->head++;
-    if ((rx->head & (rx->slots - 1)) == 0) {
-        tmx_ring_rx_aim(rx); /* a new lap: the first slot, the next marker */
-    } else {
-        rx->poll_at += rx->slot_size;
-        rx->poll_cell += rx->cell_step;
-    }
+    tmx_ring_rx_advance(rx);
     w->ring_stats.received++;
     ep->ring_rx_now = rx->mode != TMX_RING_MODE_IMM; /* no eager credit (ring.h "Credits") */
     tmx_proto_rx_ring(ep->iface, ep, msg, len);
@@ -332,6 +339,30 @@ tmx_ring_rx_deliver(tmx_ep_t *ep, tmx_ring_rx_t *rx, const uint8_t *msg, size_t 
         tmx_ring_rx_freed(ep, rx) - rx->reported >= rx->slots / 2) {
         tmx_ring_rx_report(ep, rx);
     }
+    return 0;
+}
+
+/* A flag with TMX_RING_SPAN (ring.h "Spans"), at position head, numbered next: the message
+ * is in the next position's slot where tmx_ring_span_off puts it, short of that slot's flag
+ * word (checked here: a hostile flag reads nothing outside the slot). Takes the flag's position (the message's is taken on delivery) and points msg at
+ * the message; -1 when the flag cannot be (the connection fails). */
+static __attribute__((noinline)) int tmx_ring_rx_span(tmx_ep_t *ep, tmx_ring_rx_t *rx,
+                                                      tmx_ring_msg_t *msg)
+{
+    size_t hlen = msg->hlen & (TMX_RING_SPAN - 1);
+    size_t pad;
+
+    if (rx->mode != TMX_RING_MODE_WHOLE || hlen == 0 || hlen > msg->len ||
+        msg->len + 7 > rx->slot_size - TMX_RING_FLAG) {
+        tmx_error("malformed ring span from %016llx (%zu bytes, header %zu): the connection "
+                  "fails", (unsigned long long)ep->remote_uuid, msg->len, hlen);
+        tmx_ep_lost(ep, TMX_ERR_PEER_FAILED);
+        return -1;
+    }
+    pad = tmx_ring_span_off(hlen, msg->len - hlen, rx->slot_size);
+    tmx_ring_rx_advance(rx);
+    msg->hlen = hlen;
+    msg->data = rx->poll_at + 1 - rx->slot_size + pad; /* poll_at: that slot's last byte */
     return 0;
 }
 
@@ -383,7 +414,13 @@ static unsigned tmx_ring_rx_drain(tmx_ep_t *ep, tmx_ring_rx_t *rx, unsigned max)
         }
         rx->expected++;
         n++;
-        if (msg.len > TMX_RING_CELL) {
+        if (__builtin_expect(msg.hlen >= TMX_RING_SPAN, 0)) {
+            /* its lines not asked for ahead: a span's copy came out slower with that
+             * (tmx_pingpong 2 KiB, ring.h "Spans") */
+            if (tmx_ring_rx_span(ep, rx, &msg) != 0) {
+                break;
+            }
+        } else if (msg.len > TMX_RING_CELL) {
             /* its other lines asked for now, all at once, so that they cross from
              * the sender's cache while the header is read and matched (tmx_prefetch_lines) */
             tmx_prefetch_lines(msg.data, msg.len);
@@ -771,6 +808,7 @@ void tmx_ring_tx_grant(tmx_ep_t *ep, const uint8_t *buf, size_t len)
     if (tx->mode == TMX_RING_MODE_WHOLE && tx->max > tx->slot_size / 4 * 3) {
         tx->max = tx->slot_size / 4 * 3; /* TMX_RING_FILL */
     }
+    tx->span_max   = tx->max;
     tx->addr       = h.addr;
     tx->cells      = h.reserved != 0 ? h.addr + (uint64_t)h.slots * h.slot_size : 0;
     tx->ncells     = h.reserved != 0 ? h.reserved : h.slots;
@@ -802,6 +840,10 @@ void tmx_ring_tx_grant(tmx_ep_t *ep, const uint8_t *buf, size_t len)
                                          (tx->cells != 0 ? (size_t)tx->ncells * TMX_RING_CELL : 0),
                                      tx->rkey, &tx->map) == TMX_OK;
     tx->cell_fast = tx->mapped && tx->cells != 0;
+    if (tx->mapped && iface->ops->rma_writev != NULL) {
+        /* ring.h "Spans": the message and its padding short of the next slot's flag word */
+        tx->span_max = tx->slot_size - TMX_RING_FLAG - 7;
+    }
     tx->asym      = (tx->caps & TMX_DEV_CAP_MEM_ASYM) != 0;
     tx->cells_off = tx->cells != 0 ? (size_t)(tx->cells - tx->addr) : 0;
     ep->ring_tx = tx;
@@ -894,6 +936,89 @@ tmx_status_t tmx_ring_ctrl_post(tmx_ep_t *ep, uint8_t op, int32_t status)
     return st;
 }
 
+/* The next position written: head, and the markers at a new lap. */
+static inline void tmx_ring_tx_advance(tmx_ring_tx_t *tx)
+{
+    tx->head++;
+    if ((tx->head & (tx->slots - 1)) == 0) {
+        tx->marker      = tmx_ring_marker(tx->head, tx->slots_log2); /* a new lap */
+        tx->cell_marker = tmx_ring_marker(tx->head, tx->cells_log2);
+    }
+}
+
+/* tmx_ring_send of a message larger than tx->max: a span (ring.h "Spans") when it fits one and
+ * follows a receive. The message into the next position's slot, then the flag at
+ * the end of this position's, in place (tx->mapped: a TMX_DEV_CAP_MEM_DIRECT device, whole
+ * mode), each write after the other on the queue pair. A failed flag write leaves the message
+ * unflagged in a slot nobody reads until a later message rewrites it. Out of tmx_ring_send's
+ * path (noinline): its checks cost the other sizes nothing. */
+static __attribute__((noinline)) tmx_status_t
+tmx_ring_send_span(tmx_ep_t *ep, tmx_ring_tx_t *tx, const void *hdr, size_t hlen,
+                   const void *buf, size_t len)
+{
+    const tmx_prov_ops_t *ops  = ep->iface->ops;
+    tmx_worker_t         *w    = ep->worker;
+    size_t                mlen = hlen + len;
+    uint64_t              wrid = TMX_WRID(TMX_WRID_RING_TX, ep->id);
+    int                   after_rx = w->rx_msgs != tx->span_rx;
+    uint64_t              flag;
+    tmx_sge_t             sge[2];
+
+    tx->span_rx = w->rx_msgs;
+    if (!after_rx || !tx->ready || ep->closing || ep->state != TMX_EP_CONNECTED ||
+        ep->sq_busy > 0) {
+        return TMX_ERR_NO_RESOURCE; /* a stream of them takes the queue */
+    }
+    if (tx->head + 1 - tx->consumed >= tx->slots) {
+        tmx_ring_tx_credits(tx);
+        if (tx->head + 1 - tx->consumed >= tx->slots) {
+            w->ring_stats.full++;
+            return TMX_ERR_NO_RESOURCE; /* the queue at once, no TMX_RING_SPILL_NS wait */
+        }
+        tx->full_ns = 0;
+    }
+    if (tx->asleep) {
+        tmx_ring_tx_sleep(tx);
+        if (tx->asleep) {
+            w->ring_stats.asleep++;
+            return TMX_ERR_NO_RESOURCE; /* the queue wakes it */
+        }
+    }
+    sge[0] = (tmx_sge_t){.addr = (uintptr_t)hdr, .length = (uint32_t)hlen};
+    sge[1] = (tmx_sge_t){.addr = (uintptr_t)buf, .length = (uint32_t)len};
+    flag   = tmx_ring_flag(tx->seq, mlen, hlen | TMX_RING_SPAN, tx->marker);
+    if (ops->rma_writev(ep->qp, &tx->map,
+                        (size_t)((tx->head + 1) & (tx->slots - 1)) * tx->slot_size +
+                            tmx_ring_span_off(hlen, len, tx->slot_size),
+                        sge, 2, wrid) != TMX_OK ||
+        ops->rma_write(ep->qp, &tx->map,
+                       (size_t)(tx->head & (tx->slots - 1)) * tx->slot_size + tx->slot_size -
+                           TMX_RING_FLAG,
+                       &flag, sizeof(flag), wrid) != TMX_OK) {
+        return TMX_ERR_NO_RESOURCE;
+    }
+    tmx_ring_tx_advance(tx); /* the flag's position */
+    tmx_ring_tx_advance(tx); /* the message's */
+    w->ring_stats.sent++;
+    tx->seq++;
+    /* the writes are in place: did the receiver fall asleep before it looked? (tmx_ring_send) */
+    if (tx->asym) {
+        atomic_signal_fence(memory_order_seq_cst); /* it calls mem_barrier */
+    } else {
+#if defined(__SANITIZE_THREAD__)
+        atomic_signal_fence(memory_order_seq_cst); /* as tmx_ring_send_cell */
+#else
+        atomic_thread_fence(memory_order_seq_cst);
+#endif
+    }
+    tmx_ring_tx_sleep(tx);
+    if (tx->asleep) {
+        w->ring_stats.wakes++;
+        tmx_proto_send_ctrl(ep, TMX_PROTO_CREDIT, 0, 0);
+    }
+    return TMX_OK;
+}
+
 tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const void *buf,
                            size_t len)
 {
@@ -911,7 +1036,11 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
     int            cell = tx->cells != 0 && hlen + len + TMX_RING_FLAG <= TMX_RING_CELL;
     uint64_t       cap  = cell ? tx->ncells : tx->slots;
 
-    if (!tx->ready || hlen + len > tx->max || ep->closing || ep->state != TMX_EP_CONNECTED) {
+    if (__builtin_expect(!tx->ready || hlen + len > tx->max || ep->closing ||
+                             ep->state != TMX_EP_CONNECTED, 0)) {
+        if (hlen + len > tx->max && hlen + len <= tx->span_max) {
+            return tmx_ring_send_span(ep, tx, hdr, hlen, buf, len);
+        }
         return TMX_ERR_NO_RESOURCE;
     }
     /* On a device that places a write when it is posted (or moves data only inside our

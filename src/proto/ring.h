@@ -43,6 +43,26 @@
  * written for 255 laps shows this lap's marker again: the reader takes only the one whose
  * sequence number is the next, and passes over one that is older.
  *
+ * Spans (WHOLE, on a device that writes the ring in place: tx->mapped). A message that fills
+ * more than three quarters of a slot (ring.c TMX_RING_FILL) but fits one takes two positions:
+ * the first's slot holds only the flag word at its end (the header length's TMX_RING_SPAN bit
+ * set), the message lies near the start of the next position's slot (ring_slot.h
+ * tmx_ring_span_off: its payload on a line, its end on 8 bytes), and is written before the flag (two in-place writes on one queue pair, the flag's stored
+ * with release). It never reaches the last 8 bytes of that slot, so the place the reader polls
+ * there keeps an older lap's flag (passed over by its sequence number); the reader takes both
+ * positions at once. Such a message sits behind a near-empty slot, as in a slot twice the size,
+ * instead of filling its own (the full slot that lost to the queue), and costs no more of the
+ * ring's memory. The next slot wraps to the ring's first with the positions, so nothing waits
+ * at the ring's end; the sender needs both positions free, and takes the queue at once when
+ * they are not (no TMX_RING_SPILL_NS wait). Only a send that follows a receive (the worker
+ * received a message since the previous send of this size) takes a span: a stream of them
+ * (osu_bw's window) went faster by the queue, whose copy streams better (tmx_pingpong -t bw
+ * 2 KiB, fast phase: 6.4-8.8 GB/s by spans against 9.6-11.6 by the queue), while a
+ * ping-pong's message waits for its reader, where the ring's shorter path counts (about 500
+ * instructions fewer a 2 KiB message). The reader does not ask for a span's lines ahead
+ * (tmx_prefetch_lines) and the soft device copies it with ordinary stores: with either, 2 KiB
+ * came out slower than by the queue (bench/README.md "h-q2k").
+ *
  * Credits. A slot is free again once the receiver has taken its message (matched, or copied
  * into an unexpected message); the receiver writes the count into the sender's control word
  * every half ring (of slots). With cells the sender may be up to ncells positions ahead, so
@@ -154,6 +174,8 @@ typedef struct tmx_ring_tx {
     unsigned  slots, slots_log2;
     size_t    slot_size;
     size_t    max;         /* largest message (header and payload) a slot takes */
+    size_t    span_max;    /* largest that takes two positions ("Spans"), max when none */
+    uint64_t  span_rx;     /* the worker's rx_msgs at the last send of a span's size */
     uint64_t  addr;        /* the receiver's slots */
     uint64_t  cells;       /* and its cells (ring.h "Cells"), 0: none */
     unsigned  ncells, cells_log2; /* how many (slots and slots_log2 when none) */

@@ -52,6 +52,10 @@ typedef enum {
 /* WHOLE: bytes of a cell (ring.h, "Cells"): a message of up to this much, flag included,
  * goes to its position's cell instead of its slot */
 #define TMX_RING_CELL       64
+/* WHOLE: the header length's high bit in a slot's flag word says the message is not in front
+ * of the flag but in the next position's slot, from its start (ring.h "Spans"); a header is
+ * never that long */
+#define TMX_RING_SPAN       0x80
 
 /* The mode's name, for logs and the worker query: "whole", "aligned128", "imm", "none". */
 const char *tmx_ring_mode_name(unsigned mode);
@@ -179,8 +183,22 @@ static inline void tmx_ring_flag_parse(const uint8_t *p, uint32_t *seq_p, size_t
 #endif
 }
 
+/* Where a span's message (ring.h "Spans": hlen + len bytes, header first) starts in its slot:
+ * its payload on a 64-byte line when len is a multiple of 8 and it fits (the copies in and out
+ * of the slot run on whole lines), else at the slot's start; either way it ends on 8 bytes and
+ * short of the slot's flag word, given hlen + len <= slot_size - TMX_RING_FLAG - 7. */
+static inline size_t tmx_ring_span_off(size_t hlen, size_t len, size_t slot_size)
+{
+    if (hlen + 7 <= 64 && 64 + len + TMX_RING_FLAG <= slot_size) {
+        return 64 - hlen - (len & 7);
+    }
+    return (0 - (hlen + len)) & 7;
+}
+
 /* The WHOLE mode's read, given the slot's last byte (end) and the marker of this lap: what
- * tmx_ring_slot_read returns. */
+ * tmx_ring_slot_read returns. A flag with TMX_RING_SPAN in its header length is returned as
+ * read (msg->hlen with the bit, msg->data meaningless): its caller checks it and finds the
+ * message (ring.h "Spans"). */
 static inline int tmx_ring_slot_read_whole(const uint8_t *end, uint8_t marker, size_t slot_size,
                                            tmx_ring_msg_t *msg)
 {
@@ -190,8 +208,9 @@ static inline int tmx_ring_slot_read_whole(const uint8_t *end, uint8_t marker, s
         return 0;
     }
     tmx_ring_flag_parse(end + 1 - TMX_RING_FLAG, &msg->seq, &mlen, &hlen);
-    if (hlen == 0 || hlen > mlen || mlen > slot_size - TMX_RING_FLAG) {
-        return -1;
+    if ((hlen == 0 || hlen > mlen || mlen > slot_size - TMX_RING_FLAG) &&
+        !(hlen & TMX_RING_SPAN)) {
+        return -1; /* a span's (TMX_RING_SPAN) lengths are the caller's to check */
     }
     msg->hlen = hlen;
     msg->len  = mlen;

@@ -60,6 +60,18 @@
  *          and waited, then took the queue (the stall that osu_bw's 8-byte windows met once
  *          every two windows)
  *
+ * `ring span` (ring.sh, whole mode, the default ring) runs only this:
+ *
+ *  span    rank 0 sends NSPAN messages, each after rank 1's answer to the one before (a
+ *          ping-pong: spans follow a receive), most of them filling more than three quarters
+ *          of a slot but fitting one (1.6-2.1 KiB in the default 2176-byte slot), some
+ *          smaller (a cell, a slot) or larger (the queue) in between, so that the
+ *          two-position messages (ring.h "Spans") start at every position of the ring, the
+ *          last included (their message then lies in the first slot), over many laps; rank 1
+ *          takes them posted and, every other 500, unexpected (it answers before it
+ *          receives). All must come in order, intact, and most by the ring (RING_SPAN_MIN;
+ *          before spans 2 KiB went by the queue)
+ *
  * Prints "rank N: ... ok" lines and exits 0 when everything held.
  */
 #include <tmx/tmx.h>
@@ -80,6 +92,7 @@ static tmx_worker_h worker;
 #define NFULL  600
 #define NSLEEP 200
 #define NBOUND 2000
+#define NSPAN  3000
 #define MAXLEN (64 * 1024) /* rendezvous: above the default eager limit */
 #define TAG    7
 
@@ -697,6 +710,67 @@ static void phase_credits(tmx_job_h job, tmx_ep_h ep)
     printf("rank %d: credits %s\n", rank, bad ? "FAILED" : "ok");
 }
 
+/* The span phase's lengths (payload; the default slot carries spans of up to 2145 bytes
+ * behind a 16-byte header): 13 a round, so a span starts at every position. */
+static size_t span_len(unsigned i)
+{
+    static const size_t lens[] = {2048, 1617, 2145, 8, 2047, 1700, 2041, 1000, 2049, 2146,
+                                  1999, 2100, 40};
+
+    return lens[i % (sizeof(lens) / sizeof(lens[0]))];
+}
+
+static void phase_span(tmx_job_h job, tmx_ep_h ep, unsigned long long min)
+{
+    static unsigned char buf[4096];
+    tmx_worker_attr_t    a, b;
+    unsigned char        ack[8];
+
+    CHECK(tmx_job_barrier(job));
+    warm_round_trips(ep);
+    a = ring_query();
+    if (rank == 0) {
+        /* each send after a receive (rank 1's answer), as a ping-pong's: spans are taken then */
+        for (unsigned i = 0; i < NSPAN; i++) {
+            tmx_request_h r = send_msg(ep, buf, i, span_len(i), i % 11 == 4, i % 3 == 1);
+
+            if (r != NULL) {
+                CHECK(tmx_request_wait(r, NULL));
+                tmx_request_free(r);
+            }
+            CHECK(tmx_tag_recv(worker, ack, sizeof(ack), TAG + 1, ~(tmx_tag_t)0, NULL));
+        }
+        b = ring_query();
+        printf("rank 0: span: %llu of %u sends by the ring (%llu found it full)\n",
+               (unsigned long long)(b.ring.sent - a.ring.sent), NSPAN,
+               (unsigned long long)(b.ring.full - a.ring.full));
+        EXPECT(b.ring.sent - a.ring.sent >= min, "span: %llu of %u sends by the ring, "
+               "expected at least %llu", (unsigned long long)(b.ring.sent - a.ring.sent), NSPAN,
+               min);
+    } else {
+        static unsigned char rbuf[4096];
+
+        for (unsigned i = 0; i < NSPAN; i++) {
+            tmx_tag_recv_info_t info;
+            int                 late = (i / 500) % 2 == 1;
+
+            if (late) {
+                /* the answer first: message i arrives before its receive (unexpected) */
+                CHECK(tmx_tag_send(ep, ack, sizeof(ack), TAG + 1));
+                usleep(50);
+            }
+            check_msg("span", i, recv_one(rbuf, span_len(i), &info), &info, rbuf, span_len(i),
+                      i % 3 == 1);
+            EXPECT(intact(rbuf, span_len(i), i), "span %u (%zu bytes): torn", i, span_len(i));
+            if (!late) {
+                CHECK(tmx_tag_send(ep, ack, sizeof(ack), TAG + 1));
+            }
+        }
+    }
+    CHECK(tmx_job_barrier(job));
+    printf("rank %d: span %s\n", rank, bad ? "FAILED" : "ok");
+}
+
 int main(int argc, char **argv)
 {
     tmx_job_h         job;
@@ -733,6 +807,12 @@ int main(int argc, char **argv)
     }
     if (argc > 1 && strcmp(argv[1], "credits") == 0) {
         phase_credits(job, eps[1 - rank]);
+        goto out;
+    }
+    if (argc > 1 && strcmp(argv[1], "span") == 0) {
+        const char *smin = getenv("RING_SPAN_MIN");
+
+        phase_span(job, eps[1 - rank], smin != NULL ? strtoull(smin, NULL, 10) : NSPAN / 2);
         goto out;
     }
     phase_order(job, eps[1 - rank]);

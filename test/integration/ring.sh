@@ -77,6 +77,17 @@ expect_grep "$T/out" "rank 0: credits: 32 of 32 small sends by the ring (0 found
     "all by the ring"
 expect_grep "$T/out" "rank 1: credits ok" "and all came, in order"
 
+# Messages that fill more than three quarters of a slot but fit one take two positions (ring.h
+# "Spans": the flag in the first slot, the message at the start of the next), starting at every
+# position of the default ring, the last included, for many laps, posted and unexpected: all
+# come in order, intact, and most by the ring (ring.c "span"; before spans they took the queue:
+# 3 of 13 lengths by the ring, fewer than 1500 of 3000)
+run 120 env TMX_RING=yes TMX_SOFT_DATA_IN_ORDER=whole RING_EXPECT_MODE=whole RING_SPAN_MIN=1500 \
+    TMX_WAIT=spin "$TMXRUN" -n 2 --timeout 100 "$prog" span
+expect_rc 0 "two-position messages (spans) in the default ring"
+expect_grep "$T/out" "rank 0: span: [0-9]* of 3000 sends by the ring" "the span phase ran"
+expect_grep "$T/out" "rank 1: span ok" "and all came, in order, intact"
+
 # TMX_RING=auto: while the receiver has rings to spare, a sender is lent one at its first
 # eager message (it was the 16th, then the 2nd: a short job's traffic met the grant midway).
 # One message in the whole job: the receiver lends, the sender takes a ring.
@@ -127,8 +138,9 @@ done
 # flag or stamps, so a 2 KiB message (Open MPI's 2 KiB MPI_Send) fits the default slot (it did
 # not when the slot was 2048 bytes in all). In whole mode a message goes by its slot only while
 # it fills at most three quarters of it (ring.c TMX_RING_FILL: a full slot measured slower than
-# the queue), so 1.5 KiB goes by the ring there and 2 KiB by the queue; aligned128 keeps 2 KiB
-# in the ring.
+# the queue), so 1.5 KiB goes by the ring there; 2 KiB, which fits the slot, takes two
+# positions (ring.h "Spans"), and only a message that does not fit a slot goes by the queue;
+# aligned128 keeps 2 KiB in one slot.
 ring_sent() { # size dio: sent= the fewer ring messages of the two ranks (0 when a rank has none)
     run 60 env TMX_SOFT_DATA_IN_ORDER=$2 TMX_RING=auto TMX_LOG_LEVEL=info "$TMXRUN" -n 2 \
         --timeout 50 "$B/examples/tmx_pingpong" -t lat -m "$1:$1" -n 20 -w 2
@@ -139,7 +151,7 @@ ring_sent() { # size dio: sent= the fewer ring messages of the two ranks (0 when
             sort -n | head -1)
     fi
 }
-for c in "1536 whole ring" "2048 whole queue" "2048 aligned128 ring"; do
+for c in "1536 whole ring" "2048 whole ring" "2200 whole queue" "2048 aligned128 ring"; do
     size=${c%% *}
     path=${c##* }
     dio=${c#* }
@@ -149,7 +161,7 @@ for c in "1536 whole ring" "2048 whole queue" "2048 aligned128 ring"; do
     if [ "$path" = ring ] && [ "${n:-0}" -ge 15 ]; then
         ok "$size B messages by the default ring ($dio): $n sent by each rank's ring at least"
     elif [ "$path" = queue ] && [ "${n:-0}" -eq 0 ]; then
-        ok "$size B messages by the queue ($dio: more than three quarters of the default slot)"
+        ok "$size B messages by the queue ($dio: more than the default slot holds)"
     else
         fail "$size B messages ($dio): ${n:-no} ring messages, expected by the $path"
         show

@@ -448,3 +448,38 @@ Test(ring, rma_map_writev, .timeout = 60)
     loop_close(&l);
 }
 
+
+/* A span's message (ring.h "Spans") lies in its slot short of the slot's flag word, ends on 8
+ * bytes, and has its payload on a 64-byte line when its length allows; its flag (the header
+ * length's TMX_RING_SPAN bit) is returned as read, for the ring's reader to check. */
+Test(ring, span_place_and_flag)
+{
+    static const size_t hlens[] = {16, 24, 32};
+    const size_t        slot    = 2176;
+    uint8_t             s[256], buf[256];
+    tmx_ring_msg_t      msg;
+
+    for (size_t h = 0; h < sizeof(hlens) / sizeof(hlens[0]); h++) {
+        for (size_t len = 1; hlens[h] + len <= slot - TMX_RING_FLAG - 7; len++) {
+            size_t off = tmx_ring_span_off(hlens[h], len, slot);
+
+            cr_assert(off + hlens[h] + len <= slot - TMX_RING_FLAG, "hlen %zu len %zu off %zu",
+                      hlens[h], len, off);
+            cr_assert_eq((off + hlens[h] + len) % 8, 0, "hlen %zu len %zu off %zu", hlens[h],
+                         len, off);
+            if (len % 8 == 0 && 64 + len + TMX_RING_FLAG <= slot) {
+                cr_assert_eq((off + hlens[h]) % 64, 0, "hlen %zu len %zu", hlens[h], len);
+            }
+        }
+    }
+    memset(s, 0, sizeof(s));
+    s[248] = 5;                            /* seq 5 */
+    s[252] = 2064 & 0xff;                  /* a 2 KiB message, longer than this slot */
+    s[253] = 2064 >> 8;
+    s[254] = 16 | TMX_RING_SPAN;
+    s[255] = tmx_ring_marker(0, 1);
+    cr_assert_eq(tmx_ring_slot_read(TMX_RING_MODE_WHOLE, s, sizeof(s), 1, 0, buf, &msg), 1);
+    cr_assert(msg.seq == 5 && msg.len == 2064 && msg.hlen == (16 | TMX_RING_SPAN));
+    s[254] = 16; /* the same lengths without the bit: refused */
+    cr_assert_eq(tmx_ring_slot_read(TMX_RING_MODE_WHOLE, s, sizeof(s), 1, 0, buf, &msg), -1);
+}

@@ -344,8 +344,9 @@ tmx_ring_rx_deliver(tmx_ep_t *ep, tmx_ring_rx_t *rx, const uint8_t *msg, size_t 
 
 /* A flag with TMX_RING_SPAN (ring.h "Spans"), at position head, numbered next: the message
  * is in the next position's slot where tmx_ring_span_off puts it, short of that slot's flag
- * word (checked here: a hostile flag reads nothing outside the slot). Takes the flag's position (the message's is taken on delivery) and points msg at
- * the message; -1 when the flag cannot be (the connection fails). */
+ * word (checked here: a hostile flag reads nothing outside the slot). Takes the flag's
+ * position (the message's is taken on delivery) and points msg at the message; -1 when the
+ * flag cannot be (the connection fails). */
 static __attribute__((noinline)) int tmx_ring_rx_span(tmx_ep_t *ep, tmx_ring_rx_t *rx,
                                                       tmx_ring_msg_t *msg)
 {

@@ -47,8 +47,8 @@
  * more than three quarters of a slot (ring.c TMX_RING_FILL) but fits one takes two positions:
  * the first's slot holds only the flag word at its end (the header length's TMX_RING_SPAN bit
  * set), the message lies near the start of the next position's slot (ring_slot.h
- * tmx_ring_span_off: its payload on a line, its end on 8 bytes), and is written before the flag (two in-place writes on one queue pair, the flag's stored
- * with release). It never reaches the last 8 bytes of that slot, so the place the reader polls
+ * tmx_ring_span_off: its payload on a line, its end on 8 bytes), and is written before the
+ * flag (two in-place writes on one queue pair, the flag's stored with release). It never reaches the last 8 bytes of that slot, so the place the reader polls
  * there keeps an older lap's flag (passed over by its sequence number); the reader takes both
  * positions at once. Such a message sits behind a near-empty slot, as in a slot twice the size,
  * instead of filling its own (the full slot that lost to the queue), and costs no more of the

@@ -96,7 +96,9 @@
  */
 #define TMX_SOFT_RRESP_CHUNK 16384
 /* Reads through the rings from TMX_SOFT_RD_LAP_MIN measure the target's copy mode
- * (tmx_soft_rd_mode); from TMX_SOFT_RD_MEASURE_MIN they would (four records and more). With two records a read measured
+ * (tmx_soft_rd_mode), reads of at least TMX_SOFT_RD_MEASURE_MIN (four records) being the
+ * ones that can be measured at all (below TMX_SOFT_RD_LAP_MIN, a stricter bound, every read
+ * takes tmx_soft_rd_mode_small). With two records a read measured
  * only the gap between them: 32 KiB reads in a window gave 97-520 ps per byte for either mode
  * (steady 83), and ordinary stores taken on that ran at 2.3-6.1 GB/s against main's 11.8-12.3
  * (2026-11-27). A mode is measured only after a ring lap of it (the lap of a

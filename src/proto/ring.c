@@ -937,6 +937,18 @@ tmx_status_t tmx_ring_ctrl_post(tmx_ep_t *ep, uint8_t op, int32_t status)
     return st;
 }
 
+/* A sender that saw its receiver asleep looks again: 1 while it still sleeps (counted). */
+static inline __attribute__((always_inline)) int tmx_ring_tx_asleep(tmx_worker_t  *w,
+                                                                    tmx_ring_tx_t *tx)
+{
+    tmx_ring_tx_sleep(tx);
+    if (tx->asleep) {
+        w->ring_stats.asleep++;
+        return 1;
+    }
+    return 0;
+}
+
 /* The next position written: head, and the markers at a new lap. */
 static inline void tmx_ring_tx_advance(tmx_ring_tx_t *tx)
 {
@@ -978,12 +990,8 @@ tmx_ring_send_span(tmx_ep_t *ep, tmx_ring_tx_t *tx, const void *hdr, size_t hlen
         }
         tx->full_ns = 0;
     }
-    if (tx->asleep) {
-        tmx_ring_tx_sleep(tx);
-        if (tx->asleep) {
-            w->ring_stats.asleep++;
-            return TMX_ERR_NO_RESOURCE; /* the queue wakes it */
-        }
+    if (tx->asleep && tmx_ring_tx_asleep(w, tx)) {
+        return TMX_ERR_NO_RESOURCE; /* the queue wakes it */
     }
     sge[0] = (tmx_sge_t){.addr = (uintptr_t)hdr, .length = (uint32_t)hlen};
     sge[1] = (tmx_sge_t){.addr = (uintptr_t)buf, .length = (uint32_t)len};
@@ -1062,12 +1070,8 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
         }
         tx->full_ns = 0;
     }
-    if (tx->asleep) {
-        tmx_ring_tx_sleep(tx);
-        if (tx->asleep) {
-            w->ring_stats.asleep++;
-            return TMX_ERR_NO_RESOURCE; /* the queue wakes it */
-        }
+    if (tx->asleep && tmx_ring_tx_asleep(w, tx)) {
+        return TMX_ERR_NO_RESOURCE; /* the queue wakes it */
     }
     if (tx->mode == TMX_RING_MODE_WHOLE && hlen + len + TMX_RING_FLAG <= TMX_RING_SMALL) {
         /* a small message (an 8-byte payload): header, payload and flag gathered here into

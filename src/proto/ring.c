@@ -973,12 +973,11 @@ tmx_ring_send_span(tmx_ep_t *ep, tmx_ring_tx_t *tx, const void *hdr, size_t hlen
     tmx_worker_t         *w    = ep->worker;
     size_t                mlen = hlen + len;
     uint64_t              wrid = TMX_WRID(TMX_WRID_RING_TX, ep->id);
-    int                   after_rx = w->rx_msgs != tx->span_rx;
     uint64_t              flag;
     tmx_sge_t             sge[2];
 
-    tx->span_rx = w->rx_msgs;
-    if (!after_rx || !tx->ready || ep->closing || ep->state != TMX_EP_CONNECTED ||
+    tx->span_rx = w->rx_msgs; /* the caller saw a receive since the last send of this size */
+    if (!tx->ready || ep->closing || ep->state != TMX_EP_CONNECTED ||
         ep->sq_busy > 0) {
         return TMX_ERR_NO_RESOURCE; /* a stream of them takes the queue */
     }
@@ -1047,7 +1046,10 @@ tmx_status_t tmx_ring_send(tmx_ep_t *ep, const void *hdr, size_t hlen, const voi
 
     if (__builtin_expect(!tx->ready || hlen + len > tx->max || ep->closing ||
                              ep->state != TMX_EP_CONNECTED, 0)) {
-        if (hlen + len > tx->max && hlen + len <= tx->span_max) {
+        if (hlen + len > tx->max && hlen + len <= tx->span_max &&
+            ep->worker->rx_msgs != tx->span_rx) {
+            /* a span only after a receive: tested here, so that a window's sends (each after
+             * the last) reach the queue without the call */
             return tmx_ring_send_span(ep, tx, hdr, hlen, buf, len);
         }
         return TMX_ERR_NO_RESOURCE;

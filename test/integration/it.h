@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <tmx/tmx.h>
 
@@ -104,6 +105,17 @@ static inline void it_fill(uint8_t *p, size_t n, unsigned seed)
                 exit(1);                                                                          \
             }                                                                                     \
         }                                                                                         \
+    } while (0)
+
+/* Receives the message tagged seed, exactly n bytes, into p (zeroed first) and checks its
+ * pattern (it_fill's on the sending side); the first failure ends the process. */
+#define it_recv_check(worker, p, n, seed)                                                         \
+    do {                                                                                          \
+        tmx_tag_recv_info_t info_;                                                                \
+        memset((p), 0, (n));                                                                      \
+        CHECK(tmx_tag_recv((worker), (p), (n), (seed), ~(tmx_tag_t)0, &info_));                   \
+        REQUIRE(info_.length == (n));                                                             \
+        it_check((p), (n), (seed));                                                               \
     } while (0)
 
 #endif

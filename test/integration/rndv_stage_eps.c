@@ -43,16 +43,6 @@ static double now_sec(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void recv_check(tmx_worker_h worker, uint8_t *buf, unsigned seed)
-{
-    tmx_tag_recv_info_t info;
-
-    memset(buf, 0, LEN);
-    CHECK(tmx_tag_recv(worker, buf, LEN, seed, ~(tmx_tag_t)0, &info));
-    REQUIRE(info.length == LEN);
-    it_check(buf, LEN, seed);
-}
-
 int main(void)
 {
     tmx_job_h     job;
@@ -70,7 +60,7 @@ int main(void)
             it_fill(buf, LEN, (unsigned)p);
             CHECK(tmx_tag_send(eps[p], buf, LEN, (tmx_tag_t)p));
         } else if (rank == p) {
-            recv_check(worker, buf, (unsigned)p);
+            it_recv_check(worker, buf, LEN, (unsigned)p);
         }
     }
     CHECK(tmx_job_barrier(job));
@@ -136,7 +126,7 @@ int main(void)
         it_fill(buf, LEN, 300);
         CHECK(tmx_tag_send(eps[9], buf, LEN, 300));
     } else if (rank == 9) {
-        recv_check(worker, buf, 300);
+        it_recv_check(worker, buf, LEN, 300u);
     }
 
     CHECK(tmx_job_barrier(job));

@@ -51,7 +51,12 @@ for run in "2 full" "4 full" "2 tag1" "4 tm"; do
         fail "np $np $mode: $n_prov of $np ranks say provider tmx, $n_cm pml cm (a fallback?)"
     fi
     grep -E "^(ok|FAIL|PASS)" "$T/out"
-    if [ "$np" = 4 ] && [ "$mode" = full ]; then
+    if [ "$np" = 4 ] && [ "$mode" = full ] &&
+        [ "$(nproc)" -lt "$(getconf _NPROCESSORS_ONLN)" ]; then
+        # tmx takes the launcher's count only for a process that may run on every online CPU
+        echo "ok: np 4: local size not checked (this process may run on $(nproc) of" \
+            "$(getconf _NPROCESSORS_ONLN) online CPUs)"
+    elif [ "$np" = 4 ] && [ "$mode" = full ]; then
         n_local=$(grep -c "wait policy .*: 4 processes share our [0-9]* cpus" "$T/out")
         if [ "$n_local" -ne 4 ]; then
             fail "np 4: $n_local of 4 ranks say 4 processes share their cpus" \

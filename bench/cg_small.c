@@ -55,6 +55,11 @@ static size_t        size = 8;
 static unsigned      window = 64; /* CG_WINDOW */
 static unsigned long polls;
 static int           warm; /* warming up: progress both sides (connection setup needs it) */
+/* progress the sender too while waiting for a receive: a rendezvous message (larger than the
+ * default TMX_EAGER_MAX, 16 KiB) is read from the sender, and the soft device serves a read
+ * below TMX_SOFT_CMA_MIN by the target's progress, so the receive waits for it; the count of
+ * such a message then includes the sender's polls (its work) */
+static int           both;
 static unsigned char sbuf[65536], rbuf[65536];
 
 /* ------------------------------------------------------------------ tmx */
@@ -103,7 +108,7 @@ static void tmx_one(int i, tmx_tag_t tag)
     }
     while ((st = tmx_request_test(r, NULL)) == TMX_INPROGRESS) {
         tmx_worker_progress(wk[1 - i]);
-        if (warm) {
+        if (warm || both) {
             tmx_worker_progress(wk[i]);
         }
         polls++;
@@ -308,7 +313,7 @@ static void cg_fi_wait(int i, struct fi_context *ctx)
         if (n != -FI_EAGAIN) {
             DIE("fi_cq_read: %zd", n);
         }
-        if (warm) {
+        if (warm || both) {
             fi_cq_read(fcq[1 - i], NULL, 0);
         }
     }
@@ -463,6 +468,7 @@ int main(int argc, char **argv)
             DIE("CG_SIZE too large");
         }
     }
+    both = size > 16384;
     memset(sbuf, 0x5a, sizeof(sbuf));
     if (strncmp(mode, "tmx-", 4) == 0) {
         tmx_setup();

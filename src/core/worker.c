@@ -605,8 +605,9 @@ TMX_API tmx_status_t tmx_worker_destroy(tmx_worker_h w)
                  (unsigned long long)w->compact_tx, (unsigned long long)w->compact_rx);
     }
     if (w->stat_credit_msgs + w->num_credit_stalls > 0) {
-        tmx_info("eager credits: %llu returned alone (CREDIT messages), %llu sends found none "
-                 "(window %u, returned alone at %u owed)", (unsigned long long)w->stat_credit_msgs,
+        tmx_info("eager credits: %llu returned alone (CREDIT messages), %llu send attempts "
+                 "found none (a queued send counts at each retry; window %u, returned alone at "
+                 "%u owed)", (unsigned long long)w->stat_credit_msgs,
                  (unsigned long long)w->num_credit_stalls, w->eager_credits,
                  tmx_proto_credit_threshold(w));
     }

@@ -145,7 +145,9 @@ typedef struct tmx_worker {
     unsigned          eager_credits;
     /* counters shown by tmx_info / debug logs */
     uint64_t          num_unexp;
-    uint64_t          num_credit_stalls;
+    uint64_t          num_credit_stalls; /* send attempts that found no eager credit (a
+                                         * queued send counts again at each retry) */
+    uint64_t          stat_credit_msgs;  /* CREDIT messages asked for (proto.h) */
     /* Peer failures (ULFM's "failure pending"): fail_epoch counts the remote workers found
      * failed; a receive remembers the count it has told its user about. Written under the
      * worker's lock, read by test/wait without it. */

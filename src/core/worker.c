@@ -604,6 +604,13 @@ TMX_API tmx_status_t tmx_worker_destroy(tmx_worker_h w)
         tmx_info("compact eager messages (no header): %llu sent, %llu received",
                  (unsigned long long)w->compact_tx, (unsigned long long)w->compact_rx);
     }
+    if (w->stat_credit_msgs + w->num_credit_stalls > 0) {
+        tmx_info("eager credits: %llu returned alone (CREDIT messages), %llu send attempts "
+                 "found none (a queued send counts at each retry; window %u, returned alone at "
+                 "%u owed)", (unsigned long long)w->stat_credit_msgs,
+                 (unsigned long long)w->num_credit_stalls, w->eager_credits,
+                 tmx_proto_credit_threshold(w));
+    }
     if (w->stat_sleeps > 0) {
         tmx_info("blocking waits slept %llu times, %llu of them until the time limit; "
                  "TMX_WAIT=auto's spin at most %u us", (unsigned long long)w->stat_sleeps,

@@ -311,17 +311,17 @@ void tmx_proto_ctrl_drop(tmx_ep_t *ep)
     }
 }
 
-/* One credit back to the peer; sent on its own once half the window is owed (otherwise it
- * rides on the next header going that way). */
+/* One credit back to the peer; sent on its own once tmx_proto_credit_threshold are owed
+ * (otherwise it rides on the next header going that way). */
 void tmx_proto_credit_return(tmx_ep_t *ep)
 {
-    unsigned threshold = ep->worker->eager_credits / 2;
-
     if (ep->ring_rx_now) {
         return; /* a polling ring's message took no eager credit (ring.h, "Credits") */
     }
     ep->credits_owed++;
-    if (ep->credits_owed >= (threshold ? threshold : 1) && ep->state == TMX_EP_CONNECTED) {
+    if (ep->credits_owed >= tmx_proto_credit_threshold(ep->worker) &&
+        ep->state == TMX_EP_CONNECTED) {
+        ep->worker->stat_credit_msgs++;
         tmx_proto_send_ctrl(ep, TMX_PROTO_CREDIT, 0, 0);
     }
 }
@@ -885,7 +885,6 @@ tmx_proto_rx_take(tmx_worker_t *w, tmx_ep_t *ep, tmx_tag_exp_t *exp, uint64_t ta
                   const uint8_t *data, size_t dlen)
 {
     tmx_request_t *rreq      = tmx_container_of(exp, tmx_request_t, exp);
-    unsigned       threshold = w->eager_credits / 2;
     size_t         n         = dlen < rreq->len ? dlen : rreq->len;
 
     rreq->flags        = (uint16_t)((rreq->flags & ~TMX_REQ_FLAG_EXPECTED) | TMX_REQ_FLAG_MATCHED);
@@ -893,7 +892,8 @@ tmx_proto_rx_take(tmx_worker_t *w, tmx_ep_t *ep, tmx_tag_exp_t *exp, uint64_t ta
     rreq->info.has_imm = 0;
     rreq->info.imm     = 0;
     if (!ep->ring_rx_now && /* tmx_proto_credit_return: none for a polling ring's message */
-        ++ep->credits_owed >= (threshold ? threshold : 1) && ep->state == TMX_EP_CONNECTED) {
+        ++ep->credits_owed >= tmx_proto_credit_threshold(w) && ep->state == TMX_EP_CONNECTED) {
+        w->stat_credit_msgs++;
         tmx_proto_send_ctrl(ep, TMX_PROTO_CREDIT, 0, 0);
     }
     /* tmx_proto_deliver */

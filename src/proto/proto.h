@@ -209,6 +209,15 @@ void tmx_proto_rx_ring(tmx_iface_t *iface, tmx_ep_t *ep, const uint8_t *buf, siz
 void tmx_proto_rx_eager(tmx_ep_t *ep, uint64_t tag, const void *data, size_t len, int sync,
                         uint64_t sreq_id, uint64_t imm);
 void tmx_proto_rx_rts(tmx_ep_t *ep, const tmx_proto_rts_hdr_t *rts);
+/* How many owed eager credits the receiver of a stream gathers before it sends them back
+ * alone in a CREDIT (otherwise they ride on the next header going that way): half the
+ * window, at least 1. */
+static inline unsigned tmx_proto_credit_threshold(const tmx_worker_t *w)
+{
+    unsigned t = w->eager_credits / 2;
+
+    return t ? t : 1;
+}
 void tmx_proto_credit_return(tmx_ep_t *ep);
 void tmx_proto_credits_add(tmx_ep_t *ep, unsigned credits);
 tmx_request_t *tmx_proto_sreq_lookup(tmx_ep_t *ep, uint64_t id, unsigned need_flag);

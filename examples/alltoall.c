@@ -237,9 +237,6 @@ static int a2a_parse_opts(int argc, char **argv, a2a_opts_t *opts, char *err, si
     return ret;
 }
 
-/* The byte at offset i of the message from src to dst in round r: depends on all four, so
- * that a message from the wrong rank, to the wrong rank, of another round or shifted is
- * caught. The same function is in bench/alltoall_mpi.c. */
 /* A dissemination barrier of empty tmx messages (tags with the top bit set, which round tags
  * never have): in step k every rank sends to rank + 2^k and receives from rank - 2^k. */
 static void a2a_barrier(tmx_worker_h worker, tmx_ep_h *eps, int size, long r)
@@ -262,6 +259,9 @@ static void a2a_barrier(tmx_worker_h worker, tmx_ep_h *eps, int size, long r)
     }
 }
 
+/* The byte at offset i of the message from src to dst in round r: depends on all four, so
+ * that a message from the wrong rank, to the wrong rank, of another round or shifted is
+ * caught. The same function is in bench/alltoall_mpi.c. */
 static inline unsigned char a2a_pattern(int src, int dst, long r, size_t i)
 {
     uint32_t x = (uint32_t)src * 0x9e3779b1u ^ (uint32_t)dst * 0x85ebca77u ^

@@ -147,6 +147,9 @@ typedef struct tmx_fi_op {
     void             *buf;     /* receive: the user's buffer (or the bounce) */
     size_t            len;
     void             *bounce;  /* iov count > 1: gathered send or scattered receive */
+    /* A receive's tmx parameters from any source (callback tmx_fi_recv_cb, this operation as
+     * user data), set once when the operation is made: fi_trecv's common case builds none */
+    tmx_request_params_t rparams;
     struct iovec      iov[TMX_FI_IOV_LIMIT];
     size_t            iov_count;
     char              inl[TMX_FI_INL_SIZE];

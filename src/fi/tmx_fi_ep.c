@@ -613,10 +613,10 @@ static inline ssize_t tmx_fi_recv_post(tmx_fi_ep_t *ep, tmx_fi_op_t *op, void *b
     } else if (source == NULL) {
         s = tmx_tag_recv_nb(ep->worker, buf, len, tag, mask, &op->rparams, &req);
     } else {
-        params            = op->rparams;
+        params = op->rparams;
         params.field_mask |= TMX_REQ_PARAM_SOURCE;
-        params.source     = source;
-        s = tmx_tag_recv_nb(ep->worker, buf, len, tag, mask, &params, &req);
+        params.source = source;
+        s             = tmx_tag_recv_nb(ep->worker, buf, len, tag, mask, &params, &req);
     }
     if (s != TMX_INPROGRESS) {
         tmx_fi_op_put(op);

@@ -119,9 +119,12 @@ typedef struct tmx_fi_cq {
     size_t                     cap, head, count;
     tmx_fi_err_t              *err_head, *err_tail;
     /* While fi_cq_read progresses an empty CQ of the tagged format: the caller's buffer, where
-     * completions go straight instead of through the ring (NULL otherwise, or once full) */
-    struct fi_cq_tagged_entry *direct;
-    size_t                     direct_left;
+     * completions go straight instead of through the ring, from direct up to direct_end (both
+     * NULL otherwise; equal once full) */
+    struct fi_cq_tagged_entry *direct, *direct_end;
+    /* The worker of the CQ's only endpoint when fi_cq_read may take its short way (no domain
+     * lock, the tagged format, one endpoint bound), NULL otherwise (tmx_fi_cq_hot) */
+    tmx_worker_h               one_worker;
     struct tmx_fi_ep          *eps[TMX_FI_CQ_MAX_EPS];
     int                        neps;
     int                        refs;
@@ -144,6 +147,9 @@ typedef struct tmx_fi_op {
     void             *buf;     /* receive: the user's buffer (or the bounce) */
     size_t            len;
     void             *bounce;  /* iov count > 1: gathered send or scattered receive */
+    /* A receive's tmx parameters from any source (callback tmx_fi_recv_cb, this operation as
+     * user data), set once when the operation is made: fi_trecv's common case builds none */
+    tmx_request_params_t rparams;
     struct iovec      iov[TMX_FI_IOV_LIMIT];
     size_t            iov_count;
     char              inl[TMX_FI_INL_SIZE];
@@ -196,14 +202,12 @@ void         tmx_fi_cq_push_grow(tmx_fi_cq_t *cq, void *context, uint64_t flags,
 static inline void tmx_fi_cq_push(tmx_fi_cq_t *cq, void *context, uint64_t flags, size_t len,
                                   uint64_t tag, uint64_t data)
 {
-    struct fi_cq_tagged_entry *e;
+    struct fi_cq_tagged_entry *e = cq->direct;
 
-    if (cq->direct != NULL) {
-        /* inside fi_cq_read, which found the CQ empty: into the caller's buffer */
-        e = cq->direct++;
-        if (--cq->direct_left == 0) {
-            cq->direct = NULL; /* full: the rest go to the ring */
-        }
+    if (e != cq->direct_end) {
+        /* inside fi_cq_read, which found the CQ empty: into the caller's buffer (once it is
+         * full, direct == direct_end: the rest go to the ring) */
+        cq->direct = e + 1;
     } else {
         if (cq->count == cq->cap) {
             tmx_fi_cq_push_grow(cq, context, flags, len, tag, data);

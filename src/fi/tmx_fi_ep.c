@@ -7,6 +7,9 @@
 
 /* ---------------------------------------------------------------- operations */
 
+static void tmx_fi_recv_cb(tmx_request_h req, tmx_status_t status,
+                           const tmx_tag_recv_info_t *info, void *user_data);
+
 /* tmx_fi_op_get when the free list is empty: a new chunk of operations (NULL at
  * TMX_FI_QUEUE_SIZE or without memory). */
 static __attribute__((noinline)) tmx_fi_op_t *tmx_fi_op_grow(tmx_fi_ep_t *ep)
@@ -31,6 +34,9 @@ static __attribute__((noinline)) tmx_fi_op_t *tmx_fi_op_grow(tmx_fi_ep_t *ep)
     ep->nops += CHUNK;
     for (int i = 0; i < CHUNK; i++) {
         ops[i].ep    = ep; /* calloc'd: req, bounce NULL, iov_count 0 */
+        ops[i].rparams.field_mask = TMX_REQ_PARAM_CALLBACK | TMX_REQ_PARAM_USER_DATA;
+        ops[i].rparams.cb.recv    = tmx_fi_recv_cb;
+        ops[i].rparams.user_data  = &ops[i];
         ops[i].next  = ep->free_ops;
         ep->free_ops = &ops[i];
     }
@@ -596,24 +602,21 @@ static inline ssize_t tmx_fi_recv_post(tmx_fi_ep_t *ep, tmx_fi_op_t *op, void *b
     tmx_request_h        req = NULL;
     tmx_status_t         s;
 
-    op->buf           = buf;
-    op->len           = len;
-    params.field_mask = TMX_REQ_PARAM_CALLBACK | TMX_REQ_PARAM_USER_DATA;
-    params.flags      = 0;
-    params.cb.recv    = tmx_fi_recv_cb;
-    params.user_data  = op;
-    params.source     = source;
-    if (source != NULL) {
-        params.field_mask |= TMX_REQ_PARAM_SOURCE;
-    }
+    op->buf = buf;
+    op->len = len;
     if (cp != NULL) {
         tmx_fi_claim_t *claim = *cp;
         *cp                   = claim->next;
-        params.field_mask &= ~(uint64_t)TMX_REQ_PARAM_SOURCE; /* the message is chosen */
-        s = tmx_tag_msg_recv_nb(ep->worker, buf, len, claim->msg, &params, &req);
+        /* the message is chosen: no source */
+        s = tmx_tag_msg_recv_nb(ep->worker, buf, len, claim->msg, &op->rparams, &req);
         free(claim);
+    } else if (source == NULL) {
+        s = tmx_tag_recv_nb(ep->worker, buf, len, tag, mask, &op->rparams, &req);
     } else {
-        s = tmx_tag_recv_nb(ep->worker, buf, len, tag, mask, &params, &req);
+        params = op->rparams;
+        params.field_mask |= TMX_REQ_PARAM_SOURCE;
+        params.source = source;
+        s             = tmx_tag_recv_nb(ep->worker, buf, len, tag, mask, &params, &req);
     }
     if (s != TMX_INPROGRESS) {
         tmx_fi_op_put(op);

@@ -311,21 +311,6 @@ void tmx_proto_ctrl_drop(tmx_ep_t *ep)
     }
 }
 
-/* One credit back to the peer; sent on its own once tmx_proto_credit_threshold are owed
- * (otherwise it rides on the next header going that way). */
-void tmx_proto_credit_return(tmx_ep_t *ep)
-{
-    if (ep->ring_rx_now) {
-        return; /* a polling ring's message took no eager credit (ring.h, "Credits") */
-    }
-    ep->credits_owed++;
-    if (ep->credits_owed >= tmx_proto_credit_threshold(ep->worker) &&
-        ep->state == TMX_EP_CONNECTED) {
-        ep->worker->stat_credit_msgs++;
-        tmx_proto_send_ctrl(ep, TMX_PROTO_CREDIT, 0, 0);
-    }
-}
-
 void tmx_proto_consumed(tmx_worker_t *w, uint64_t ep_id)
 {
     tmx_ep_t *ep = tmx_hash_get(&w->ep_by_id, ep_id);
@@ -881,21 +866,17 @@ void tmx_proto_credits_add(tmx_ep_t *ep, unsigned credits)
  * one place without their calls (tmx_proto_rx_ring and tmx_proto_rx_compact: every message
  * of a bandwidth test and of a ping-pong). */
 static inline __attribute__((always_inline)) void
-tmx_proto_rx_take(tmx_worker_t *w, tmx_ep_t *ep, tmx_tag_exp_t *exp, uint64_t tag,
-                  const uint8_t *data, size_t dlen)
+tmx_proto_rx_take(tmx_ep_t *ep, tmx_tag_exp_t *exp, uint64_t tag, const uint8_t *data,
+                  size_t dlen)
 {
-    tmx_request_t *rreq      = tmx_container_of(exp, tmx_request_t, exp);
-    size_t         n         = dlen < rreq->len ? dlen : rreq->len;
+    tmx_request_t *rreq = tmx_container_of(exp, tmx_request_t, exp);
+    size_t         n    = dlen < rreq->len ? dlen : rreq->len;
 
     rreq->flags        = (uint16_t)((rreq->flags & ~TMX_REQ_FLAG_EXPECTED) | TMX_REQ_FLAG_MATCHED);
     rreq->info.sender  = ep->remote_uuid;
     rreq->info.has_imm = 0;
     rreq->info.imm     = 0;
-    if (!ep->ring_rx_now && /* tmx_proto_credit_return: none for a polling ring's message */
-        ++ep->credits_owed >= tmx_proto_credit_threshold(w) && ep->state == TMX_EP_CONNECTED) {
-        w->stat_credit_msgs++;
-        tmx_proto_send_ctrl(ep, TMX_PROTO_CREDIT, 0, 0);
-    }
+    tmx_proto_credit_return(ep);
     /* tmx_proto_deliver */
     tmx_copy(rreq->buf, data, n);
     rreq->info.tag    = tag;
@@ -935,7 +916,7 @@ static void tmx_proto_rx_compact(tmx_iface_t *iface, tmx_ep_t *ep, const tmx_wc_
     /* tmx_proto_rx_eager without tag-matching offload, its matched case inline */
     exp = tmx_tag_exp_match(&w->tm, ep->ctag_rx, ep->remote_uuid);
     if (exp != NULL) {
-        tmx_proto_rx_take(w, ep, exp, ep->ctag_rx, buf, wc->byte_len);
+        tmx_proto_rx_take(ep, exp, ep->ctag_rx, buf, wc->byte_len);
         return;
     }
     msg = tmx_proto_message_new(ep, TMX_PROTO_EAGER, 0, 0, ep->ctag_rx, buf, wc->byte_len, NULL,
@@ -1124,7 +1105,7 @@ void tmx_proto_rx_ring(tmx_iface_t *iface, tmx_ep_t *ep, const uint8_t *buf, siz
     tmx_proto_credits_add(ep, h.credits);
     ep->ctag_rx    = h.tag;
     ep->ctag_rx_ok = 1;
-    tmx_proto_rx_take(w, ep, exp, h.tag, buf + sizeof(h), len - sizeof(h));
+    tmx_proto_rx_take(ep, exp, h.tag, buf + sizeof(h), len - sizeof(h));
     if (!tmx_list_is_empty(&ep->pending)) {
         tmx_proto_ep_schedule(ep); /* credits may have come back */
     }

@@ -218,7 +218,21 @@ static inline unsigned tmx_proto_credit_threshold(const tmx_worker_t *w)
 
     return t ? t : 1;
 }
-void tmx_proto_credit_return(tmx_ep_t *ep);
+/* One credit back to the peer: sent on its own once tmx_proto_credit_threshold are owed
+ * (otherwise it rides on the next header going that way); none for a polling ring's message,
+ * which took none (ring.h, "Credits"). Inline: every message of the compact and ring paths
+ * comes through it (tmx_proto_rx_take). */
+static inline void tmx_proto_credit_return(tmx_ep_t *ep)
+{
+    if (ep->ring_rx_now) {
+        return;
+    }
+    if (++ep->credits_owed >= tmx_proto_credit_threshold(ep->worker) &&
+        ep->state == TMX_EP_CONNECTED) {
+        ep->worker->stat_credit_msgs++;
+        tmx_proto_send_ctrl(ep, TMX_PROTO_CREDIT, 0, 0);
+    }
+}
 void tmx_proto_credits_add(tmx_ep_t *ep, unsigned credits);
 tmx_request_t *tmx_proto_sreq_lookup(tmx_ep_t *ep, uint64_t id, unsigned need_flag);
 void tmx_proto_ep_schedule(tmx_ep_t *ep);

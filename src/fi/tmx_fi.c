@@ -720,6 +720,29 @@ static __attribute__((noinline)) ssize_t tmx_fi_cq_copy(tmx_fi_cq_t *cq, void *b
 }
 #undef TMX_FI_CQ_COPY
 
+/* Progress of an empty CQ of the tagged format straight into the caller's buffer: the
+ * completions it makes go to [e, e + count) (tmx_fi_cq_push), the rest to the ring. Progresses
+ * worker alone when given (the CQ's only endpoint's), else every endpoint's. Returns how many
+ * entries it wrote. */
+static inline __attribute__((always_inline)) ssize_t
+tmx_fi_cq_progress_direct(tmx_fi_cq_t *cq, struct fi_cq_tagged_entry *e, size_t count,
+                          tmx_worker_h worker)
+{
+    ssize_t r;
+
+    cq->direct     = e;
+    cq->direct_end = e + count;
+    if (worker != NULL) {
+        tmx_worker_progress(worker);
+    } else {
+        tmx_fi_cq_progress(cq);
+    }
+    r              = cq->direct - e;
+    cq->direct     = NULL;
+    cq->direct_end = NULL;
+    return r;
+}
+
 /* fi_cq_read's general way: manual progress when nothing is ready, then the entries; an
  * error entry first makes -FI_EAVAIL (fi_cq_readerr). A CQ of the tagged format that is empty
  * when the read progresses gets the completions of that progress straight in the caller's
@@ -737,13 +760,7 @@ static __attribute__((noinline)) ssize_t tmx_fi_cq_read_any(tmx_fi_cq_t *cq, voi
     tmx_fi_lock(dom);
     if (cq->count == 0 && cq->err_head == NULL) {
         if (count > 0 && cq->format == FI_CQ_FORMAT_TAGGED) {
-            struct fi_cq_tagged_entry *e = buf;
-            cq->direct                   = e;
-            cq->direct_end               = e + count;
-            tmx_fi_cq_progress(cq);
-            r              = cq->direct - e;
-            cq->direct     = NULL;
-            cq->direct_end = NULL;
+            r = tmx_fi_cq_progress_direct(cq, buf, count, NULL);
             if (r > 0) {
                 tmx_fi_unlock(dom);
                 return r;
@@ -794,12 +811,7 @@ static ssize_t tmx_fi_cq_read(struct fid_cq *fcq, void *buf, size_t count)
         cq->count -= n;
         return (ssize_t)n;
     }
-    cq->direct     = e;
-    cq->direct_end = e + count;
-    tmx_worker_progress(cq->one_worker);
-    r              = cq->direct - e;
-    cq->direct     = NULL;
-    cq->direct_end = NULL;
+    r = tmx_fi_cq_progress_direct(cq, e, count, cq->one_worker);
     if (r > 0) {
         return r; /* the ring may hold more when the buffer filled: the next read's */
     }

@@ -361,6 +361,7 @@ summarize() { # data file
         phase_medians()
         round_tables("lat", "latency")
         round_tables("bw", "bandwidth")
+        same_yardstick()
         if (tm) {
             onoff_table("# tag-matching offload on (TMX_SOFT_TM=yes) / off, per-round ratio: median",
                         "tmxtm", "tmx")
@@ -403,6 +404,43 @@ summarize() { # data file
                 }
                 print ln
             }
+        }
+    }
+    # Every tool judged by the yardstick tmx is judged by: its per-round ratio to the best of the other two,
+    # median over the rounds where all three have a result. "The best of two" is the larger of
+    # two noisy numbers, so a tool exactly as fast as the others scores below 1 in most rounds
+    # (with three equal tools, 1 round in 3 above 1); the scores of the peers show how far below.
+    function same_yardstick(    i, s, m, metric, k, t, u, r, n, v, best, x, ln) {
+        print ""
+        print "# every tool against the best of the other two in the same round, median of the"
+        print "# per-round ratios (rounds with all three): what the ratio of tmx is worth, since a tool"
+        print "# level with the others also scores below 1 by this measure (the peers show how far)"
+        printf "%-10s | %-18s %-18s %-18s | %-18s %-18s %-18s\n", "size", "lat tmx", "ucx",
+               "ompi", "bw tmx", "ucx", "ompi"
+        for (i = 1; i <= ns; i++) {
+            s = sz[i]
+            ln = sprintf("%-10s |", human(s))
+            for (m = 1; m <= 2; m++) {
+                metric = (m == 1) ? "lat" : "bw"
+                for (k = 1; k <= 3; k++) {
+                    t = tools[k]; n = 0; split("", v)
+                    for (r = 1; r <= maxr; r++) {
+                        best = ""
+                        for (u = 1; u <= 3; u++) {
+                            if (!((tools[u], metric, s, r) in rv)) { best = "none"; break }
+                            if (u == k) continue
+                            x = rv[tools[u], metric, s, r]
+                            if (best == "" || (metric == "lat" ? x < best : x > best)) best = x
+                        }
+                        if (best == "none" || best <= 0) continue
+                        v[++n] = rv[t, metric, s, r] / best
+                    }
+                    x = (n == 0) ? "-" : sprintf("%.2f (%.2f..%.2f)", mid(v, n), v[1], v[n])
+                    ln = ln sprintf(" %-18s", x)
+                }
+                if (m == 1) ln = ln " |"
+            }
+            print ln
         }
     }
     # One feature on / off, both measured in every round: medians and the per-round ratio, over

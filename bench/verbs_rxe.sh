@@ -18,7 +18,10 @@
 # in C runs tmx with TMX_MR_CACHE=64 (the registration cache: the first message registers,
 # the rest find it cached), e.g. SIZES="65536 65536C 65536R"; a size ending in N runs tmx with
 # TMX_RNDV_COPY=0 (no staging buffers: each rendezvous buffer registered per message, as before
-# h-verbs6), the "before" of the staging copy in the same run: SIZES="65536 65536N".
+# h-verbs6), the "before" of the staging copy in the same run: SIZES="65536 65536N"; a size
+# ending in A runs perftest in tmx's place too (raw against raw, same rounds, same order): the
+# method's own noise, i.e. how far apart two runs of the same program land in one round, e.g.
+# SIZES="8 8A 4096 4096A". Its rows are labelled tmx but are perftest's.
 #
 # Run from the host (it starts the guest itself; RXE_VM_SCRIPT names scripts/rxe-vm.sh if it
 # is not in this tree), or inside the guest (RXE_VM=1). Environment: ROUNDS, SIZES, LAT_ITERS
@@ -131,6 +134,22 @@ tmx() {
         awk -F, '$1 ~ /^[0-9]+$/ {print; exit}'
 }
 
+# raw_lat SIZE N PKTS_BEFORE TYPICAL AVG PKTS: one ib_send_lat run of N round trips; appends its
+# typical and average latency and the packets per message (perftest sends 2N) to the files
+raw_lat() {
+    local row
+    row=$(perf ib_send_lat -s "$1" -n "$2")
+    echo "$row" | col 5 >>"$4"
+    echo "$row" | col 6 >>"$5"
+    awk -v a="$3" -v b="$(pkts)" -v n="$2" 'BEGIN {printf "%.2f\n", (b - a) / (2 * n)}' >>"$6"
+}
+
+# raw_bw SIZE N FILE: one ib_send_bw run of N messages; appends its MB/s (10^6) to FILE
+raw_bw() {
+    perf ib_send_bw -s "$1" -n "$2" | col 4 |
+        awk '{print ($1 == "nan" ? "nan" : sprintf("%.2f", $1 * 1.048576))}' >>"$3"
+}
+
 # col N [SEP]: field N of the row on stdin, or nan when the run printed no row (it failed) or
 # no number there (ib_send_lat printed "inf" for its typical latency once)
 col() { awk -F"${2:- }" -v n="$1" '{v = $n} END {print (v ~ /^[0-9.eE+-]+$/ ? v : "nan")}'; }
@@ -146,10 +165,12 @@ for s in $sizes; do
 done
 for r in $(seq 1 "$rounds"); do
     for s in $sizes; do
-        z=${s%[RCN]} # the size; "R": tmx_pingpong -R (buffers mapped once, as perftest's are);
+        z=${s%[RCNA]} # the size; "R": tmx_pingpong -R (buffers mapped once, as perftest's are);
         xa=          # "C": TMX_MR_CACHE=64 (registrations cached, dropped by a userfaultfd
         xc=0         # monitor); "N": TMX_RNDV_COPY=0 (registered per message, no staging)
         xn=
+        aa= # "A": perftest in tmx's place (raw against raw)
+        [ "$z" != "$s" ] && [ "${s#"$z"}" = A ] && aa=1
         [ "$z" != "$s" ] && [ "${s#"$z"}" = N ] && xn=1
         [ "$z" != "$s" ] && [ "${s#"$z"}" = R ] && xa=-R
         [ "$z" != "$s" ] && [ "${s#"$z"}" = C ] && xc=64
@@ -167,12 +188,9 @@ for r in $(seq 1 "$rounds"); do
         for who in $(if [ $((r % 2)) = 1 ]; then echo raw tmx; else echo tmx raw; fi); do
             p0=$(pkts)
             if [ "$who" = raw ]; then
-                row=$(perf ib_send_lat -s "$z" -n "$n")
-                echo "$row" | col 5 >>"$T/lat.raw_typ.$s"
-                echo "$row" | col 6 >>"$T/lat.raw_avg.$s"
-                # packets per message: perftest 2n messages
-                awk -v a="$p0" -v b="$(pkts)" -v n="$n" \
-                    'BEGIN {printf "%.2f\n", (b - a) / (2 * n)}' >>"$T/pk.raw.$s"
+                raw_lat "$z" "$n" "$p0" "$T/lat.raw_typ.$s" "$T/lat.raw_avg.$s" "$T/pk.raw.$s"
+            elif [ -n "$aa" ]; then
+                raw_lat "$z" "$n" "$p0" "$T/lat.tmx_med.$s" "$T/lat.tmx.$s" "$T/pk.tmx.$s"
             else
                 # shellcheck disable=SC2086 # xa: no word or one
                 row=$(tmx $xa -t lat -M -m "$z:$z" -n "$tn" -w "$tw")
@@ -185,10 +203,9 @@ for r in $(seq 1 "$rounds"); do
         done
         for who in $(if [ $((r % 2)) = 1 ]; then echo raw tmx; else echo tmx raw; fi); do
             if [ "$who" = raw ]; then
-                row=$(perf ib_send_bw -s "$z" -n "$m")
-                echo "$row" | col 4 |
-                    awk '{print ($1 == "nan" ? "nan" : sprintf("%.2f", $1 * 1.048576))}' \
-                    >>"$T/bw.raw.$s"
+                raw_bw "$z" "$m" "$T/bw.raw.$s"
+            elif [ -n "$aa" ]; then
+                raw_bw "$z" "$m" "$T/bw.tmx.$s"
             else
                 # shellcheck disable=SC2086
                 tmx $xa -t bw -m "$z:$z" -n "$bn" | col 2 , >>"$T/bw.tmx.$s"

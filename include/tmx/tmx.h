@@ -82,7 +82,7 @@ enum tmx_context_params_field {
 
 typedef struct tmx_context_params {
     uint64_t    field_mask;
-    /** Comma-separated provider names to use ("soft", "verbs", "ofi"); overrides
+    /** Comma-separated provider names to use ("soft", "verbs"); overrides
      *  TMX_PROVIDERS. */
     const char *providers;
 } tmx_context_params_t;
@@ -166,7 +166,7 @@ typedef enum {
 
 typedef struct tmx_peer_class_attr {
     int    available;       /**< 0: no device reaches this class */
-    char   provider[16];    /**< "soft", "verbs", "ofi" */
+    char   provider[16];    /**< "soft", "verbs" */
     char   device[32];      /**< device name as tmx_info lists it */
     char   protocol[32];    /**< e.g. "eager+rndv-read" */
     size_t eager_max;       /**< largest message sent eagerly (copied) */

@@ -1,6 +1,8 @@
 #!/bin/sh
 # The ENVIRONMENT section of tmx_config(7) must name exactly the variables that
-# `tmx_info -c` prints (the configuration table). Exit 77 (skip) if tmx_info is not built.
+# `tmx_info -c` prints (the configuration table), with the same defaults and what each
+# accepts (enumeration words, string length, power of two, range bounds). Exit 77 (skip) if
+# tmx_info is not built.
 builddir=${TMX_BUILDDIR:-.}
 srcdir=${TMX_SRCDIR:-.}
 info="$builddir/tools/tmx_info"

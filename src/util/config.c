@@ -217,8 +217,9 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "connects one RC queue pair per peer process."),
      .words = tmx_config_ternary},
     {TMX_CONFIG_FIELD("XRC_DOMAINS", TMX_CONFIG_UINT, "2", xrc_domains,
-                      "XRC domains per node: a peer's messages use one (chosen by the peer), "
-                      "rendezvous data is striped over all."),
+                      "XRC domains per node: the messages of a pair of workers use one (chosen "
+                      "from the two workers' ids), rendezvous data from 128 KiB is striped over "
+                      "all."),
      .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX, .min = 1, .max = 4},
     {TMX_CONFIG_FIELD("SOFT_RING_SIZE", TMX_CONFIG_SIZE, "256k", soft_ring_size,
                       "Soft device: bytes of each per-peer fast ring."),

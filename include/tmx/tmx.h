@@ -97,7 +97,8 @@ TMX_API tmx_status_t tmx_context_create_version(unsigned api_version,
 /** Destroys the context. Its workers must be destroyed first (TMX_ERR_BUSY otherwise). */
 TMX_API tmx_status_t tmx_context_destroy(tmx_context_h context);
 
-/** Prints providers (built and usable), devices and their capabilities. */
+/** Prints providers (built and usable), devices and their capabilities; TMX_ERR_NO_DEVICE
+ *  (after printing) when no selected provider has a usable device. */
 TMX_API tmx_status_t tmx_context_print_info(tmx_context_h context, FILE *stream);
 
 /** Prints every TMX_* configuration variable with its value, default and description. */

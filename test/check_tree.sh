@@ -156,7 +156,8 @@ for o in $opts; do
     esac
 done
 # shellcheck disable=SC2013 # option names hold no spaces
-for o in $(grep -o -e '--\(enable\|disable\|with\)-[a-z0-9-]*[a-z0-9]' "$src/README.md" | sort -u); do
+for o in $(grep -o -e '--\(enable\|disable\|with\)-[a-z0-9-]*[a-z0-9]' "$src/README.md" |
+           sort -u); do
     name=${o#--*-}
     case $o in
         --with-*) want="with:$name" ;;
@@ -186,7 +187,8 @@ for doc in "$src/README.md" "$src"/doc/man/*.md; do
     # shellcheck disable=SC2013 # names hold no spaces
     for n in $(grep -o '\bTMX_[A-Z0-9_]*[A-Z0-9]\b' "$doc" | sort -u); do
         if ! grep -q -x -e "$n" "$tmp/known"; then
-            fail "${doc#"$src"/} names $n, which is not in the public headers, the configuration table or a page title"
+            fail "${doc#"$src"/} names $n, which is not in the public headers," \
+                 "the configuration table or a page title"
         fi
     done
 done

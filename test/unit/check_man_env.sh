@@ -84,7 +84,10 @@ awk -F '\t' '
         if (u == "g") v *= 1073741824
         return sprintf("%.6g", v)
     }
-    function bad(why) { printf "  %s: tmx_info -c says \"%s\", the page \"%s\": %s\n", $1, $2, $3, why; nbad++ }
+    function bad(why) {
+        printf "  %s: tmx_info -c says \"%s\", the page \"%s\": %s\n", $1, $2, $3, why
+        nbad++
+    }
     {
         tbl = $2; pg = $3
         if (tbl ~ /^[a-z0-9]+(\|[a-z0-9]+)+$/) {            # an enumeration or yes|no

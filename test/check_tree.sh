@@ -7,7 +7,8 @@
 #      tree, without PKG_CONFIG_PATH or LD_LIBRARY_PATH, they build the program and run it as
 #      4 ranks under tmxrun;
 #   2. every public function of include/tmx/tmx.h has its section in doc/man/tmx.3.md;
-#   3. every doc/ file the README links to exists, and the scripts parse;
+#   3. every doc/ file the README links to exists, every path of the tree that README.md or
+#      a man page names exists (in the source tree, or built), and the scripts parse;
 #   4. every option of configure.ac (--enable-X, --disable-X, --with-X) is in README.md, and
 #      every --enable-, --disable- or --with- option README.md names is one of them;
 #   5. every TMX_* name in README.md and doc/man/*.md is a name of the public headers, a
@@ -129,6 +130,18 @@ for link in $(grep -o '](doc/[^)#]*)' "$src/README.md" | sed 's/^](//; s/)$//' |
     if [ ! -e "$src/$link" ]; then
         fail "README.md links to $link, which does not exist"
     fi
+done
+# Paths of the tree that README.md and the man pages name (test/..., bench/..., src/...): a
+# file of the source tree or, for a program, of the build tree.
+tree_path='(^|[^A-Za-z0-9_./-])(test|bench|scripts|src|tools|examples|doc|include)/'
+tree_path="$tree_path[A-Za-z0-9_./-]*[A-Za-z0-9_]"
+for doc in "$src/README.md" "$src"/doc/man/*.md; do
+    # shellcheck disable=SC2013 # paths hold no spaces
+    for p in $(grep -o -E "$tree_path" "$doc" | sed -E 's|^[^a-z]||' | sort -u); do
+        if [ ! -e "$src/$p" ] && [ ! -e "$bld/$p" ]; then
+            fail "${doc#"$src"/} names $p, which is neither in the source tree nor built"
+        fi
+    done
 done
 for script in "$src"/scripts/*.sh "$src/.ci/run"; do
     if [ -f "$script" ] && ! bash -n "$script"; then

@@ -134,7 +134,7 @@ done
 # Paths of the tree that README.md and the man pages name (test/..., bench/..., src/...): a
 # file of the source tree or, for a program, of the build tree.
 tree_path='(^|[^A-Za-z0-9_./-])(test|bench|scripts|src|tools|examples|doc|include)/'
-tree_path="$tree_path[A-Za-z0-9_./-]*[A-Za-z0-9_]"
+tree_path="${tree_path}[A-Za-z0-9_./-]*[A-Za-z0-9_]"
 for doc in "$src/README.md" "$src"/doc/man/*.md; do
     # shellcheck disable=SC2013 # paths hold no spaces
     for p in $(grep -o -E "$tree_path" "$doc" | sed -E 's|^[^a-z]||' | sort -u); do

@@ -8,7 +8,10 @@
 #      name and section, or for section 3 a function of the public headers;
 #   4. the converter refuses a page without front matter;
 #   5. it converts a page with every construct and with what roff reads specially (leading
-#      dots and quotes, backslashes, non-ASCII) into roff that groff -ww takes silently.
+#      dots and quotes, backslashes, non-ASCII) into roff that groff -ww takes silently;
+#   6. the OUTPUT samples of tmx_pingpong(1) and tmx_alltoall(1) have the shape of what the
+#      programs print with the defaults: the same comment lines (numbers aside) and, for
+#      tmx_alltoall, the same lines in the same order with the same keys.
 # Run by `make check` (TMX_BUILDDIR, TMX_SRCDIR set); exit 77 (skip) when run without them.
 set -u
 
@@ -164,6 +167,53 @@ else
     done
     if grep -q '^\.not_a_request' "$tmp/all.1"; then
         fail "md2man.awk let a line of text through as a roff request"
+    fi
+fi
+
+# 6. the OUTPUT samples against the programs (2 ranks, a few iterations, the soft device and
+# the defaults: a user's own TMX_* settings or an adapter would change the header lines)
+sample()
+{
+    awk '/^# OUTPUT/ { sect = 1; next } sect && /^```/ { if (code) exit; code = 1; next }
+         code { print }' "$1"
+}
+shape()
+{
+    # numbers are the run's; "key=value" keeps its key
+    sed 's/=[^ ]*/=/g; s/[0-9][0-9.]*/N/g; s/  */ /g'
+}
+clean_env=$(env | sed -n 's/^\(TMX_[A-Za-z0-9_]*\)=.*/-u \1/p' |
+            grep -v -e '-u TMX_BUILDDIR$' -e '-u TMX_SRCDIR$' | tr '\n' ' ')
+if [ -x "$bld/tools/tmxrun" ] && [ -x "$bld/examples/tmx_pingpong" ]; then
+    sample "$src/doc/man/tmx_pingpong.1.md" | grep '^#' | shape >"$tmp/pp.sample"
+    # shellcheck disable=SC2086 # clean_env is a list of -u NAME
+    if ! env $clean_env TMX_PROVIDERS=soft timeout 120 "$bld/tools/tmxrun" -n 2 \
+            "$bld/examples/tmx_pingpong" -t lat,bw -m 1:2 -n 10 -w 1 >"$tmp/pp.out" 2>&1; then
+        cat "$tmp/pp.out"
+        fail "tmx_pingpong did not run for the OUTPUT check"
+    elif [ ! -s "$tmp/pp.sample" ]; then
+        fail "doc/man/tmx_pingpong.1.md: no comment lines in the OUTPUT sample"
+    else
+        shape <"$tmp/pp.out" >"$tmp/pp.shape"
+        while IFS= read -r line; do
+            if ! grep -q -x -F -e "$line" "$tmp/pp.shape"; then
+                sed 's/^/    | /' "$tmp/pp.out"
+                fail "doc/man/tmx_pingpong.1.md's OUTPUT has '$line'," \
+                     "which tmx_pingpong does not print"
+            fi
+        done <"$tmp/pp.sample"
+    fi
+fi
+if [ -x "$bld/tools/tmxrun" ] && [ -x "$bld/examples/tmx_alltoall" ]; then
+    sample "$src/doc/man/tmx_alltoall.1.md" | shape >"$tmp/a2a.sample"
+    # shellcheck disable=SC2086 # clean_env is a list of -u NAME
+    if ! env $clean_env TMX_PROVIDERS=soft timeout 120 "$bld/tools/tmxrun" -n 2 \
+            "$bld/examples/tmx_alltoall" -n 2 -w 1 -T "$(date +%s%N)" >"$tmp/a2a.out" 2>&1; then
+        cat "$tmp/a2a.out"
+        fail "tmx_alltoall did not run for the OUTPUT check"
+    elif ! shape <"$tmp/a2a.out" | diff -u "$tmp/a2a.sample" - >"$tmp/a2a.diff"; then
+        cat "$tmp/a2a.diff"
+        fail "doc/man/tmx_alltoall.1.md's OUTPUT (-) differs from what tmx_alltoall -T prints (+)"
     fi
 fi
 

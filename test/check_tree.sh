@@ -7,7 +7,13 @@
 #      tree, without PKG_CONFIG_PATH or LD_LIBRARY_PATH, they build the program and run it as
 #      4 ranks under tmxrun;
 #   2. every public function of include/tmx/tmx.h has its section in doc/man/tmx.3.md;
-#   3. every doc/ file the README links to exists, and the scripts parse.
+#   3. every doc/ file the README links to exists, every path of the tree that README.md or
+#      a man page names exists (in the source tree, or built), and the scripts parse;
+#   4. every option of configure.ac (--enable-X, --disable-X, --with-X) is in README.md, and
+#      every --enable-, --disable- or --with- option README.md names is one of them;
+#   5. every TMX_* name in README.md and doc/man/*.md is a name of the public headers, a
+#      configuration variable, a page title or a name the library knows not to be
+#      configuration (TMX_BUILDDIR, TMX_SRCDIR, TMX_LOCAL_RANK).
 # Run by `make check` (TMX_BUILDDIR, TMX_SRCDIR set); exit 77 (skip) when run without them.
 set -u
 
@@ -125,10 +131,79 @@ for link in $(grep -o '](doc/[^)#]*)' "$src/README.md" | sed 's/^](//; s/)$//' |
         fail "README.md links to $link, which does not exist"
     fi
 done
+# Paths of the tree that README.md and the man pages name (test/..., bench/..., src/...): a
+# file of the source tree or, for a program, of the build tree.
+tree_path='(^|[^A-Za-z0-9_./-])(test|bench|scripts|src|tools|examples|doc|include)/'
+tree_path="${tree_path}[A-Za-z0-9_./-]*[A-Za-z0-9_]"
+for doc in "$src/README.md" "$src"/doc/man/*.md; do
+    # shellcheck disable=SC2013 # paths hold no spaces
+    for p in $(grep -o -E "$tree_path" "$doc" | sed -E 's|^[^a-z]||' | sort -u); do
+        if [ ! -e "$src/$p" ] && [ ! -e "$bld/$p" ]; then
+            fail "${doc#"$src"/} names $p, which is neither in the source tree nor built"
+        fi
+    done
+done
 for script in "$src"/scripts/*.sh "$src/.ci/run"; do
     if [ -f "$script" ] && ! bash -n "$script"; then
         fail "$script does not parse"
     fi
+done
+
+# --- 4. configure options -------------------------------------------------------------------
+# configure.ac's own options: AC_ARG_ENABLE (--enable-X or --disable-X), and the yes|no|auto
+# switches of m4/tmx_check.m4 (TMX_CHECK_*: --enable-X and its synonym --with-X).
+opts=$( (sed -n 's/^ *AC_ARG_ENABLE(\[\([a-z0-9-]*\)\].*/enable:\1/p' "$src/configure.ac"
+         sed -n 's/^ *AC_ARG_WITH(\[\([a-z0-9-]*\)\].*/with:\1/p' "$src/configure.ac"
+         sed -n 's/^ *TMX_CHECK_[A-Z]*(\[\([a-z0-9-]*\)\].*/enable:\1 with:\1/p' \
+             "$src/configure.ac") | tr ' ' '\n' | sort -u)
+if [ -z "$opts" ]; then
+    fail "found no options in configure.ac"
+fi
+for o in $opts; do
+    name=${o#*:}
+    case $o in
+        enable:*) grep -q -e "--enable-$name\b" -e "--disable-$name\b" "$src/README.md" ||
+                      fail "configure's --enable-$name (or --disable-$name) is not in README.md" ;;
+        with:*)   grep -q -e "--with-$name\b" "$src/README.md" ||
+                      fail "configure's --with-$name is not in README.md" ;;
+    esac
+done
+# shellcheck disable=SC2013 # option names hold no spaces
+for o in $(grep -o -e '--\(enable\|disable\|with\)-[a-z0-9-]*[a-z0-9]' "$src/README.md" |
+           sort -u); do
+    name=${o#--*-}
+    case $o in
+        --with-*) want="with:$name" ;;
+        *)        want="enable:$name" ;;
+    esac
+    if ! printf '%s\n' "$opts" | grep -q -x -e "$want"; then
+        fail "README.md names $o, which configure.ac does not have"
+    fi
+done
+
+# --- 5. TMX_* names in the documentation --------------------------------------------------
+# Known: the public headers' names, the configuration table's variables (config.c), the names
+# config.c knows are not configuration, the pages' titles. A name ending in _ is a prefix
+# (TMX_ERR_\*); TMX_EAGERMAX is tmx_config(7)'s example of a typo, TMX_NAME a placeholder.
+{
+    cat "$src"/include/tmx/*.h | grep -o '\bTMX_[A-Z0-9_]*'
+    sed -n 's/.*TMX_CONFIG_FIELD("\([A-Z0-9_]*\)".*/TMX_\1/p' "$src/src/util/config.c"
+    sed -n '/tmx_config_ignored\[\]/,/NULL/s/^ *"\([A-Z0-9_]*\)",.*/TMX_\1/p' \
+        "$src/src/util/config.c"
+    sed -n 's/^title: \(TMX[A-Z0-9_]*\)$/\1/p' "$src"/doc/man/*.md
+    printf '%s\n' TMX_EAGERMAX TMX_NAME
+} >"$tmp/known"
+if [ "$(grep -c -x 'TMX_EAGER_MAX\|TMX_LOCAL_RANK\|TMX_OK\|TMX_INFO' "$tmp/known")" -lt 4 ]; then
+    fail "the list of known TMX_* names is incomplete (config.c or the headers changed shape)"
+fi
+for doc in "$src/README.md" "$src"/doc/man/*.md; do
+    # shellcheck disable=SC2013 # names hold no spaces
+    for n in $(grep -o '\bTMX_[A-Z0-9_]*[A-Z0-9]\b' "$doc" | sort -u); do
+        if ! grep -q -x -e "$n" "$tmp/known"; then
+            fail "${doc#"$src"/} names $n, which is not in the public headers," \
+                 "the configuration table or a page title"
+        fi
+    done
 done
 
 if [ "$failures" -gt 0 ]; then

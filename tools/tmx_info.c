@@ -259,9 +259,15 @@ static int tmx_info_run(unsigned what)
     if (context == NULL) {
         goto out;
     }
-    if ((what & TMX_INFO_DEVICES) && tmx_context_print_info(context, stdout) != TMX_OK) {
-        fprintf(stderr, "tmx_info: cannot print devices\n");
-        ret = 1;
+    if (what & TMX_INFO_DEVICES) {
+        status = tmx_context_print_info(context, stdout);
+        if (status == TMX_ERR_NO_DEVICE) {
+            fprintf(stderr, "tmx_info: no usable device (see the providers above)\n");
+            ret = 1;
+        } else if (status != TMX_OK) {
+            fprintf(stderr, "tmx_info: cannot print devices: %s\n", tmx_status_string(status));
+            ret = 1;
+        }
     }
     if ((what & TMX_INFO_WORKER) && tmx_info_worker(context) != 0) {
         ret = 1;

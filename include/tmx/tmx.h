@@ -82,7 +82,7 @@ enum tmx_context_params_field {
 
 typedef struct tmx_context_params {
     uint64_t    field_mask;
-    /** Comma-separated provider names to use ("soft", "verbs", "ofi"); overrides
+    /** Comma-separated provider names to use ("soft", "verbs"); overrides
      *  TMX_PROVIDERS. */
     const char *providers;
 } tmx_context_params_t;
@@ -97,7 +97,8 @@ TMX_API tmx_status_t tmx_context_create_version(unsigned api_version,
 /** Destroys the context. Its workers must be destroyed first (TMX_ERR_BUSY otherwise). */
 TMX_API tmx_status_t tmx_context_destroy(tmx_context_h context);
 
-/** Prints providers (built and usable), devices and their capabilities. */
+/** Prints providers (built and usable), devices and their capabilities; TMX_ERR_NO_DEVICE
+ *  (after printing) when no selected provider has a usable device. */
 TMX_API tmx_status_t tmx_context_print_info(tmx_context_h context, FILE *stream);
 
 /** Prints every TMX_* configuration variable with its value, default and description. */
@@ -166,7 +167,7 @@ typedef enum {
 
 typedef struct tmx_peer_class_attr {
     int    available;       /**< 0: no device reaches this class */
-    char   provider[16];    /**< "soft", "verbs", "ofi" */
+    char   provider[16];    /**< "soft", "verbs" */
     char   device[32];      /**< device name as tmx_info lists it */
     char   protocol[32];    /**< e.g. "eager+rndv-read" */
     size_t eager_max;       /**< largest message sent eagerly (copied) */

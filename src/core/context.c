@@ -265,6 +265,7 @@ TMX_API tmx_status_t tmx_context_print_info(tmx_context_h ctx, FILE *stream)
 {
     const tmx_topo_t *topo;
     int               self;
+    int               usable = 0;
 
     if (ctx == NULL || stream == NULL) {
         return TMX_ERR_INVALID_PARAM;
@@ -293,6 +294,7 @@ TMX_API tmx_status_t tmx_context_print_info(tmx_context_h ctx, FILE *stream)
         if (num == 0) {
             fprintf(stream, "#   no devices\n");
         }
+        usable += num;
         for (int d = 0; d < num; d++) {
             fprintf(stream, "#   device %s\n", devs[d]->name);
             tmx_print_caps(stream, &devs[d]->attr, topo, self);
@@ -300,7 +302,9 @@ TMX_API tmx_status_t tmx_context_print_info(tmx_context_h ctx, FILE *stream)
             prov->ops->dev_close(devs[d]);
         }
     }
-    return TMX_OK;
+    /* Everything is printed either way; the status says whether a worker could open a device
+     * (tmx_info -d exits 1 when none can, as tmx_info(1) says). */
+    return usable > 0 ? TMX_OK : TMX_ERR_NO_DEVICE;
 }
 
 TMX_API void tmx_config_print(FILE *stream, unsigned flags)

@@ -190,7 +190,7 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "Eager-RDMA rings: small messages written into memory the receiver polls. "
                       "auto lends one to a sender at its first message while rings are to "
                       "spare, at its 16th once all are lent; yes from its "
-                      "first (and warns where none can be); no never."),
+                      "first; no never."),
      .words = tmx_config_ternary},
     {TMX_CONFIG_FIELD("RING_MODE", TMX_CONFIG_ENUM, "auto", ring_mode,
                       "For tests only: the ring mode a receiver uses whatever its device's "
@@ -206,8 +206,9 @@ static const tmx_config_field_t tmx_config_table[] = {
      .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX | TMX_CONFIG_F_POW2, .min = 128,
      .max = 65536},
     {TMX_CONFIG_FIELD("RING_PEERS", TMX_CONFIG_UINT, "8", ring_peers,
-                      "Rings a worker lends at most (to its busiest senders, first come); each "
-                      "costs RING_SLOTS x RING_SLOT_SIZE bytes of device memory."),
+                      "Rings a worker lends at most (to its busiest senders, first come); the "
+                      "first two cost about RING_SLOTS x RING_SLOT_SIZE bytes of device memory "
+                      "each, the others a quarter of that."),
      .flags = TMX_CONFIG_F_MAX, .max = 4096},
     {TMX_CONFIG_FIELD("XRC", TMX_CONFIG_ENUM, "auto", xrc,
                       "XRC domains: auto and yes connect through the node's XRC domains where "
@@ -216,8 +217,9 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "connects one RC queue pair per peer process."),
      .words = tmx_config_ternary},
     {TMX_CONFIG_FIELD("XRC_DOMAINS", TMX_CONFIG_UINT, "2", xrc_domains,
-                      "XRC domains per node: a peer's messages use one (chosen by the peer), "
-                      "rendezvous data is striped over all."),
+                      "XRC domains per node: the messages of a pair of workers use one (chosen "
+                      "from the two workers' ids), rendezvous data from 128 KiB is striped over "
+                      "all."),
      .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX, .min = 1, .max = 4},
     {TMX_CONFIG_FIELD("SOFT_RING_SIZE", TMX_CONFIG_SIZE, "256k", soft_ring_size,
                       "Soft device: bytes of each per-peer fast ring."),

@@ -31,6 +31,22 @@ run 30 "$INFO" -d
 expect_rc 0 "tmx_info -d"
 expect_grep "$T/out" '^#   device ' "tmx_info -d lists the devices"
 
+# No usable device (the providers selected have none; here verbs, when it was built, on a
+# machine without an RDMA port): -d and the default print what they found and exit 1, as
+# tmx_info(1) says. A machine with an RDMA port has a device: exit 0.
+for opt in -d ""; do
+    # shellcheck disable=SC2086 # an empty $opt is no argument
+    run 30 env TMX_PROVIDERS=verbs "$INFO" $opt
+    if grep -q '^# providers built: .*verbs' "$T/out"; then
+        if grep -q '^#   device ' "$T/out"; then
+            expect_rc 0 "TMX_PROVIDERS=verbs tmx_info $opt with an RDMA device"
+        else
+            expect_rc 1 "TMX_PROVIDERS=verbs tmx_info $opt without a usable device"
+            expect_grep "$T/err" 'no usable device' "TMX_PROVIDERS=verbs tmx_info $opt says why"
+        fi
+    fi
+done
+
 run 30 "$INFO" -v
 expect_rc 0 "tmx_info -v"
 if grep -q '^# provider' "$T/out"; then

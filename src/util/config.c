@@ -248,8 +248,9 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "Soft device: maximum number of queue pairs per device."),
      .flags = TMX_CONFIG_F_MIN, .min = 1},
     {TMX_CONFIG_FIELD("SOFT_MAX_MRS", TMX_CONFIG_UINT, "4096", soft_max_mrs,
-                      "Soft device: maximum number of memory regions per device."),
-     .flags = TMX_CONFIG_F_MIN, .min = 1},
+                      "Soft device: maximum number of memory regions per device (a region's "
+                      "index is 24 bits of its key)."),
+     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX, .min = 1, .max = 1u << 24},
     {TMX_CONFIG_FIELD("SOFT_CMA", TMX_CONFIG_ENUM, "auto", soft_cma,
                       "Soft device: use cross-memory attach (process_vm_readv) for large copies."),
      .words = tmx_config_ternary},

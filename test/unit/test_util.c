@@ -171,6 +171,7 @@ Test(config, bad_values_rejected)
         {"RANK", "2147483648"},    {"SIZE", "x"},               {"PEER_TIMEOUT", "0"},
         {"PEER_TIMEOUT", "-1"},    {"PEER_TIMEOUT", "nan"},     {"PEER_TIMEOUT", "inf"},
         {"PEER_TIMEOUT", "1s"},    {"BOOT_TIMEOUT", ""},        {"NO_SUCH_VARIABLE", "1"},
+        {"SOFT_MAX_MRS", "16777217"},
     };
     tmx_config_t cfg;
     tmx_config_t ref;

@@ -121,11 +121,29 @@ log "# binding: one rank per core when N <= $cores (tmxrun's default, mpirun --b
 
 # ---------------------------------------------------------------- one run
 
-shm_used_kib() { df -k --output=used /dev/shm 2> /dev/null | tail -1 | tr -d ' '; }
+# The samplers run every 0.1 s beside the job on a machine it oversubscribes, so they start as
+# few processes as they can (h-a2a5 saw a monitor of six processes a sample slow the job's
+# start-up placement): df is the one program; /proc/meminfo is read by the shell itself.
+shm_used_kib() {
+    local u
+    u=$(df -k --output=used /dev/shm 2> /dev/null) || return 0
+    u=${u##*$'\n'}
+    echo "${u// /}"
+}
+# meminfo_kib FIELD: a /proc/meminfo field in KiB, read without starting a process
+meminfo_kib() {
+    local k v _
+    while read -r k v _; do
+        if [ "$k" = "$1:" ]; then
+            echo "$v"
+            return 0
+        fi
+    done < /proc/meminfo
+}
 # Every shmem page of the machine (/dev/shm files, memfd segments, SysV): the one count that
 # sees tmx's memfd segments and Open MPI's /dev/shm files alike, whether mapped or not.
-shmem_kib() { awk '/^Shmem:/ { print $2 }' /proc/meminfo; }
-mem_avail_mib() { awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo; }
+shmem_kib() { meminfo_kib Shmem; }
+mem_avail_mib() { echo $(($(meminfo_kib MemAvailable) / 1024)); }
 
 # Runs one job in the background and samples, every 0.1 s while it runs, the /dev/shm usage
 # (its peak minus the usage before the launch goes to the data) and the machine's available

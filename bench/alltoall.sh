@@ -4,7 +4,7 @@
 # all-to-all round, the job's shared and private memory, and start-up. See bench/README.md.
 #
 #   bench/alltoall.sh [-r ROUNDS] [-n COUNTS] [-m SIZE] [-I ITERS] [-W WARMUP] [-t SECONDS]
-#                     [-i SECONDS] [-M MIB] [-e NAME=VALUE]... [-o DIR] [BUILDDIR]
+#                     [-i SECONDS] [-M MIB] [-e NAME=VALUE]... [-b LEVEL] [-o DIR] [BUILDDIR]
 #
 # BUILDDIR is a tmx build directory (tools/tmxrun and examples/tmx_alltoall in it); without it
 # tmxrun and tmx_alltoall are taken from PATH. Builds only bench/alltoall_mpi.c (mpicc).
@@ -27,6 +27,8 @@ usage: $0 [options] [BUILDDIR]
               larger of 4096 and a quarter of MemTotal); reported as mem-guard
   -e NAME=VAL an environment variable for the tmx runs only (repeatable), e.g.
               -e TMX_SOFT_RING_SIZE=32k
+  -b LEVEL    tmxrun --bind-to LEVEL for the tmx runs (none, core, numa, socket; default:
+              tmxrun's own, one rank per core, none when oversubscribed)
   -o DIR      where raw outputs go (default bench/results/alltoall-<date>-<time>)
   BUILDDIR    tmx build directory holding tools/tmxrun and examples/tmx_alltoall
               (default: tmxrun and tmx_alltoall from PATH)
@@ -45,6 +47,7 @@ min_avail_mib=""
 outdir=""
 builddir=""
 tmx_env=()
+tmx_bind=()
 while [ $# -gt 0 ]; do
     case "$1" in
     -r) [ $# -ge 2 ] || { usage >&2; exit 2; }; rounds=$2; shift 2 ;;
@@ -58,6 +61,9 @@ while [ $# -gt 0 ]; do
     -e) [ $# -ge 2 ] || { usage >&2; exit 2; }
         case "$2" in [A-Za-z_]*=*) ;; *) echo "$0: bad -e '$2' (NAME=VALUE)" >&2; exit 2 ;; esac
         tmx_env+=("$2"); shift 2 ;;
+    -b) [ $# -ge 2 ] || { usage >&2; exit 2; }
+        case "$2" in none|core|numa|socket) ;; *) echo "$0: bad -b '$2'" >&2; exit 2 ;; esac
+        tmx_bind=(--bind-to "$2"); shift 2 ;;
     -o) [ $# -ge 2 ] || { usage >&2; exit 2; }; outdir=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     -*) echo "$0: unknown option $1" >&2; usage >&2; exit 2 ;;
@@ -117,7 +123,7 @@ log "# raw outputs: $outdir"
 log "# tmx : $tmx_status${tmxrun:+ ($tmxrun -n N $a2a)}${tmx_env[*]:+, env ${tmx_env[*]}}"
 log "# ompi: $ompi_status${ompi_ver:+ ($ompi_ver): mpirun --oversubscribe -np N}"
 log "# binding: one rank per core when N <= $cores (tmxrun's default, mpirun --bind-to core)," \
-    "none above (tmxrun's default, mpirun --bind-to none)"
+    "none above (tmxrun's default, mpirun --bind-to none)${tmx_bind[*]:+; tmx runs: tmxrun ${tmx_bind[*]}}"
 
 # ---------------------------------------------------------------- one run
 
@@ -210,7 +216,7 @@ run_tmx() { # ranks round
     # (default 4096): raise it for jobs of more than 2040 ranks, below any -e given.
     [ "$qps" -lt 4096 ] && qps=4096
     run_one tmx "$n" "$2" env TMX_SOFT_MAX_QPS="$qps" ${tmx_libpath:+LD_LIBRARY_PATH="$tmx_libpath"} \
-        "${tmx_env[@]}" "$tmxrun" -n "$n" "$a2a" -m "$size" -n "$iters" -w "$warmup" -H 300
+        "${tmx_env[@]}" "$tmxrun" "${tmx_bind[@]}" -n "$n" "$a2a" -m "$size" -n "$iters" -w "$warmup" -H 300
 }
 
 run_ompi() { # ranks round

@@ -97,6 +97,14 @@ run 20 env "HWLOC_SYNTHETIC=$SYNTH" "$TMXRUN" -n 4 --map-by socket --bind-to soc
     ok "TMX_LOCAL_SIZE counts the ranks bound to the same socket" ||
     fail "TMX_LOCAL_SIZE with --bind-to socket: $(cat "$T/out")"
 
+# --bind-to core with more ranks than cores: round-robin over the cores (rank r on core r mod
+# 16), and each rank is told how many share its core, so that those that do yield.
+run 20 env "HWLOC_SYNTHETIC=$SYNTH" "$TMXRUN" -n 18 --bind-to core --timeout 15 \
+    sh -c 'echo "$TMX_RANK $TMX_BIND_CPUS $TMX_LOCAL_SIZE"'
+[ "$(sort -n "$T/out" | sed -n '1p;2p;3p;17p;18p' | tr '\n' ' ')" = "0 0-1 2 1 2-3 2 2 4-5 1 16 0-1 2 17 2-3 2 " ] &&
+    ok "--bind-to core, 18 ranks on 16 cores: 0 and 16 share core 0, 1 and 17 core 1 (TMX_LOCAL_SIZE 2)" ||
+    fail "--bind-to core, 18 ranks: $(sort -n "$T/out" | tr '\n' ',')"
+
 # A cgroup that allows CPUs 6-11 and 24-31: 7 cores on NUMA nodes 0, 1 and 3.
 X="$S/cgroup.xml"
 binds HWLOC_XMLFILE "$X" 3
@@ -140,5 +148,17 @@ if [ "$(nproc)" -ge 2 ]; then
         fail "taskset -c $first, 2 ranks: $(cat "$T/out")"
 else
     echo "skip: the taskset checks need 2 CPUs"
+fi
+# Ranks that share a core here (--bind-to core, at least 2 per core) take themselves for
+# oversubscribed (TMX_LOCAL_SIZE above their CPUs) and yield when they wait (tmx_info -w).
+n=$((2 * $(nproc)))
+if [ "$n" -le 32 ]; then
+    run 60 "$TMXRUN" -n "$n" --bind-to core --timeout 50 "$B/tools/tmx_info" -w
+    expect_rc 0 "--bind-to core, $n ranks here: tmx_info -w in every rank"
+    [ "$(grep -c '^#   oversubscribed   yes, idle polls yield' "$T/out")" = "$n" ] &&
+        ok "  ... every rank that shares a core is oversubscribed and yields" ||
+        fail "  ... oversubscribed: $(grep '^#   oversubscribed' "$T/out" | sort | uniq -c | tr '\n' ',')"
+else
+    echo "skip: $(nproc) CPUs: the shared-core check runs at most 32 ranks"
 fi
 finish

@@ -53,6 +53,9 @@
 #define TMXRUN_EXIT_TIMEOUT 124
 #define TMXRUN_KILL_GRACE 2.0  /* seconds from SIGTERM to SIGKILL */
 #define TMXRUN_HELLO_TIME 10.0 /* seconds a new connection has to say hello */
+/* seconds after the start at which oversubscribed ranks that started one per core get the
+ * allowed CPUs back even if no allgather completed (a program that does not use tmx_job) */
+#define TMXRUN_RELEASE_TIME 2.0
 #define TMXRUN_LEFT_GRACE 2.0  /* seconds a rank that closed the bootstrap may take to exit */
 /* Connections that have not said hello yet may number the ranks that have not joined (each
  * may be slow to speak: a loaded machine, thousands of ranks starting at once) plus this
@@ -107,6 +110,7 @@ typedef struct tmxrun_rank {
     double left_time; /* when it closed */
     int in_round;     /* contributed to the allgather in progress */
     int conn;         /* index into conns or -1 */
+    pid_t hello_pid;  /* the pid its hello gave (a wrapper's child may be the rank), 0 unknown */
     tmxrun_out_t out[2];
 } tmxrun_rank_t;
 
@@ -151,6 +155,12 @@ typedef struct tmxrun {
     uint64_t cookie;
     tmx_topo_t *topo;          /* NULL: no hwloc or no topology; nothing is bound */
     tmx_topo_place_t *places;  /* per rank, with topo */
+    /* Oversubscribed by default (not bound): the cores the ranks start on, one each round-robin,
+     * so that the job starts evenly spread; they get places[].cpus back (the allowed CPUs) when
+     * the first allgather completes, i.e. once every rank is up. NULL otherwise. */
+    tmx_topo_place_t *start;
+    int               released; /* start's bindings were given back */
+    double            release_deadline; /* ... at the latest (a program without tmx_job) */
     int bind;                  /* what the ranks are bound to (tmx_topo_level_t) */
     char topo_err[256];        /* why topo is NULL */
     /* the allgather in progress */
@@ -687,6 +697,21 @@ static int tmxrun_place(tmxrun_t *run)
         tmxrun_msg("mapping %d ranks: %s", run->nlocal, err);
         return -1;
     }
+    /* Oversubscribed and nothing asked: the ranks are free to move (an even binding cannot
+     * leave a core another busy process holds), but they start spread evenly over the cores,
+     * which the kernel's placement of processes that start, sleep and spin by turns often is
+     * not for the first hundreds of ms (bench/README.md, h-a2a5). Released at the first
+     * allgather, before any of them can have sent a message. */
+    if (o->bind == TMXRUN_AUTO && o->map_by == TMXRUN_AUTO && run->bind == TMX_TOPO_NONE &&
+        tmx_topo_this_system(run->topo)) {
+        run->start = calloc((size_t)run->nlocal, sizeof(*run->start));
+        if (run->start == NULL ||
+            tmx_topo_map(run->topo, run->nlocal, TMX_TOPO_CORE, TMX_TOPO_CORE, run->start, err,
+                         sizeof(err)) != TMX_OK) {
+            free(run->start); /* not needed to run: the ranks start where the kernel puts them */
+            run->start = NULL;
+        }
+    }
     return 0;
 }
 
@@ -707,7 +732,10 @@ static void tmxrun_report(tmxrun_t *run, int rank, pid_t pid)
     } else {
         snprintf(numa, sizeof(numa), "several numa nodes");
     }
-    if (pl->bind_index < 0) {
+    if (pl->bind_index < 0 && run->start != NULL) {
+        tmxrun_msg("rank %d (pid %d) not bound: cpus %s (%s), starts on core %d: cpus %s", rank,
+                   (int)pid, pl->cpus, numa, run->start[li].bind_index, run->start[li].cpus);
+    } else if (pl->bind_index < 0) {
         tmxrun_msg("rank %d (pid %d) not bound: cpus %s (%s)", rank, (int)pid, pl->cpus, numa);
     } else {
         tmxrun_msg("rank %d (pid %d) bound to %s %d: cpus %s (%s)%s", rank, (int)pid,
@@ -820,7 +848,10 @@ static void tmxrun_child(tmxrun_t *run, int rank, const char *addr, int outfd[2]
      * binding and the NUMA node, so that the library need not load the topology again. */
     if (run->places != NULL) {
         const tmx_topo_place_t *pl = &run->places[li];
-        tmxrun_setenv_int("TMX_LOCAL_SIZE", pl->local_size);
+        /* A rank that starts on one core (run->start) reads its local size there, before the
+         * release: the ranks started on that core, as many per CPU as it will have later. */
+        tmxrun_setenv_int("TMX_LOCAL_SIZE",
+                          (run->start != NULL) ? run->start[li].local_size : pl->local_size);
         setenv("TMX_BIND", tmx_topo_level_name((tmx_topo_level_t)run->bind), 1);
         if (pl->bind_index >= 0) {
             setenv("TMX_BIND_CPUS", pl->cpus, 1);
@@ -842,6 +873,9 @@ static void tmxrun_child(tmxrun_t *run, int rank, const char *addr, int outfd[2]
         if (run->opts.bind != TMXRUN_AUTO) {
             _exit(127);
         }
+    }
+    if (run->start != NULL) {
+        (void)tmx_topo_bind(run->topo, run->start[li].cpus); /* only where it starts */
     }
     execv(run->opts.path, run->opts.argv);
     fprintf(stderr, "tmxrun: rank %d: cannot execute '%s': %s\n", rank, run->opts.path,
@@ -1214,9 +1248,73 @@ static void tmxrun_rank_gone(tmxrun_t *run, int r)
     tmxrun_round_check(run);
 }
 
+/* Is pid a descendant of ancestor (within a few generations: a wrapper script and what it
+ * runs)? The parent of each from /proc/PID/stat. */
+static int tmxrun_descends(pid_t pid, pid_t ancestor)
+{
+    for (int depth = 0; depth < 8 && pid > 1; depth++) {
+        char  path[64];
+        char  buf[512];
+        FILE *f;
+        char *p;
+        int   ppid = 0;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        f = fopen(path, "r");
+        if (f == NULL) {
+            return 0;
+        }
+        p = fgets(buf, sizeof(buf), f);
+        fclose(f);
+        /* "pid (comm) state ppid ...": comm may hold anything, so after its last ')' */
+        if (p == NULL || (p = strrchr(buf, ')')) == NULL || sscanf(p + 1, " %*c %d", &ppid) != 1) {
+            return 0;
+        }
+        if (ppid == (int)ancestor) {
+            return 1;
+        }
+        pid = (pid_t)ppid;
+    }
+    return 0;
+}
+
+static void tmxrun_give_back(tmxrun_t *run, int r, pid_t pid)
+{
+    const char *cpus = run->places[run->ranks[r].local_idx].cpus;
+
+    if (tmx_topo_bind_pid(run->topo, pid, cpus) != 0 && errno != ESRCH) {
+        tmxrun_msg("rank %d: giving back cpus %s after the start (pid %d): %s", r, cpus,
+                   (int)pid, strerror(errno));
+    }
+}
+
+/* Every rank is up (the first allgather is complete): the ranks that started on one core each
+ * (run->start) get the allowed CPUs back before they learn the result. The process that said
+ * hello may be a child of the one started (a wrapper): it is given them too, once it is known
+ * to descend from it (the hello's pid is the rank's word, not to be trusted further). */
+static void tmxrun_release_start(tmxrun_t *run)
+{
+    if (run->start == NULL || run->released) {
+        return;
+    }
+    run->released = 1;
+    for (int r = 0; r < run->opts.np; r++) {
+        tmxrun_rank_t *rk = &run->ranks[r];
+        if (rk->remote || !rk->alive || rk->pid <= 0) {
+            continue;
+        }
+        tmxrun_give_back(run, r, rk->pid);
+        if (rk->hello_pid > 0 && rk->hello_pid != rk->pid && tmxrun_descends(rk->hello_pid, rk->pid)) {
+            tmxrun_give_back(run, r, rk->hello_pid);
+        }
+    }
+}
+
 static void tmxrun_round_complete(tmxrun_t *run)
 {
     tmxrun_buf_t *b = run->round;
+
+    tmxrun_release_start(run);
 
     for (int r = 0; r < run->opts.np; r++) {
         tmxrun_rank_t *rk = &run->ranks[r];
@@ -1349,8 +1447,9 @@ static int tmxrun_conn_message(tmxrun_t *run, int c)
                         ntohl(cn->hello.pid));
             return -1;
         }
-        cn->rank                = (int)rank;
-        run->ranks[rank].joined = 1;
+        cn->rank                   = (int)rank;
+        run->ranks[rank].joined    = 1;
+        run->ranks[rank].hello_pid = (pid_t)ntohl(cn->hello.pid);
         run->ranks[rank].conn   = c;
         run->nsilent--;
         run->njoined++;
@@ -1541,6 +1640,9 @@ static void tmxrun_timers(tmxrun_t *run)
             }
         }
     }
+    if (now >= run->release_deadline) {
+        tmxrun_release_start(run);
+    }
     for (int c = 0; c < run->nconns_max; c++) {
         if (run->conns[c].fd >= 0 && run->conns[c].rank < 0 &&
             now >= run->conns[c].hello_deadline) {
@@ -1570,6 +1672,9 @@ static int tmxrun_poll_timeout(tmxrun_t *run)
     }
     if (run->round_count > 0) {
         t = tmxrun_min(t, 0.25);
+    }
+    if (run->start != NULL && !run->released) {
+        t = tmxrun_min(t, run->release_deadline - now);
     }
     return (t <= 0) ? 0 : (int)(t * 1000.0) + 1;
 }
@@ -1885,7 +1990,8 @@ int main(int argc, char **argv)
     if (run.opts.timeout > 0) {
         run.deadline = tmxrun_now() + run.opts.timeout;
     }
-    run.remote_deadline = tmxrun_now() + run.opts.remote_timeout;
+    run.remote_deadline  = tmxrun_now() + run.opts.remote_timeout;
+    run.release_deadline = tmxrun_now() + TMXRUN_RELEASE_TIME;
     if (tmxrun_spawn(&run, addr) != 0) {
         /* the ranks already started must not outlive us */
         run.exit_code = TMXRUN_EXIT_FAILED;
@@ -1949,6 +2055,7 @@ err_free:
     free(run.conns);
     free(run.free_conns);
     free(run.places);
+    free(run.start);
     tmx_topo_close(run.topo);
     return ret;
 }

@@ -339,7 +339,8 @@ out:
     return status;
 }
 
-int tmx_topo_bind(const tmx_topo_t *topo, const char *cpus)
+/* pid 0: the calling process */
+static int tmx_topo_bind_any(const tmx_topo_t *topo, pid_t pid, const char *cpus)
 {
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
     int            rc  = -1;
@@ -350,11 +351,27 @@ int tmx_topo_bind(const tmx_topo_t *topo, const char *cpus)
     }
     if (hwloc_bitmap_list_sscanf(set, cpus) != 0 || hwloc_bitmap_iszero(set)) {
         errno = EINVAL;
-    } else {
+    } else if (pid == 0) {
         rc = hwloc_set_cpubind(topo->t, set, HWLOC_CPUBIND_PROCESS);
+    } else {
+        rc = hwloc_set_proc_cpubind(topo->t, pid, set, HWLOC_CPUBIND_PROCESS);
     }
     hwloc_bitmap_free(set);
     return rc;
+}
+
+int tmx_topo_bind(const tmx_topo_t *topo, const char *cpus)
+{
+    return tmx_topo_bind_any(topo, 0, cpus);
+}
+
+int tmx_topo_bind_pid(const tmx_topo_t *topo, pid_t pid, const char *cpus)
+{
+    if (pid <= 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    return tmx_topo_bind_any(topo, pid, cpus);
 }
 
 int tmx_topo_numa_of(const tmx_topo_t *topo, const char *cpus)
@@ -477,6 +494,15 @@ tmx_status_t tmx_topo_map(const tmx_topo_t *topo, int np, tmx_topo_level_t map_b
 int tmx_topo_bind(const tmx_topo_t *topo, const char *cpus)
 {
     (void)topo;
+    (void)cpus;
+    errno = ENOSYS;
+    return -1;
+}
+
+int tmx_topo_bind_pid(const tmx_topo_t *topo, pid_t pid, const char *cpus)
+{
+    (void)topo;
+    (void)pid;
     (void)cpus;
     errno = ENOSYS;
     return -1;

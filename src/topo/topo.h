@@ -18,6 +18,7 @@
 #define TMX_TOPO_H
 
 #include <stddef.h>
+#include <sys/types.h>
 #include <tmx/tmx.h>
 
 #include "util/config.h"
@@ -76,6 +77,9 @@ tmx_status_t tmx_topo_map(const tmx_topo_t *topo, int np, tmx_topo_level_t map_b
 
 /* Binds the calling process to a CPU list; 0, or -1 with errno. Between fork and exec. */
 int tmx_topo_bind(const tmx_topo_t *topo, const char *cpus);
+
+/* Binds process pid (all its threads) to a CPU list; 0, or -1 with errno. */
+int tmx_topo_bind_pid(const tmx_topo_t *topo, pid_t pid, const char *cpus);
 
 /* The NUMA node (os index) holding every CPU of the list (NULL or "": the process's affinity
  * mask); -1 when they span several or are unknown. */

@@ -74,6 +74,20 @@ int main(int argc, char **argv)
         }
         free(in);
         free(out);
+        if (round == 0 && getenv("BOOT_ALLGATHER_CPUS") != NULL) {
+            /* for topo_bind.sh: tmxrun gives the ranks it started one per core the allowed
+             * CPUs back before the first allgather returns */
+            char  line[512];
+            FILE *f = fopen("/proc/self/status", "r");
+            while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+                if (strncmp(line, "Cpus_allowed_list:", 18) == 0) {
+                    printf("cpus after the first allgather: %s", line + 18 + strspn(line + 18, " \t"));
+                }
+            }
+            if (f != NULL) {
+                fclose(f);
+            }
+        }
         status = tmx_job_barrier(job);
         if (status != TMX_OK) {
             fprintf(stderr, "boot_allgather: rank %d: barrier: %s\n", rank,

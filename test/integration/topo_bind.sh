@@ -161,4 +161,43 @@ if [ "$n" -le 32 ]; then
 else
     echo "skip: $(nproc) CPUs: the shared-core check runs at most 32 ranks"
 fi
+# Oversubscribed by default: not bound, but each rank starts on one core, round-robin as
+# --report-bindings says, with TMX_LOCAL_SIZE the ranks that start there, and gets the allowed
+# CPUs back once every rank is up: at the first allgather (a tmx program, boot_allgather), or
+# 2 s after the start (a program that never joins, this shell).
+allowed=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
+if [ "$n" -le 32 ] && [ "$(nproc)" -ge 2 ]; then
+    run 30 "$TMXRUN" -n "$n" --report-bindings --timeout 25 sh -c \
+        'echo "start $TMX_RANK $TMX_LOCAL_SIZE $TMX_BIND $(sed -n "s/^Cpus_allowed_list:[[:space:]]*//p" /proc/self/status)"
+         sleep 3
+         echo "later $TMX_RANK $(sed -n "s/^Cpus_allowed_list:[[:space:]]*//p" /proc/self/status)"'
+    expect_rc 0 "$n ranks, default placement: oversubscribed"
+    sed -n 's/^tmxrun: rank \([0-9]*\) (pid [0-9]*) not bound: cpus .*, starts on core [0-9]*: cpus \([0-9,-]*\)$/\1 \2/p' \
+        "$T/err" | sort -n >"$T/rep"
+    awk '$1 == "start" {print $2, $5}' "$T/out" | sort -n >"$T/st"
+    nstart=$(cut -d' ' -f2 "$T/st" | sort -u | wc -l)
+    [ "$(wc -l <"$T/rep")" = "$n" ] && cmp -s "$T/rep" "$T/st" && [ "$nstart" -ge 2 ] &&
+        ! grep -q " $allowed\$" "$T/st" &&
+        ok "  ... every rank started on the one core reported, $nstart different ones" ||
+        { fail "  ... start CPUs: reported $(tr '\n' ',' <"$T/rep") seen $(tr '\n' ',' <"$T/st")"; show; }
+    bad=$(awk -v n="$n" -v k="$nstart" '$1 == "start" && ($3 != int((n + k - 1 - ($2 % k)) / k) || $4 != "none")' "$T/out")
+    [ -z "$bad" ] && ok "  ... each told TMX_BIND=none and the ranks of its start core as TMX_LOCAL_SIZE" ||
+        fail "  ... environment: $bad"
+    [ "$(awk -v a="$allowed" '$1 == "later" && $3 == a' "$T/out" | wc -l)" = "$n" ] &&
+        ok "  ... a program without tmx_job gets the allowed CPUs ($allowed) back after 2 s" ||
+        fail "  ... later: $(awk '$1 == "later" {print $3}' "$T/out" | sort | uniq -c | tr '\n' ',')"
+    run 60 env BOOT_ALLGATHER_CPUS=1 "$TMXRUN" -n "$n" --timeout 50 \
+        "$B/test/integration/boot_allgather" "$n"
+    expect_rc 0 "$n ranks of boot_allgather, default placement"
+    [ "$(grep -c "^cpus after the first allgather: $allowed\$" "$T/out")" = "$n" ] &&
+        ok "  ... every rank has the allowed CPUs back when its first allgather returns" ||
+        fail "  ... after the first allgather: $(grep '^cpus' "$T/out" | sort | uniq -c | tr '\n' ',')"
+    run 30 "$TMXRUN" -n "$n" --bind-to none --timeout 25 sh -c \
+        'echo "start $TMX_RANK $(sed -n "s/^Cpus_allowed_list:[[:space:]]*//p" /proc/self/status)"'
+    [ "$(awk -v a="$allowed" '$1 == "start" && $3 == a' "$T/out" | wc -l)" = "$n" ] &&
+        ok "  ... --bind-to none: every rank starts on the allowed CPUs" ||
+        fail "  ... --bind-to none: $(awk '{print $3}' "$T/out" | sort | uniq -c | tr '\n' ',')"
+else
+    echo "skip: $(nproc) CPUs: the default oversubscribed start needs 2 to 16 CPUs"
+fi
 finish

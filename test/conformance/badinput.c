@@ -455,6 +455,34 @@ static void bi_group_tag(void)
     BI_EXPECT(tmx_tag_probe(env.w, 0, 0, TMX_PROBE_CLAIM, &info, NULL), TMX_ERR_INVALID_PARAM);
     BI_EXPECT(tmx_tag_probe(env.w, 0x99, ~0ull, TMX_PROBE_PEEK, &info, NULL),
               TMX_ERR_NO_MESSAGE);
+    /* a named source (API 1.3): NULL, or an endpoint of another worker, is refused (tmx.h) */
+    {
+        tmx_worker_h w2 = NULL;
+
+        if (tmx_worker_create(env.ctx, NULL, &w2) != TMX_OK) {
+            printf("FAIL setup: could not create a second worker\n");
+            exit(3);
+        }
+        memset(&rp, 0, sizeof(rp));
+        rp.field_mask = TMX_REQ_PARAM_SOURCE;
+        rp.source     = NULL;
+        req           = NULL;
+        bi_note       = "[params: TMX_REQ_PARAM_SOURCE, source NULL]";
+        BI_EXPECT(tmx_tag_recv_nb(env.w, buf, 8, 1, ~0ull, &rp, &req), TMX_ERR_INVALID_PARAM);
+        rp.source = env.ep;
+        bi_note   = "[params: TMX_REQ_PARAM_SOURCE, an endpoint of another worker]";
+        BI_EXPECT(tmx_tag_recv_nb(w2, buf, 8, 1, ~0ull, &rp, &req), TMX_ERR_INVALID_PARAM);
+        bi_note = "[params: TMX_REQ_PARAM_SOURCE on a send]";
+        BI_EXPECT(tmx_tag_send_nb(env.ep, buf, 8, 1, &rp, &req), TMX_ERR_INVALID_PARAM);
+        bi_note = "[source: an endpoint of another worker]";
+        BI_EXPECT(tmx_tag_probe_ex(w2, 0, 0, env.ep, TMX_PROBE_PEEK, &info, NULL),
+                  TMX_ERR_INVALID_PARAM);
+        bi_note = "[source: an endpoint of this worker, nothing sent]";
+        BI_EXPECT(tmx_tag_probe_ex(env.w, 0, 0, env.ep, TMX_PROBE_PEEK, &info, NULL),
+                  TMX_ERR_NO_MESSAGE);
+        bi_note = "";
+        (void)tmx_worker_destroy(w2);
+    }
     BI_EXPECT(tmx_tag_msg_recv_nb(NULL, buf, 8, msg, NULL, &req), TMX_ERR_INVALID_PARAM);
     BI_EXPECT(tmx_tag_msg_recv_nb(env.w, buf, 8, NULL, NULL, &req), TMX_ERR_INVALID_PARAM);
     /* Handles that point at memory that is not a tmx object. */
@@ -569,6 +597,7 @@ static const bi_group_t bi_groups[] = {
 int main(int argc, char **argv)
 {
     const char *only = (argc > 1) ? argv[1] : NULL;
+    int         ran  = 0;
 
     bi_counts = mmap(NULL, sizeof(*bi_counts), PROT_READ | PROT_WRITE,
                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -589,6 +618,7 @@ int main(int argc, char **argv)
         }
         printf("# group %s\n", bi_groups[g].name);
         fflush(stdout);
+        ran++;
         pid = fork();
         if (pid == 0) {
             alarm(BI_GROUP_TIMEOUT);
@@ -610,6 +640,10 @@ int main(int argc, char **argv)
             printf("FAIL group %s: exited with %d\n", bi_groups[g].name, WEXITSTATUS(wstatus));
             bi_counts->failed++;
         }
+    }
+    if (ran == 0) {
+        fprintf(stderr, "tmx_badinput: no group named '%s'\n", only);
+        return 2;
     }
     printf("%d passed, %d failed\n", bi_counts->passed, bi_counts->failed);
     return (bi_counts->failed > 0) ? 1 : 0;

@@ -14,6 +14,10 @@
  *   biglen       allgather header of 2 MiB        mismatch  allgather of 9 bytes, others 0
  *   trunc        allgather header of 100 bytes, 10 sent, then exit 0
  *   badop        a valid hello, then an unknown operation
+ *   late         EVERY rank (EVIL_RANK is ignored) connects, stays silent for a second, then
+ *                says hello, takes its welcome and leaves with a goodbye; prints "late ok"
+ *                (must succeed: a silent connection of a rank that has not joined yet is not
+ *                a stranger to drop, however many there are)
  * A normal rank prints "status: <tmx status>" of its barriers and exits 0 when they were ok.
  */
 #define _GNU_SOURCE
@@ -117,6 +121,21 @@ int main(int argc, char **argv)
     evil = atoi(argv[2]);
     rank = atoi(getenv("TMX_RANK"));
     size = atoi(getenv("TMX_SIZE"));
+    if (strcmp(mode, "late") == 0) {
+        fd = evil_connect(&cookie);
+        sleep(1); /* the other ranks connect meanwhile: many silent connections at once */
+        evil_hello(fd, (uint32_t)rank, (uint32_t)size, cookie);
+        if (recv(fd, &hdr, sizeof(hdr), MSG_WAITALL) != (ssize_t)sizeof(hdr)) {
+            fprintf(stderr, "boot_evil: rank %d: no welcome (dropped?)\n", rank);
+            return 1;
+        }
+        tmx_boot_hdr_pack(&hdr, TMX_BOOT_OP_BYE, 0, 0);
+        evil_send(fd, &hdr, sizeof(hdr));
+        close(fd);
+        printf("late ok\n");
+        fflush(stdout);
+        return 0;
+    }
     if (rank != evil) {
         return normal_rank();
     }

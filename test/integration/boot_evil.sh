@@ -28,4 +28,16 @@ c=$(grep -c 'status: ' "$T/out")
 expect_grep "$T/err" "dropped [0-9]* connections in all" "flood: tmxrun counts the drops"
 c=$(grep -c 'bootstrap: dropped a connection' "$T/err")
 [ "$c" -le 8 ] && ok "flood: $c drops reported one by one" || fail "flood: $c drop messages"
+# Ranks that connect and stay silent a while before their hello, 64 of them at once (more than
+# the 16 strangers tmxrun tolerates): each is a rank that has not joined yet, not a stranger,
+# and none may be dropped (tmxrun_start.sh starts 64 real ranks, but their hellos come right
+# after their connections, so that few are ever silent at once)
+run 60 nice -n 19 "$TMXRUN" -n 64 --timeout 50 "$P" late 0
+expect_rc 0 "late: 64 ranks silent for a second after connecting"
+c=$(grep -c '^late ok$' "$T/out")
+[ "$c" -eq 64 ] && ok "late: all 64 ranks were welcomed" || fail "late: $c of 64 ranks welcomed"
+if grep -q 'dropped' "$T/err"; then
+    fail "late: tmxrun dropped connections of ranks that had not said hello yet"
+    show
+fi
 finish

@@ -48,10 +48,19 @@ alive() {
     [ -n "$st" ] && [ "$st" != Z ]
 }
 
-# expect_gone pidfile...: every pid written to those files is gone (grace: 2 s of reaping)
+# expect_gone pidfile...: every pid written to those files is gone (grace: 2 s of reaping).
+# No pid in them at all (the processes never wrote theirs, a glob that matched nothing) is a
+# failure: nothing would have been checked.
 expect_gone() {
-    local what=$1 f p left
+    local what=$1 f p left pids=0
     shift
+    for f in "$@"; do
+        [ -s "$f" ] && pids=$((pids + $(wc -w <"$f")))
+    done
+    if [ "$pids" -eq 0 ]; then
+        fail "$what: no pid recorded in $*: nothing to check"
+        return
+    fi
     for _ in 1 2 3 4 5 6 7 8 9 10; do
         left=
         for f in "$@"; do
@@ -63,7 +72,11 @@ expect_gone() {
         [ -z "$left" ] && break
         sleep 0.2
     done
-    if [ -z "$left" ]; then ok "$what: no process left"; else fail "$what: still alive:$left"; fi
+    if [ -z "$left" ]; then
+        ok "$what: no process left ($pids checked)"
+    else
+        fail "$what: still alive:$left"
+    fi
 }
 
 finish() {

@@ -155,6 +155,42 @@ Test(config, enums)
     cr_assert_eq(tmx_config_set(&cfg, "SOFT_CMA", "-1"), TMX_ERR_INVALID_PARAM);
 }
 
+/* A yes|no variable (TMX_CONFIG_BOOL) takes 1, y, yes, on, true and 0, n, no, off, false in any
+ * case (tmx_config(7), Syntax) and nothing else: a typo is refused, not read as "no". */
+Test(config, bools)
+{
+    static const char *const yes[] = {"1", "y", "YES", "On", "true", "Y", "TRUE"};
+    static const char *const no[]  = {"0", "n", "No", "OFF", "false", "N", "False"};
+    static const char *const bad[] = {"", "2", "-1", "maybe", "yes ", " no", "ye", "of", "tru",
+                                      "enabled", "nein"};
+    tmx_config_t cfg;
+    tmx_config_t ref;
+
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+        tmx_config_set_defaults(&cfg);
+        cr_assert_eq(cfg.soft_tm, 0);
+        cr_assert_eq(tmx_config_set(&cfg, "SOFT_TM", yes[i]), TMX_OK, "TMX_SOFT_TM='%s'", yes[i]);
+        cr_assert_eq(cfg.soft_tm, 1, "TMX_SOFT_TM='%s'", yes[i]);
+    }
+    for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+        tmx_config_set_defaults(&cfg);
+        cr_assert_eq(cfg.soft_inplace, 1);
+        cr_assert_eq(tmx_config_set(&cfg, "SOFT_INPLACE", no[i]), TMX_OK,
+                     "TMX_SOFT_INPLACE='%s'", no[i]);
+        cr_assert_eq(cfg.soft_inplace, 0, "TMX_SOFT_INPLACE='%s'", no[i]);
+    }
+    tmx_config_set_defaults(&ref);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        tmx_config_set_defaults(&cfg);
+        cr_assert_eq(tmx_config_set(&cfg, "SOFT_INPLACE", bad[i]), TMX_ERR_INVALID_PARAM,
+                     "TMX_SOFT_INPLACE='%s' accepted", bad[i]);
+        cr_assert_eq(tmx_config_set(&cfg, "SOFT_TM", bad[i]), TMX_ERR_INVALID_PARAM,
+                     "TMX_SOFT_TM='%s' accepted", bad[i]);
+        cr_assert_eq(memcmp(&cfg, &ref, sizeof(cfg)), 0, "a refused '%s' changed the config",
+                     bad[i]);
+    }
+}
+
 /* Values that must be refused, each with the field left as it was. */
 Test(config, bad_values_rejected)
 {

@@ -53,10 +53,18 @@ tmx_configure()
         return 0
     fi
     tmx_say "configure in ${dir#"$TMX_ROOT"/}: ${want:-(defaults)}"
+    local again=no
+    [ -f "$dir/config.status" ] && again=yes
     if ! (cd "$dir" && "$TMX_ROOT/configure" "$@") >"$dir/configure.out" 2>&1 </dev/null; then
         cat "$dir/configure.out" >&2
         echo "configure failed in $dir (see $dir/config.log)" >&2
         return 1
+    fi
+    # Configured before with other options: what was built then follows the old ones (make does
+    # not see a change of flags, and libtool libraries keep the old prefix, which make install
+    # refuses), so it is built again.
+    if [ "$again" = yes ]; then
+        make -C "$dir" clean >/dev/null 2>&1 || true
     fi
     # The configure summary: everything after the "tmx <version> configuration" line.
     sed -n '/^tmx .* configuration$/,$p' "$dir/configure.out"

@@ -2,7 +2,8 @@
 # Quick start 2, and what CI runs (.ci/run): every test, in up to three builds, and the
 # threaded tests in a fourth.
 #
-#   build/        gcc, --enable-werror                                     make check
+#   build/        gcc, --enable-werror                                     make check, then
+#                 make install into build/inst and make installcheck (one test)
 #   build-san/    gcc, --enable-asan --enable-ubsan --enable-debug, -Werror make check
 #   build-clang/  clang, --enable-werror (only when clang is installed)    make check, but not
 #                 the verbs lane (test/verbs, soft-RoCE in qemu), which runs in the first two
@@ -195,8 +196,27 @@ if ! tmx_bootstrap; then
     exit 1
 fi
 
+# install_check DIR: make install into DIR's own prefix (DIR/inst, given at configure) and make
+# installcheck (test/check_install.sh: the README's first program against the installed tmx,
+# the man pages installed), counted as one test.
+install_check()
+{
+    local name=$1 dir="$TMX_ROOT/$1"
+    tmx_say "make install installcheck in $name (prefix $dir/inst)"
+    rm -rf "$dir/inst"
+    if make -C "$dir" install >"$dir/install.log" 2>&1 &&
+       make -C "$dir" installcheck </dev/null; then
+        total_pass=$((total_pass + 1))
+        echo "$name: make installcheck passed"
+    else
+        tail -n 20 "$dir/install.log"
+        failed_builds+=("$name (installcheck)")
+        total_fail=$((total_fail + 1))
+    fi
+}
+
 start=$(date +%s)
-run_build build --enable-werror
+run_build build --enable-werror --prefix="$TMX_ROOT/build/inst" && install_check build
 if [ "$quick" = no ]; then
     # The two-guest test (test/verbs/two_guests.sh, about 90 s) runs in build/ only.
     check_prefix=(env RXE_VM2_LANE=no)

@@ -875,8 +875,10 @@ static void tmxrun_child(tmxrun_t *run, int rank, const char *addr, int outfd[2]
             _exit(127);
         }
     }
-    if (run->start != NULL) {
-        (void)tmx_topo_bind(run->topo, run->start[li].cpus); /* only where it starts */
+    /* only where it starts; a rank forked after the release (a slow start of many ranks,
+     * past TMXRUN_RELEASE_TIME) starts free */
+    if (run->start != NULL && !run->released) {
+        (void)tmx_topo_bind(run->topo, run->start[li].cpus);
     }
     execv(run->opts.path, run->opts.argv);
     fprintf(stderr, "tmxrun: rank %d: cannot execute '%s': %s\n", rank, run->opts.path,
@@ -1305,7 +1307,8 @@ static void tmxrun_release_start(tmxrun_t *run)
             continue;
         }
         tmxrun_give_back(run, r, rk->pid);
-        if (rk->hello_pid > 0 && rk->hello_pid != rk->pid && tmxrun_descends(rk->hello_pid, rk->pid)) {
+        if (rk->hello_pid > 0 && rk->hello_pid != rk->pid &&
+            tmxrun_descends(rk->hello_pid, rk->pid)) {
             tmxrun_give_back(run, r, rk->hello_pid);
         }
     }

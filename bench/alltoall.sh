@@ -128,53 +128,55 @@ log "# binding: one rank per core when N <= $cores (tmxrun's default, mpirun --b
 # ---------------------------------------------------------------- one run
 
 # The samplers run every 0.1 s beside the job on a machine it oversubscribes, so they start as
-# few processes as they can (h-a2a5 saw a monitor of six processes a sample slow the job's
-# start-up placement): df is the one program; /proc/meminfo is read by the shell itself.
-shm_used_kib() {
-    local u
-    u=$(df -k --output=used /dev/shm 2> /dev/null) || return 0
-    u=${u##*$'\n'}
-    echo "${u// /}"
-}
-# meminfo_kib FIELD: a /proc/meminfo field in KiB, read without starting a process
-meminfo_kib() {
+# few processes as they can (h-a2a5 saw a sampler that ran df, tail, tr and two awk each time
+# slow the job's start-up placement): they set variables instead of printing (a command
+# substitution is a process of its own), /proc/meminfo is read by the shell itself, and df is
+# the one program left: with its substitution's subshell and sleep, three processes a sample
+# and two programs, against seven and six before (counted with strace -f).
+# sample_shm: shm_used (KiB of /dev/shm in use, empty if unknown), shmem (KiB of shmem pages
+# of the machine: /dev/shm files, memfd segments, SysV; the one count that sees tmx's memfd
+# segments and Open MPI's /dev/shm files alike, whether mapped or not) and avail_mib
+# (MemAvailable, MiB)
+sample_shm() {
     local k v _
+    shm_used=$(df -k --output=used /dev/shm 2> /dev/null) || shm_used=
+    shm_used=${shm_used##*$'\n'}
+    shm_used=${shm_used// /}
+    shmem=
+    avail_mib=
     while read -r k v _; do
-        if [ "$k" = "$1:" ]; then
-            echo "$v"
-            return 0
-        fi
+        case $k in
+        Shmem:) shmem=$v ;;
+        MemAvailable:) avail_mib=$((v / 1024)) ;;
+        esac
     done < /proc/meminfo
 }
-# Every shmem page of the machine (/dev/shm files, memfd segments, SysV): the one count that
-# sees tmx's memfd segments and Open MPI's /dev/shm files alike, whether mapped or not.
-shmem_kib() { meminfo_kib Shmem; }
-mem_avail_mib() { echo $(($(meminfo_kib MemAvailable) / 1024)); }
 
 # Runs one job in the background and samples, every 0.1 s while it runs, the /dev/shm usage
 # (its peak minus the usage before the launch goes to the data) and the machine's available
 # memory (below the guard the job is stopped: a quadratic footprint at 256 ranks must not
 # push the whole machine, shared with others, into the OOM killer).
 run_one() { # tool ranks round command...
-    local tool=$1 n=$2 round=$3 out pid rc t0 t1 base peak cur status=ok guard=0 sbase speak scur
+    local tool=$1 n=$2 round=$3 out pid rc t0 t1 base peak status=ok guard=0 sbase speak
+    local shm_used shmem avail_mib # sample_shm's
     shift 3
     out="$raw/r$round-$tool-n$n.txt"
-    base=$(shm_used_kib)
+    sample_shm
+    base=$shm_used
     peak=$base
-    sbase=$(shmem_kib)
+    sbase=$shmem
     speak=$sbase
     t0=$(date +%s%N)
     # -T: the launch time, from which the program measures start-up
     timeout -k 10 "$run_timeout" "$@" -T "$t0" > "$out" 2> "$out.err" < /dev/null &
     pid=$!
     while kill -0 "$pid" 2> /dev/null; do
-        cur=$(shm_used_kib)
-        [ -n "$cur" ] && [ "$cur" -gt "$peak" ] && peak=$cur
-        scur=$(shmem_kib)
-        [ -n "$scur" ] && [ "$scur" -gt "$speak" ] && speak=$scur
-        if [ "$guard" -eq 0 ] && [ "$(mem_avail_mib)" -lt "$min_avail_mib" ]; then
+        sample_shm
+        [ -n "$shm_used" ] && [ "$shm_used" -gt "$peak" ] && peak=$shm_used
+        [ -n "$shmem" ] && [ "$shmem" -gt "$speak" ] && speak=$shmem
+        if [ "$guard" -eq 0 ] && [ -n "$avail_mib" ] && [ "$avail_mib" -lt "$min_avail_mib" ]; then
             guard=1
-            log "round $round: $tool -n $n: MemAvailable $(mem_avail_mib) MiB <" \
+            log "round $round: $tool -n $n: MemAvailable $avail_mib MiB <" \
                 "$min_avail_mib MiB: stopping the job"
             kill -TERM "$pid" 2> /dev/null
             # timeout passes TERM to the launcher, which stops its ranks

@@ -47,6 +47,7 @@
 
 #include "boot/boot_wire.h"
 #include "topo/topo.h"
+#include "util/proc.h"
 
 #define TMXRUN_EXIT_USAGE 2
 #define TMXRUN_EXIT_FAILED 1 /* the launcher or the bootstrap failed, not a rank */
@@ -1256,21 +1257,11 @@ static void tmxrun_rank_gone(tmxrun_t *run, int r)
 static int tmxrun_descends(pid_t pid, pid_t ancestor)
 {
     for (int depth = 0; depth < 8 && pid > 1; depth++) {
-        char  path[64];
-        char  buf[512];
-        FILE *f;
-        char *p;
-        int   ppid = 0;
+        char        buf[512];
+        const char *p = tmx_proc_stat_field(tmx_proc_stat(pid, buf, sizeof(buf)), 4);
+        int         ppid;
 
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        f = fopen(path, "r");
-        if (f == NULL) {
-            return 0;
-        }
-        p = fgets(buf, sizeof(buf), f);
-        fclose(f);
-        /* "pid (comm) state ppid ...": comm may hold anything, so after its last ')' */
-        if (p == NULL || (p = strrchr(buf, ')')) == NULL || sscanf(p + 1, " %*c %d", &ppid) != 1) {
+        if (p == NULL || (ppid = atoi(p)) <= 0) {
             return 0;
         }
         if (ppid == (int)ancestor) {

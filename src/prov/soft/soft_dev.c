@@ -30,6 +30,7 @@
 #include "prov/soft/soft.h"
 #include "topo/topo.h"
 #include "util/log.h"
+#include "util/proc.h"
 #include "util/time.h"
 
 /* The device address blob: everything a peer needs to find our segment and to tell whether
@@ -62,31 +63,6 @@ static int tmx_soft_membarrier_register(void);
 static void tmx_soft_populate(const uint8_t *p, size_t len);
 static int tmx_soft_ring0_early(const tmx_config_t *cfg);
 
-/* Reads /proc/<pid>/stat into buf: the text after the command name (from the space before
- * field 3, the state), or NULL when the process is unknown. The command name may hold spaces
- * and parentheses, so it ends at the last ')'. */
-static const char *tmx_soft_proc_stat(pid_t pid, char *buf, size_t len)
-{
-    char        path[64];
-    const char *p;
-    ssize_t     n;
-    int         fd;
-
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return NULL;
-    }
-    n = read(fd, buf, len - 1);
-    close(fd);
-    if (n <= 0) {
-        return NULL;
-    }
-    buf[n] = '\0';
-    p      = strrchr(buf, ')');
-    return p != NULL && p[1] == ' ' ? p + 1 : NULL;
-}
-
 /* Gone, or a zombie that nobody reaped yet: kill(pid, 0) still succeeds on a zombie. */
 int tmx_soft_pid_dead(pid_t pid)
 {
@@ -96,8 +72,8 @@ int tmx_soft_pid_dead(pid_t pid)
     if (pid <= 0 || (kill(pid, 0) == -1 && errno == ESRCH)) {
         return 1;
     }
-    p = tmx_soft_proc_stat(pid, buf, sizeof(buf));
-    return p != NULL && (p[1] == 'Z' || p[1] == 'X');
+    p = tmx_proc_stat_field(tmx_proc_stat(pid, buf, sizeof(buf)), 3);
+    return p != NULL && (p[0] == 'Z' || p[0] == 'X');
 }
 
 /* The start time of a process (field 22 of /proc/<pid>/stat, clock ticks after boot): with
@@ -105,13 +81,9 @@ int tmx_soft_pid_dead(pid_t pid)
 static uint64_t tmx_soft_start_time(pid_t pid)
 {
     char        buf[1024];
-    const char *p = tmx_soft_proc_stat(pid, buf, sizeof(buf));
+    const char *p = tmx_proc_stat_field(tmx_proc_stat(pid, buf, sizeof(buf)), 22);
 
-    /* to the space before field 22, from the one before field 3 (the state) */
-    for (int field = 4; field <= 22 && p != NULL; field++) {
-        p = strchr(p + 1, ' ');
-    }
-    return p != NULL ? strtoull(p + 1, NULL, 10) : 0;
+    return p != NULL ? strtoull(p, NULL, 10) : 0;
 }
 
 /*

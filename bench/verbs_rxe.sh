@@ -21,7 +21,9 @@
 # h-verbs6), the "before" of the staging copy in the same run: SIZES="65536 65536N"; a size
 # ending in A runs perftest in tmx's place too (raw against raw, same rounds, same order): the
 # method's own noise, i.e. how far apart two runs of the same program land in one round, e.g.
-# SIZES="8 8A 4096 4096A". Its rows are labelled tmx but are perftest's.
+# SIZES="8 8A 4096 4096A". Its rows are labelled tmx but are perftest's. A size ending in U
+# runs tmx with tmxrun --bind-to none (its two ranks left to the scheduler, as perftest's
+# processes are; by default tmxrun binds them to the two vCPUs).
 #
 # Run from the host (it starts the guest itself; RXE_VM_SCRIPT names scripts/rxe-vm.sh if it
 # is not in this tree), or inside the guest (RXE_VM=1). Environment: ROUNDS, SIZES, LAT_ITERS
@@ -129,7 +131,7 @@ perf() {
 tmx() {
     # shellcheck disable=SC2086 # PP_ARGS: more tmx_pingpong options, word-split
     env TMX_PROVIDERS=verbs TMX_WAIT="${TMX_WAIT:-spin}" TMX_MR_CACHE="${xc:-0}" \
-        ${xn:+TMX_RNDV_COPY=0} "$tmxrun" -n 2 --timeout 300 "$pp" -f csv \
+        ${xn:+TMX_RNDV_COPY=0} "$tmxrun" -n 2 ${xu:+--bind-to none} --timeout 300 "$pp" -f csv \
         ${PP_ARGS:-} "$@" 2>"$T/tmx.err" |
         awk -F, '$1 ~ /^[0-9]+$/ {print; exit}'
 }
@@ -165,13 +167,15 @@ for s in $sizes; do
 done
 for r in $(seq 1 "$rounds"); do
     for s in $sizes; do
-        z=${s%[RCNA]} # the size; "R": tmx_pingpong -R (buffers mapped once, as perftest's are);
+        z=${s%[RCNAU]} # the size; "R": tmx_pingpong -R (buffers mapped once, as perftest's are);
         xa=          # "C": TMX_MR_CACHE=64 (registrations cached, dropped by a userfaultfd
         xc=0         # monitor); "N": TMX_RNDV_COPY=0 (registered per message, no staging)
         xn=
+        xu= # "U": tmxrun --bind-to none (the ranks left to the scheduler, as perftest's are)
         aa= # "A": perftest in tmx's place (raw against raw)
         [ "$z" != "$s" ] && [ "${s#"$z"}" = A ] && aa=1
         [ "$z" != "$s" ] && [ "${s#"$z"}" = N ] && xn=1
+        [ "$z" != "$s" ] && [ "${s#"$z"}" = U ] && xu=1
         [ "$z" != "$s" ] && [ "${s#"$z"}" = R ] && xa=-R
         [ "$z" != "$s" ] && [ "${s#"$z"}" = C ] && xc=64
         n=$(lat_n "$z")

@@ -377,12 +377,16 @@ static int tmx_fi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 
 static int tmx_fi_av_close(struct fid *fid)
 {
-    tmx_fi_av_t *av = (tmx_fi_av_t *)fid;
+    tmx_fi_av_t     *av  = (tmx_fi_av_t *)fid;
+    tmx_fi_domain_t *dom = av->dom;
 
+    tmx_fi_lock(dom);
     if (av->refs > 0) {
+        tmx_fi_unlock(dom);
         return -FI_EBUSY;
     }
-    av->dom->refs--;
+    dom->refs--;
+    tmx_fi_unlock(dom);
     free(av->names);
     free(av->valid);
     free(av);
@@ -589,7 +593,9 @@ static int tmx_fi_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
     av->av.ops         = &tmx_fi_av_ops;
     av->dom            = dom;
     av->type           = attr->type == FI_AV_UNSPEC ? FI_AV_TABLE : attr->type;
+    tmx_fi_lock(dom);
     dom->refs++;
+    tmx_fi_unlock(dom);
     *av_p = &av->av;
     return 0;
 }
@@ -917,17 +923,21 @@ static const char *tmx_fi_cq_strerror(struct fid_cq *cq, int prov_errno, const v
 
 static int tmx_fi_cq_close(struct fid *fid)
 {
-    tmx_fi_cq_t *cq = (tmx_fi_cq_t *)fid;
+    tmx_fi_cq_t     *cq  = (tmx_fi_cq_t *)fid;
+    tmx_fi_domain_t *dom = cq->dom;
 
+    tmx_fi_lock(dom);
     if (cq->refs > 0) {
+        tmx_fi_unlock(dom);
         return -FI_EBUSY;
     }
+    dom->refs--;
+    tmx_fi_unlock(dom);
     while (cq->err_head != NULL) {
         tmx_fi_err_t *e = cq->err_head;
         cq->err_head    = e->next;
         free(e);
     }
-    cq->dom->refs--;
     free(cq->ring);
     free(cq);
     return 0;
@@ -1005,7 +1015,9 @@ static int tmx_fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
     cq->dom            = dom;
     cq->format         = attr->format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_TAGGED : attr->format;
     cq->entry_size     = esize;
+    tmx_fi_lock(dom);
     dom->refs++;
+    tmx_fi_unlock(dom);
     *cq_p = &cq->cq;
     return 0;
 }
@@ -1078,25 +1090,37 @@ static uint64_t tmx_fi_cntr_readerr(struct fid_cntr *fc)
 
 static int tmx_fi_cntr_add(struct fid_cntr *fc, uint64_t value)
 {
-    ((tmx_fi_cntr_t *)fc)->val += value;
+    tmx_fi_cntr_t *c = (tmx_fi_cntr_t *)fc;
+    tmx_fi_lock(c->dom);
+    c->val += value;
+    tmx_fi_unlock(c->dom);
     return 0;
 }
 
 static int tmx_fi_cntr_set(struct fid_cntr *fc, uint64_t value)
 {
-    ((tmx_fi_cntr_t *)fc)->val = value;
+    tmx_fi_cntr_t *c = (tmx_fi_cntr_t *)fc;
+    tmx_fi_lock(c->dom);
+    c->val = value;
+    tmx_fi_unlock(c->dom);
     return 0;
 }
 
 static int tmx_fi_cntr_adderr(struct fid_cntr *fc, uint64_t value)
 {
-    ((tmx_fi_cntr_t *)fc)->err += value;
+    tmx_fi_cntr_t *c = (tmx_fi_cntr_t *)fc;
+    tmx_fi_lock(c->dom);
+    c->err += value;
+    tmx_fi_unlock(c->dom);
     return 0;
 }
 
 static int tmx_fi_cntr_seterr(struct fid_cntr *fc, uint64_t value)
 {
-    ((tmx_fi_cntr_t *)fc)->err = value;
+    tmx_fi_cntr_t *c = (tmx_fi_cntr_t *)fc;
+    tmx_fi_lock(c->dom);
+    c->err = value;
+    tmx_fi_unlock(c->dom);
     return 0;
 }
 
@@ -1104,11 +1128,21 @@ static int tmx_fi_cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout
 {
     tmx_fi_cntr_t  *c = (tmx_fi_cntr_t *)fc;
     struct timespec t0, t;
-    uint64_t        err0 = c->err;
+    uint64_t        err0, val, err;
 
+    tmx_fi_lock(c->dom);
+    err0 = c->err;
+    tmx_fi_unlock(c->dom);
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (tmx_fi_cntr_read(fc) < threshold) {
-        if (c->err != err0) {
+    for (;;) {
+        tmx_fi_lock(c->dom);
+        val = tmx_fi_cntr_read_unlocked(fc);
+        err = c->err;
+        tmx_fi_unlock(c->dom);
+        if (val >= threshold) {
+            break;
+        }
+        if (err != err0) {
             return -FI_EAVAIL;
         }
         clock_gettime(CLOCK_MONOTONIC, &t);
@@ -1123,12 +1157,16 @@ static int tmx_fi_cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout
 
 static int tmx_fi_cntr_close(struct fid *fid)
 {
-    tmx_fi_cntr_t *c = (tmx_fi_cntr_t *)fid;
+    tmx_fi_cntr_t   *c   = (tmx_fi_cntr_t *)fid;
+    tmx_fi_domain_t *dom = c->dom;
 
+    tmx_fi_lock(dom);
     if (c->refs > 0) {
+        tmx_fi_unlock(dom);
         return -FI_EBUSY;
     }
-    c->dom->refs--;
+    dom->refs--;
+    tmx_fi_unlock(dom);
     free(c);
     return 0;
 }
@@ -1174,7 +1212,9 @@ static int tmx_fi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr
     c->cntr.fid.ops     = &tmx_fi_cntr_fi_ops;
     c->cntr.ops         = &tmx_fi_cntr_ops;
     c->dom              = dom;
+    tmx_fi_lock(dom);
     dom->refs++;
+    tmx_fi_unlock(dom);
     *cntr_p = &c->cntr;
     return 0;
 }
@@ -1190,7 +1230,9 @@ typedef struct tmx_fi_mr {
 static int tmx_fi_mr_close(struct fid *fid)
 {
     tmx_fi_mr_t *mr = (tmx_fi_mr_t *)fid;
+    tmx_fi_lock(mr->dom);
     mr->dom->refs--;
+    tmx_fi_unlock(mr->dom);
     free(mr);
     return 0;
 }
@@ -1226,7 +1268,9 @@ static int tmx_fi_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uin
     mr->mr.mem_desc    = NULL;
     mr->mr.key         = attr->requested_key;
     mr->dom            = dom;
+    tmx_fi_lock(dom);
     dom->refs++;
+    tmx_fi_unlock(dom);
     *mr_p = &mr->mr;
     return 0;
 }
@@ -1268,9 +1312,12 @@ static int tmx_fi_domain_close(struct fid *fid)
 {
     tmx_fi_domain_t *dom = (tmx_fi_domain_t *)fid;
 
+    tmx_fi_lock(dom);
     if (dom->refs > 0) {
+        tmx_fi_unlock(dom);
         return -FI_EBUSY;
     }
+    tmx_fi_unlock(dom);
     tmx_context_destroy(dom->ctx);
     pthread_mutex_destroy(&dom->lock);
     dom->fab->refs--;

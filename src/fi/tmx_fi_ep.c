@@ -1291,11 +1291,15 @@ static int tmx_fi_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *at
 
 static ssize_t tmx_fi_size_left(struct fid_ep *fep)
 {
-    tmx_fi_ep_t *ep   = tmx_fi_ep_of(fep);
-    size_t       used = ep->nops, freen = 0;
+    tmx_fi_ep_t *ep = tmx_fi_ep_of(fep);
+    size_t       used, freen = 0;
+
+    tmx_fi_lock(ep->dom);
+    used = ep->nops;
     for (tmx_fi_op_t *op = ep->free_ops; op != NULL; op = op->next) {
         freen++;
     }
+    tmx_fi_unlock(ep->dom);
     return (ssize_t)(TMX_FI_QUEUE_SIZE - (used - freen));
 }
 
@@ -1433,20 +1437,62 @@ static void tmx_fi_ep_log_stats(tmx_fi_ep_t *ep)
            (unsigned long long)a.ring.wakes, ep->nops);
 }
 
+/* At close: every receive still posted is canceled, so that tmx completes and releases its
+ * request before the worker goes (tmx_worker_destroy leaves a request in progress behind and
+ * warns about it); ep->closing is set, so no CQ entry is made. */
+static void tmx_fi_ep_cancel_posted(tmx_fi_ep_t *ep)
+{
+    int any = 0;
+
+    for (size_t c = 0; c < ep->nchunks; c++) {
+        tmx_fi_op_t *ops = ep->chunks[c];
+        for (int i = 0; i < 64; i++) {
+            tmx_fi_op_t *op = &ops[i];
+            if (op->kind == TMX_FI_OP_RECV && op->req != NULL && op->status == TMX_INPROGRESS) {
+                any |= tmx_request_cancel(op->req) == TMX_OK; /* BUSY: matched, finishing */
+            }
+        }
+    }
+    if (any) {
+        tmx_worker_progress(ep->worker); /* a cancel may complete in the next progress */
+    }
+}
+
 static int tmx_fi_ep_close(struct fid *fid)
 {
-    tmx_fi_ep_t *ep = (tmx_fi_ep_t *)fid;
+    tmx_fi_ep_t     *ep  = (tmx_fi_ep_t *)fid;
+    tmx_fi_domain_t *dom = ep->dom;
 
+    /* First, under the domain's lock (FI_THREAD_SAFE: another thread may be reading a CQ or
+     * counter this endpoint shares, which progresses its worker), the endpoint leaves its CQs
+     * and counters: from here on only this close progresses the worker, and what it completes
+     * makes no entry (libfabric: operations outstanding at close are discarded). */
+    tmx_fi_lock(dom);
+    ep->closing = 1;
+    if (ep->tx_cq != NULL) {
+        tmx_fi_cq_detach(ep->tx_cq, ep);
+    }
+    if (ep->rx_cq != NULL && ep->rx_cq != ep->tx_cq) {
+        tmx_fi_cq_detach(ep->rx_cq, ep);
+    }
+    if (ep->tx_cntr != NULL) {
+        tmx_fi_cntr_detach(ep->tx_cntr, ep);
+    }
+    if (ep->rx_cntr != NULL && ep->rx_cntr != ep->tx_cntr) {
+        tmx_fi_cntr_detach(ep->rx_cntr, ep);
+    }
+    tmx_fi_unlock(dom);
     if (ep->worker != NULL) {
         tmx_fi_ep_log_stats(ep);
+        tmx_fi_ep_cancel_posted(ep);
+        /* sends still in progress are flushed (an injected one was done for the application
+         * already) */
         for (size_t i = 0; i < ep->npeers; i++) {
             if (ep->peers[i] != NULL) {
                 tmx_ep_close(ep->peers[i], TMX_EP_CLOSE_FLUSH);
             }
         }
-        /* receives still posted and claimed messages go with the worker: whatever tmx
-         * completes from here on makes no CQ entry */
-        ep->closing = 1;
+        /* claimed messages go with the worker */
         tmx_worker_destroy(ep->worker);
     }
     while (ep->claims != NULL) {
@@ -1463,22 +1509,12 @@ static int tmx_fi_ep_close(struct fid *fid)
     }
     free(ep->chunks);
     free(ep->peers);
-    if (ep->tx_cq != NULL) {
-        tmx_fi_cq_detach(ep->tx_cq, ep);
-    }
-    if (ep->rx_cq != NULL && ep->rx_cq != ep->tx_cq) {
-        tmx_fi_cq_detach(ep->rx_cq, ep);
-    }
-    if (ep->tx_cntr != NULL) {
-        tmx_fi_cntr_detach(ep->tx_cntr, ep);
-    }
-    if (ep->rx_cntr != NULL && ep->rx_cntr != ep->tx_cntr) {
-        tmx_fi_cntr_detach(ep->rx_cntr, ep);
-    }
+    tmx_fi_lock(dom);
     if (ep->av != NULL) {
         ep->av->refs--;
     }
-    ep->dom->refs--;
+    dom->refs--;
+    tmx_fi_unlock(dom);
     fi_freeinfo(ep->info);
     free(ep);
     return 0;
@@ -1720,7 +1756,9 @@ int tmx_fi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_
     ep->ep.msg         = &tmx_fi_msg_ops;
     ep->ep.tagged      = &tmx_fi_tagged_ops;
     ep->dom            = dom;
+    tmx_fi_lock(dom);
     dom->refs++;
+    tmx_fi_unlock(dom);
     tmx_fi_ep_hot(ep);
     *ep_p = &ep->ep;
     return 0;

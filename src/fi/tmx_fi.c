@@ -870,9 +870,13 @@ static ssize_t tmx_fi_cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf
     return r_;
 }
 
+/* A spinning fi_cq_sread (no wait object): reads until something is there, timeout ms pass
+ * (-1: no limit), or fi_cq_signal ends the wait (-FI_EAGAIN, as libfabric's own CQs do; a
+ * signal that found nobody waiting ends the next wait). */
 static ssize_t tmx_fi_cq_sread(struct fid_cq *fcq, void *buf, size_t count, const void *cond,
                                int timeout)
 {
+    tmx_fi_cq_t    *cq = (tmx_fi_cq_t *)fcq;
     struct timespec t0, t;
     ssize_t         n;
 
@@ -882,6 +886,9 @@ static ssize_t tmx_fi_cq_sread(struct fid_cq *fcq, void *buf, size_t count, cons
         n = tmx_fi_cq_read(fcq, buf, count);
         if (n != -FI_EAGAIN) {
             return n;
+        }
+        if (__atomic_exchange_n(&cq->signaled, 0, __ATOMIC_ACQ_REL)) {
+            return -FI_EAGAIN;
         }
         clock_gettime(CLOCK_MONOTONIC, &t);
         if (timeout >= 0 &&
@@ -902,9 +909,9 @@ static ssize_t tmx_fi_cq_sreadfrom(struct fid_cq *cq, void *buf, size_t count,
     return n;
 }
 
-static int tmx_fi_cq_signal(struct fid_cq *cq)
+static int tmx_fi_cq_signal(struct fid_cq *fcq)
 {
-    (void)cq;
+    __atomic_store_n(&((tmx_fi_cq_t *)fcq)->signaled, 1, __ATOMIC_RELEASE);
     return 0;
 }
 

@@ -1547,6 +1547,25 @@ static int tmx_fi_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric
     return 0;
 }
 
+tmx_fi_domain_t *tmx_fi_fid_domain(const struct fid *fid)
+{
+    switch (fid->fclass) {
+    case FI_CLASS_CQ:
+        return fid->ops == &tmx_fi_cq_fi_ops ? ((const tmx_fi_cq_t *)fid)->dom : NULL;
+    case FI_CLASS_AV:
+        return fid->ops == &tmx_fi_av_fi_ops ? ((const tmx_fi_av_t *)fid)->dom : NULL;
+    case FI_CLASS_CNTR:
+        return fid->ops == &tmx_fi_cntr_fi_ops ? ((const tmx_fi_cntr_t *)fid)->dom : NULL;
+    default:
+        return NULL;
+    }
+}
+
+int tmx_fi_fid_is_eq(const struct fid *fid)
+{
+    return fid->fclass == FI_CLASS_EQ && fid->ops == &tmx_fi_eq_fi_ops;
+}
+
 static void tmx_fi_cleanup(void)
 {
 }

@@ -230,6 +230,10 @@ int          tmx_fi_cq_push_err(tmx_fi_cq_t *cq, void *context, uint64_t flags, 
                                 uint64_t tag, size_t olen, int err, int prov_errno);
 int          tmx_fi_cq_attach(tmx_fi_cq_t *cq, tmx_fi_ep_t *ep);
 void         tmx_fi_cq_detach(tmx_fi_cq_t *cq, tmx_fi_ep_t *ep);
+/* The domain of a CQ, AV or counter of this provider; NULL for any other object (another
+ * provider's, or another class): fi_ep_bind takes only its own domain's. */
+tmx_fi_domain_t *tmx_fi_fid_domain(const struct fid *fid);
+int          tmx_fi_fid_is_eq(const struct fid *fid); /* an event queue of this provider */
 int          tmx_fi_cntr_attach(tmx_fi_cntr_t *cntr, tmx_fi_ep_t *ep);
 void         tmx_fi_cntr_detach(tmx_fi_cntr_t *cntr, tmx_fi_ep_t *ep);
 

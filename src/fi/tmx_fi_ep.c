@@ -1541,6 +1541,16 @@ static int tmx_fi_ep_bind_unlocked(struct fid *fid, struct fid *bfid, uint64_t f
     if (ep->enabled) {
         return -FI_EOPBADSTATE;
     }
+    /* only a CQ, AV or counter of the endpoint's own domain (its lock, its progress), or an
+     * event queue of this provider */
+    if ((bfid->fclass == FI_CLASS_AV || bfid->fclass == FI_CLASS_CQ ||
+         bfid->fclass == FI_CLASS_CNTR) &&
+        tmx_fi_fid_domain(bfid) != ep->dom) {
+        return -FI_EINVAL;
+    }
+    if (bfid->fclass == FI_CLASS_EQ && !tmx_fi_fid_is_eq(bfid)) {
+        return -FI_EINVAL;
+    }
     switch (bfid->fclass) {
     case FI_CLASS_AV:
         if (ep->av != NULL) {

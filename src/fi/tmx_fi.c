@@ -52,6 +52,14 @@ int tmx_fi_errno(tmx_status_t s)
 
 /* ---------------------------------------------------------------- fi_getinfo */
 
+/* A threading level that lets the application call into one domain from several threads at
+ * once: everything but FI_THREAD_DOMAIN (and unspecified). */
+static int tmx_fi_threads_any(enum fi_threading t)
+{
+    return t == FI_THREAD_SAFE || t == FI_THREAD_FID || t == FI_THREAD_ENDPOINT ||
+           t == FI_THREAD_COMPLETION;
+}
+
 static struct fi_info *tmx_fi_info_alloc(uint32_t version, const struct fi_info *hints)
 {
     struct fi_info *fi = fi_allocinfo();
@@ -96,9 +104,11 @@ static struct fi_info *tmx_fi_info_alloc(uint32_t version, const struct fi_info 
     fi->rx_attr->size                   = TMX_FI_QUEUE_SIZE;
     fi->rx_attr->iov_limit              = TMX_FI_IOV_LIMIT;
     fi->domain_attr->name               = strdup(TMX_FI_NAME);
-    /* FI_THREAD_SAFE when asked for: the domain's objects then take its lock */
+    /* FI_THREAD_SAFE when asked for, or for any level that lets threads call into one domain
+     * at once (FI_THREAD_FID, _ENDPOINT, _COMPLETION: tmx_fi_threads_any): the domain's
+     * objects then take its lock. FI_THREAD_DOMAIN would promise less than was asked. */
     fi->domain_attr->threading = (hints && hints->domain_attr &&
-                                  hints->domain_attr->threading == FI_THREAD_SAFE)
+                                  tmx_fi_threads_any(hints->domain_attr->threading))
                                      ? FI_THREAD_SAFE
                                      : FI_THREAD_DOMAIN;
     fi->domain_attr->control_progress   = FI_PROGRESS_MANUAL;
@@ -1447,7 +1457,7 @@ static int tmx_fi_domain(struct fid_fabric *fabric, struct fi_info *info,
         free(dom);
         return -tmx_fi_errno(s);
     }
-    dom->safe = info->domain_attr != NULL && info->domain_attr->threading == FI_THREAD_SAFE;
+    dom->safe = info->domain_attr != NULL && tmx_fi_threads_any(info->domain_attr->threading);
     pthread_mutex_init(&dom->lock, NULL);
     dom->domain.fid.fclass  = FI_CLASS_DOMAIN;
     dom->domain.fid.context = context;

@@ -411,8 +411,8 @@ static int tmx_fi_av_insert_unlocked(struct fid_av *fav, const void *addr, size_
     int            inserted = 0;
 
     (void)context;
-    if ((addr == NULL && count > 0) || flags != 0) {
-        return -FI_EINVAL;
+    if ((addr == NULL && count > 0) || (flags & ~(uint64_t)FI_MORE) != 0) {
+        return -FI_EINVAL; /* FI_MORE: a hint, more inserts follow */
     }
     if (av->count + count > av->cap) {
         size_t   cap = av->cap ? av->cap : 64;

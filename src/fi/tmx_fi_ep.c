@@ -853,6 +853,7 @@ static ssize_t tmx_fi_trecvmsg(struct fid_ep *fep, const struct fi_msg_tagged *m
                                uint64_t flags)
 {
     tmx_fi_ep_t *ep = tmx_fi_ep_of(fep);
+    flags &= ~(uint64_t)FI_MORE; /* a hint: more requests follow */
     if (msg == NULL ||
         (flags & ~(uint64_t)(FI_COMPLETION | FI_PEEK | FI_CLAIM | FI_DISCARD)) != 0) {
         return msg == NULL ? -FI_EINVAL : -FI_ENOSYS;
@@ -1111,6 +1112,7 @@ static ssize_t tmx_fi_mrecvv(struct fid_ep *fep, const struct iovec *iov, void *
 static ssize_t tmx_fi_mrecvmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t flags)
 {
     tmx_fi_ep_t *ep = tmx_fi_ep_of(fep);
+    flags &= ~(uint64_t)FI_MORE; /* a hint: more requests follow */
     if (msg == NULL || (flags & ~(uint64_t)FI_COMPLETION) != 0) {
         return msg == NULL ? -FI_EINVAL : -FI_ENOSYS;
     }

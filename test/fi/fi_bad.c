@@ -1,0 +1,369 @@
+/* libtmx-fi.so used the wrong way round, in one process, through libfabric's API only: what a
+ * libfabric application may do (hints, objects of another domain, hint flags, threads under
+ * FI_THREAD_SAFE, fi_cq_signal, closing with operations posted) answered with libfabric's
+ * conventions, never a crash or a hang. fi_bad.sh runs it with FI_PROVIDER_PATH set (and checks
+ * that nothing of tmx's complains on stderr). fi_api.c has the two-process tests. */
+#define _GNU_SOURCE /* pthread_timedjoin_np */
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int fails;
+
+#define CHECK(cond, ...)                                                                          \
+    do {                                                                                          \
+        if (!(cond)) {                                                                            \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                           \
+            printf(__VA_ARGS__);                                                                  \
+            printf("\n");                                                                         \
+            fflush(stdout);                                                                       \
+            fails++;                                                                              \
+        }                                                                                         \
+    } while (0)
+
+#define DIE_IF(cond, ...)                                                                         \
+    do {                                                                                          \
+        if (cond) {                                                                               \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                           \
+            printf(__VA_ARGS__);                                                                  \
+            printf("\n");                                                                         \
+            fflush(stdout);                                                                       \
+            _exit(1);                                                                             \
+        }                                                                                         \
+    } while (0)
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* The tmx provider's info for threading (FI_THREAD_UNSPEC: none asked), NULL when refused. */
+static struct fi_info *get_info(enum fi_threading threading)
+{
+    struct fi_info *hints = fi_allocinfo(), *info = NULL;
+    int             ret;
+
+    hints->caps                   = FI_TAGGED | FI_MSG | FI_DIRECTED_RECV;
+    hints->ep_attr->type          = FI_EP_RDM;
+    hints->fabric_attr->prov_name = strdup("tmx");
+    hints->domain_attr->threading = threading;
+    ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
+    fi_freeinfo(hints);
+    if (ret != 0) {
+        return NULL;
+    }
+    DIE_IF(strcmp(info->fabric_attr->prov_name, "tmx") != 0, "provider %s, not tmx",
+           info->fabric_attr->prov_name);
+    return info;
+}
+
+typedef struct {
+    struct fi_info    *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_cq     *cq;
+    struct fid_av     *av;
+    struct fid_cntr   *cntr;
+} objs_t;
+
+static void open_objs(objs_t *o, enum fi_threading threading)
+{
+    struct fi_cq_attr   cqa = {.format = FI_CQ_FORMAT_TAGGED};
+    struct fi_av_attr   ava = {.type = FI_AV_TABLE};
+    struct fi_cntr_attr cna = {.events = FI_CNTR_EVENTS_COMP};
+
+    o->info = get_info(threading);
+    DIE_IF(o->info == NULL, "fi_getinfo found no tmx provider (FI_PROVIDER_PATH?)");
+    DIE_IF(fi_fabric(o->info->fabric_attr, &o->fabric, NULL) != 0, "fi_fabric");
+    DIE_IF(fi_domain(o->fabric, o->info, &o->domain, NULL) != 0, "fi_domain");
+    DIE_IF(fi_cq_open(o->domain, &cqa, &o->cq, NULL) != 0, "fi_cq_open");
+    DIE_IF(fi_av_open(o->domain, &ava, &o->av, NULL) != 0, "fi_av_open");
+    DIE_IF(fi_cntr_open(o->domain, &cna, &o->cntr, NULL) != 0, "fi_cntr_open");
+}
+
+static void close_objs(objs_t *o)
+{
+    CHECK(fi_close(&o->cntr->fid) == 0, "close counter");
+    CHECK(fi_close(&o->av->fid) == 0, "close av");
+    CHECK(fi_close(&o->cq->fid) == 0, "close cq");
+    CHECK(fi_close(&o->domain->fid) == 0, "close domain");
+    CHECK(fi_close(&o->fabric->fid) == 0, "close fabric");
+    fi_freeinfo(o->info);
+}
+
+/* An endpoint of o bound to its CQ and AV, enabled. */
+static struct fid_ep *open_ep(objs_t *o)
+{
+    struct fid_ep *ep;
+
+    DIE_IF(fi_endpoint(o->domain, o->info, &ep, NULL) != 0, "fi_endpoint");
+    DIE_IF(fi_ep_bind(ep, &o->cq->fid, FI_TRANSMIT | FI_RECV) != 0, "bind cq");
+    DIE_IF(fi_ep_bind(ep, &o->av->fid, 0) != 0, "bind av");
+    DIE_IF(fi_enable(ep) != 0, "fi_enable");
+    return ep;
+}
+
+/* The one error entry a canceled operation of ctx makes, within 5 s. */
+static void expect_canceled(struct fid_cq *cq, void *ctx, const char *what)
+{
+    struct fi_cq_tagged_entry e;
+    struct fi_cq_err_entry    err;
+    double                    t0 = now();
+    ssize_t                   n;
+
+    while ((n = fi_cq_read(cq, &e, 1)) == -FI_EAGAIN && now() - t0 < 5) {
+    }
+    CHECK(n == -FI_EAVAIL, "%s: fi_cq_read %zd, expected an error entry", what, n);
+    if (n == -FI_EAVAIL) {
+        memset(&err, 0, sizeof(err));
+        CHECK(fi_cq_readerr(cq, &err, 0) == 1 && err.err == FI_ECANCELED && err.op_context == ctx,
+              "%s: error entry %d (%s), context %p, expected %p", what, err.err,
+              fi_strerror(err.err), err.op_context, ctx);
+    }
+}
+
+/* A thread level above FI_THREAD_DOMAIN lets the application call into one domain from
+ * several threads at once: the provider must not answer it with FI_THREAD_DOMAIN, which
+ * promises nothing of the kind. */
+static void test_threading_hints(void)
+{
+    static const enum fi_threading levels[] = {FI_THREAD_FID, FI_THREAD_ENDPOINT,
+                                               FI_THREAD_COMPLETION, FI_THREAD_SAFE};
+    static const char *names[] = {"FI_THREAD_FID", "FI_THREAD_ENDPOINT", "FI_THREAD_COMPLETION",
+                                  "FI_THREAD_SAFE"};
+
+    for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+        struct fi_info *info = get_info(levels[i]);
+        CHECK(info == NULL || info->domain_attr->threading == levels[i] ||
+                  info->domain_attr->threading == FI_THREAD_SAFE,
+              "%s asked, threading %d given", names[i],
+              info ? (int)info->domain_attr->threading : -1);
+        fi_freeinfo(info);
+    }
+}
+
+/* An endpoint takes only its own domain's CQ, AV and counter (FI_THREAD_SAFE's lock and the
+ * CQ's progress are per domain). */
+static void test_foreign_bind(void)
+{
+    objs_t         a, b;
+    struct fid_ep *ep;
+
+    open_objs(&a, FI_THREAD_UNSPEC);
+    open_objs(&b, FI_THREAD_UNSPEC);
+    DIE_IF(fi_endpoint(a.domain, a.info, &ep, NULL) != 0, "fi_endpoint");
+    CHECK(fi_ep_bind(ep, &b.cq->fid, FI_TRANSMIT | FI_RECV) == -FI_EINVAL,
+          "bound a CQ of another domain");
+    CHECK(fi_ep_bind(ep, &b.av->fid, 0) == -FI_EINVAL, "bound an AV of another domain");
+    CHECK(fi_ep_bind(ep, &b.cntr->fid, FI_SEND) == -FI_EINVAL,
+          "bound a counter of another domain");
+    CHECK(fi_ep_bind(ep, &b.domain->fid, 0) == -FI_EINVAL || fi_ep_bind(ep, &b.domain->fid, 0) ==
+                                                                 -FI_ENOSYS,
+          "bound a domain");
+    /* its own still bind, and the other domain's objects close (nothing holds them) */
+    CHECK(fi_ep_bind(ep, &a.cq->fid, FI_TRANSMIT | FI_RECV) == 0, "bind own cq");
+    CHECK(fi_ep_bind(ep, &a.av->fid, 0) == 0, "bind own av");
+    CHECK(fi_ep_bind(ep, &a.cntr->fid, FI_SEND) == 0, "bind own counter");
+    CHECK(fi_enable(ep) == 0, "fi_enable");
+    close_objs(&b);
+    CHECK(fi_close(&ep->fid) == 0, "close ep");
+    close_objs(&a);
+}
+
+/* FI_MORE is a hint (more requests follow at once): accepted wherever libfabric allows it. */
+static void test_more_flag(void)
+{
+    objs_t               o;
+    struct fid_ep       *ep;
+    char                 buf[8], name[FI_NAME_MAX];
+    int                  ctx;
+    size_t               len = sizeof(name);
+    fi_addr_t            addr;
+    struct iovec         iov = {buf, sizeof(buf)};
+    struct fi_msg_tagged tm  = {.msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC,
+                                .tag = 0x5, .context = &ctx};
+    struct fi_msg        m   = {.msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC,
+                                .context = &ctx};
+
+    open_objs(&o, FI_THREAD_UNSPEC);
+    ep = open_ep(&o);
+    DIE_IF(fi_getname(&ep->fid, name, &len) != 0, "fi_getname");
+    CHECK(fi_av_insert(o.av, name, 1, &addr, FI_MORE, NULL) == 1, "fi_av_insert with FI_MORE");
+    CHECK(fi_trecvmsg(ep, &tm, FI_MORE | FI_COMPLETION) == 0, "fi_trecvmsg with FI_MORE");
+    CHECK(fi_cancel(&ep->fid, &ctx) == 0, "cancel");
+    expect_canceled(o.cq, &ctx, "tagged receive with FI_MORE");
+    CHECK(fi_recvmsg(ep, &m, FI_MORE | FI_COMPLETION) == 0, "fi_recvmsg with FI_MORE");
+    CHECK(fi_cancel(&ep->fid, &ctx) == 0, "cancel");
+    expect_canceled(o.cq, &ctx, "untagged receive with FI_MORE");
+    /* what is not a hint stays refused */
+    CHECK(fi_trecvmsg(ep, &tm, FI_MULTI_RECV) == -FI_ENOSYS ||
+              fi_trecvmsg(ep, &tm, FI_MULTI_RECV) == -FI_EINVAL,
+          "FI_MULTI_RECV taken");
+    CHECK(fi_close(&ep->fid) == 0, "close ep");
+    close_objs(&o);
+}
+
+static struct fid_cq *sig_cq;
+static ssize_t        sig_ret;
+static double         sig_secs;
+
+static void *sread_thread(void *arg)
+{
+    struct fi_cq_tagged_entry e;
+    double                    t0 = now();
+
+    (void)arg;
+    sig_ret  = fi_cq_sread(sig_cq, &e, 1, NULL, -1);
+    sig_secs = now() - t0;
+    return NULL;
+}
+
+/* fi_cq_signal wakes a thread blocked in fi_cq_sread with no time limit (-FI_EAGAIN), and a
+ * signal that found nobody waiting makes the next fi_cq_sread return at once. */
+static void test_signal(void)
+{
+    objs_t                    o;
+    pthread_t                 t;
+    struct timespec           ts;
+    struct fi_cq_tagged_entry e;
+    double                    t0;
+    ssize_t                   n;
+
+    open_objs(&o, FI_THREAD_SAFE);
+    sig_cq = o.cq;
+    DIE_IF(pthread_create(&t, NULL, sread_thread, NULL) != 0, "pthread_create");
+    usleep(100000);
+    CHECK(fi_cq_signal(o.cq) == 0, "fi_cq_signal");
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 10;
+    /* the thread cannot be stopped otherwise: a test that hangs here fails at once */
+    DIE_IF(pthread_timedjoin_np(t, NULL, &ts) != 0,
+           "fi_cq_sread(timeout -1) not woken by fi_cq_signal in 10 s");
+    CHECK(sig_ret == -FI_EAGAIN, "woken fi_cq_sread returned %zd", sig_ret);
+    CHECK(fi_cq_signal(o.cq) == 0, "fi_cq_signal");
+    t0 = now();
+    n  = fi_cq_sread(o.cq, &e, 1, NULL, 5000);
+    CHECK(n == -FI_EAGAIN && now() - t0 < 2.5, "fi_cq_sread after a signal: %zd after %.2f s",
+          n, now() - t0);
+    /* the signal is used up: the next one waits its time */
+    t0 = now();
+    n  = fi_cq_sread(o.cq, &e, 1, NULL, 100);
+    CHECK(n == -FI_EAGAIN && now() - t0 >= 0.09, "fi_cq_sread(100 ms): %zd after %.3f s", n,
+          now() - t0);
+    close_objs(&o);
+}
+
+static volatile int   race_stop;
+static struct fid_cq *race_cq;
+
+static void *race_reader(void *arg)
+{
+    struct fi_cq_tagged_entry e[4];
+    struct fi_cq_err_entry    err;
+
+    (void)arg;
+    while (!race_stop) {
+        if (fi_cq_read(race_cq, e, 4) == -FI_EAVAIL) {
+            (void)fi_cq_readerr(race_cq, &err, 0);
+        }
+    }
+    return NULL;
+}
+
+/* FI_THREAD_SAFE: endpoints that share a CQ open, post a receive and close while another thread
+ * reads (and so progresses) that CQ. */
+static void test_close_race(void)
+{
+    objs_t    o;
+    pthread_t t;
+    char      buf[8];
+
+    open_objs(&o, FI_THREAD_SAFE);
+    race_cq   = o.cq;
+    race_stop = 0;
+    DIE_IF(pthread_create(&t, NULL, race_reader, NULL) != 0, "pthread_create");
+    for (int i = 0; i < 200; i++) {
+        struct fid_ep *ep = open_ep(&o);
+        CHECK(fi_trecv(ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, 0x1, 0, NULL) == 0, "trecv");
+        CHECK(fi_close(&ep->fid) == 0, "close ep %d", i);
+    }
+    race_stop = 1;
+    pthread_join(t, NULL);
+    close_objs(&o);
+}
+
+/* Closing an endpoint with receives posted and a message claimed discards them (libfabric:
+ * no completions); fi_bad.sh checks that tmx says nothing of requests left over. */
+static void test_close_posted(void)
+{
+    objs_t               o;
+    struct fid_ep       *ep, *ep2;
+    struct fi_cq_tagged_entry e;
+    char                 buf[8] = {0}, name[FI_NAME_MAX];
+    size_t               len = sizeof(name);
+    fi_addr_t            addr;
+    int                  ctx[4];
+    struct iovec         iov = {buf, sizeof(buf)};
+    struct fi_msg_tagged tm  = {.msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC,
+                                .tag = 0x9, .context = &ctx[2]};
+    double               t0;
+    ssize_t              n;
+
+    open_objs(&o, FI_THREAD_UNSPEC);
+    ep = open_ep(&o);
+    CHECK(fi_trecv(ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, 0x7, 0, &ctx[0]) == 0, "trecv");
+    CHECK(fi_recv(ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, &ctx[1]) == 0, "recv");
+    /* a message to itself, claimed and never received */
+    DIE_IF(fi_getname(&ep->fid, name, &len) != 0, "fi_getname");
+    DIE_IF(fi_av_insert(o.av, name, 1, &addr, 0, NULL) != 1, "fi_av_insert");
+    CHECK(fi_tinject(ep, buf, sizeof(buf), addr, 0x9) == 0, "tinject to itself");
+    t0 = now();
+    do {
+        CHECK(fi_trecvmsg(ep, &tm, FI_PEEK | FI_CLAIM | FI_COMPLETION) == 0, "peek|claim");
+        while ((n = fi_cq_read(o.cq, &e, 1)) == -FI_EAGAIN) {
+        }
+        if (n == -FI_EAVAIL) {
+            struct fi_cq_err_entry err;
+            (void)fi_cq_readerr(o.cq, &err, 0);
+        }
+    } while (n != 1 && now() - t0 < 5);
+    CHECK(n == 1 && e.op_context == &ctx[2], "claim of the message to itself: %zd", n);
+    /* a second endpoint with a receive, closed first: the first is still usable */
+    ep2 = open_ep(&o);
+    CHECK(fi_trecv(ep2, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, 0x7, 0, &ctx[3]) == 0, "trecv");
+    CHECK(fi_close(&ep2->fid) == 0, "close ep2");
+    CHECK(fi_close(&ep->fid) == 0, "close ep");
+    close_objs(&o);
+}
+
+int main(int argc, char **argv)
+{
+    const char *only = argc > 1 ? argv[1] : NULL;
+
+    setvbuf(stdout, NULL, _IOLBF, 0);
+#define RUN(t)                                                                                    \
+    if (only == NULL || strcmp(only, #t) == 0) {                                                  \
+        printf("%s\n", #t);                                                                       \
+        t();                                                                                      \
+    }
+    RUN(test_threading_hints);
+    RUN(test_foreign_bind);
+    RUN(test_more_flag);
+    RUN(test_signal);
+    RUN(test_close_race);
+    RUN(test_close_posted);
+    printf("%s\n", fails ? "FAIL" : "PASS");
+    return fails ? 1 : 0;
+}

@@ -128,7 +128,7 @@ typedef struct tmx_fi_cq {
     struct tmx_fi_ep          *eps[TMX_FI_CQ_MAX_EPS];
     int                        neps;
     int                        refs;
-    int                        signaled; /* fi_cq_signal: the next fi_cq_sread wait ends (atomic) */
+    int                        signaled; /* fi_cq_signal: ends fi_cq_sread's wait (atomic) */
 } tmx_fi_cq_t;
 
 enum {

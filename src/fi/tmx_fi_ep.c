@@ -301,7 +301,10 @@ static ssize_t tmx_fi_send_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
         return -FI_EINVAL;
     }
     for (size_t i = 0; i < count; i++) {
-        if (iov[i].iov_base == NULL && iov[i].iov_len > 0) {
+        /* an element longer than a message is refused on its own: the sum of up to
+         * TMX_FI_IOV_LIMIT such lengths cannot wrap (it sized the bounce buffer, and each
+         * element was copied at its own length) */
+        if ((iov[i].iov_base == NULL && iov[i].iov_len > 0) || iov[i].iov_len > TMX_FI_MAX_MSG) {
             return -FI_EINVAL;
         }
         len += iov[i].iov_len;
@@ -645,7 +648,10 @@ static ssize_t tmx_fi_recv_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
         return -FI_EINVAL;
     }
     for (size_t i = 0; i < count; i++) {
-        if (iov[i].iov_base == NULL && iov[i].iov_len > 0) {
+        /* an element longer than a message is refused on its own: the sum of up to
+         * TMX_FI_IOV_LIMIT such lengths cannot wrap (it sized the bounce buffer, and each
+         * element was copied at its own length) */
+        if ((iov[i].iov_base == NULL && iov[i].iov_len > 0) || iov[i].iov_len > TMX_FI_MAX_MSG) {
             return -FI_EINVAL;
         }
         len += iov[i].iov_len;

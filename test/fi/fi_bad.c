@@ -12,6 +12,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -348,6 +349,42 @@ static void test_close_posted(void)
     close_objs(&o);
 }
 
+/* Lengths no buffer has: a vector element longer than max_msg_size is refused (its sum with
+ * another wrapped, sized the bounce buffer small and the gather copy overran it), and a CQ of
+ * 2^40 entries asked for opens (its ring grows as needed). */
+static void test_huge_lengths(void)
+{
+    objs_t               o;
+    struct fid_ep       *ep;
+    struct fid_cq       *cq  = NULL;
+    struct fi_cq_attr    cqa = {.format = FI_CQ_FORMAT_TAGGED, .size = (size_t)1 << 40};
+    static char          buf[64];
+    char                 name[FI_NAME_MAX];
+    size_t               len = sizeof(name);
+    fi_addr_t            self;
+    int                  ctx;
+    struct iovec         iov[2] = {{buf, SIZE_MAX}, {buf, 2}};
+    struct fi_msg_tagged tm = {.msg_iov = iov, .iov_count = 2, .tag = 0x3, .context = &ctx};
+
+    open_objs(&o, FI_THREAD_UNSPEC);
+    ep = open_ep(&o);
+    DIE_IF(fi_getname(&ep->fid, name, &len) != 0, "fi_getname");
+    DIE_IF(fi_av_insert(o.av, name, 1, &self, 0, NULL) != 1, "fi_av_insert");
+    CHECK(fi_tsendv(ep, iov, NULL, 2, self, 0x3, &ctx) == -FI_EINVAL,
+          "fi_tsendv of an element of SIZE_MAX bytes taken");
+    CHECK(fi_sendv(ep, iov, NULL, 2, self, &ctx) == -FI_EINVAL,
+          "fi_sendv of an element of SIZE_MAX bytes taken");
+    tm.addr = self;
+    CHECK(fi_tsendmsg(ep, &tm, FI_COMPLETION) == -FI_EINVAL,
+          "fi_tsendmsg of an element of SIZE_MAX bytes taken");
+    CHECK(fi_trecvv(ep, iov, NULL, 2, FI_ADDR_UNSPEC, 0x3, 0, &ctx) == -FI_EINVAL,
+          "fi_trecvv of an element of SIZE_MAX bytes taken");
+    CHECK(fi_close(&ep->fid) == 0, "close ep");
+    CHECK(fi_cq_open(o.domain, &cqa, &cq, NULL) == 0, "fi_cq_open of 2^40 entries");
+    CHECK(cq == NULL || fi_close(&cq->fid) == 0, "close big cq");
+    close_objs(&o);
+}
+
 int main(int argc, char **argv)
 {
     const char *only = argc > 1 ? argv[1] : NULL;
@@ -364,6 +401,7 @@ int main(int argc, char **argv)
     RUN(test_signal);
     RUN(test_close_race);
     RUN(test_close_posted);
+    RUN(test_huge_lengths);
     printf("%s\n", fails ? "FAIL" : "PASS");
     return fails ? 1 : 0;
 }

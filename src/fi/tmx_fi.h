@@ -173,6 +173,7 @@ typedef struct tmx_fi_ep {
     tmx_fi_av_t     *av;
     tmx_ep_h        *peers;
     size_t           npeers;
+    int              peer_err; /* why tmx_fi_ep_peer found none (a negative FI_ error) */
     tmx_fi_cq_t     *tx_cq, *rx_cq;
     tmx_fi_cntr_t   *tx_cntr, *rx_cntr;
     uint64_t         tx_op_flags, rx_op_flags; /* FI_COMPLETION when ops without flags complete */

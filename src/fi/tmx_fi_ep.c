@@ -240,14 +240,18 @@ static void tmx_fi_recv_cb(tmx_request_h req, tmx_status_t status,
 
 /* ---------------------------------------------------------------- sending */
 
-/* tmx_fi_ep_peer for an entry not connected yet: the tmx endpoint, made now (NULL: invalid) */
+/* tmx_fi_ep_peer for an entry not connected yet: the tmx endpoint, made now (NULL: none, and
+ * ep->peer_err says why: -FI_EINVAL for no valid entry, else tmx_ep_create's status, such as
+ * -FI_EHOSTUNREACH for the name of a process that is gone) */
 static __attribute__((noinline)) tmx_ep_h tmx_fi_ep_peer_new(tmx_fi_ep_t *ep, fi_addr_t addr)
 {
     tmx_fi_av_t    *av = ep->av;
     tmx_ep_params_t p;
     tmx_ep_h        tep;
     const uint8_t  *name;
+    tmx_status_t    s;
 
+    ep->peer_err = -FI_EINVAL;
     if (av == NULL || addr >= av->count || !av->valid[addr]) {
         return NULL;
     }
@@ -255,6 +259,7 @@ static __attribute__((noinline)) tmx_ep_h tmx_fi_ep_peer_new(tmx_fi_ep_t *ep, fi
         size_t    n     = av->cap > addr ? av->cap : addr + 1;
         tmx_ep_h *peers = realloc(ep->peers, n * sizeof(*peers));
         if (peers == NULL) {
+            ep->peer_err = -FI_ENOMEM;
             return NULL;
         }
         memset(peers + ep->npeers, 0, (n - ep->npeers) * sizeof(*peers));
@@ -265,7 +270,9 @@ static __attribute__((noinline)) tmx_ep_h tmx_fi_ep_peer_new(tmx_fi_ep_t *ep, fi
     p.field_mask     = TMX_EP_PARAM_ADDRESS;
     p.address        = name + 1;
     p.address_length = name[0];
-    if (tmx_ep_create(ep->worker, &p, &tep) != TMX_OK) {
+    s                = tmx_ep_create(ep->worker, &p, &tep);
+    if (s != TMX_OK) {
+        ep->peer_err = -tmx_fi_errno(s);
         return NULL;
     }
     ep->peers[addr] = tep;
@@ -315,7 +322,7 @@ static ssize_t tmx_fi_send_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
     }
     peer = tmx_fi_ep_peer(ep, dest);
     if (peer == NULL) {
-        return -FI_EINVAL;
+        return ep->peer_err;
     }
     op = tmx_fi_op_get(ep);
     if (op == NULL) {
@@ -407,7 +414,7 @@ static ssize_t tmx_fi_send_one(tmx_fi_ep_t *ep, const void *buf, size_t len, fi_
     }
     peer = tmx_fi_ep_peer(ep, dest);
     if (peer == NULL) {
-        return -FI_EINVAL;
+        return ep->peer_err;
     }
     if (!tried && len <= TMX_FI_INJECT_SIZE && ep->tx_pending == 0) {
         /* first as fi_inject does: done in place (an eager send), or not at all, with no
@@ -482,7 +489,7 @@ static ssize_t tmx_fi_inject_one(tmx_fi_ep_t *ep, const void *buf, size_t len, f
     peer = tmx_fi_ep_peer(ep, dest);
     if (peer == NULL) {
         tmx_fi_unlock(ep->dom);
-        return -FI_EINVAL;
+        return ep->peer_err;
     }
     params.field_mask = TMX_REQ_PARAM_FLAGS;
     params.flags      = TMX_SEND_FLAG_TRY;
@@ -545,7 +552,7 @@ static int tmx_fi_source(tmx_fi_ep_t *ep, fi_addr_t src_addr, tmx_ep_h *source_p
         return 0;
     }
     *source_p = tmx_fi_ep_peer(ep, src_addr);
-    return *source_p != NULL ? 0 : -FI_EINVAL;
+    return *source_p != NULL ? 0 : ep->peer_err;
 }
 
 /* FI_PEEK (with FI_CLAIM or FI_DISCARD): the result goes to the CQ, found or not. */

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -385,11 +386,75 @@ static void test_huge_lengths(void)
     close_objs(&o);
 }
 
+/* The name of an endpoint whose process is gone (make_gone_name, before anything else) */
+static char gone_name[FI_NAME_MAX];
+static int  have_gone;
+
+static void make_gone_name(void)
+{
+    int   fd[2];
+    pid_t pid;
+
+    DIE_IF(pipe(fd) != 0, "pipe");
+    pid = fork();
+    DIE_IF(pid < 0, "fork");
+    if (pid == 0) {
+        objs_t         o;
+        struct fid_ep *ep;
+        size_t         len = sizeof(gone_name);
+        open_objs(&o, FI_THREAD_UNSPEC);
+        ep = open_ep(&o);
+        DIE_IF(fi_getname(&ep->fid, gone_name, &len) != 0, "fi_getname");
+        DIE_IF(write(fd[1], gone_name, sizeof(gone_name)) != (ssize_t)sizeof(gone_name),
+               "write");
+        _exit(0); /* gone without closing anything */
+    }
+    close(fd[1]);
+    have_gone = read(fd[0], gone_name, sizeof(gone_name)) == (ssize_t)sizeof(gone_name);
+    close(fd[0]);
+    waitpid(pid, NULL, 0);
+}
+
+/* A send to a name whose process is gone is a peer error (-FI_EHOSTUNREACH from tmx's
+ * connect), and a damaged name -FI_EADDRNOTAVAIL: not -FI_EINVAL, which says the
+ * application's arguments were wrong (an fi_addr that is no AV entry still is). */
+static void test_gone_peer(void)
+{
+    objs_t         o;
+    struct fid_ep *ep;
+    char           buf[8] = {0}, bad[FI_NAME_MAX];
+    fi_addr_t      gone, damaged;
+    int            ctx;
+    ssize_t        r;
+
+    DIE_IF(!have_gone, "no name from the child");
+    open_objs(&o, FI_THREAD_UNSPEC);
+    ep = open_ep(&o);
+    CHECK(fi_av_insert(o.av, gone_name, 1, &gone, 0, NULL) == 1, "insert the gone name");
+    r = fi_tsend(ep, buf, sizeof(buf), NULL, gone, 0x1, &ctx);
+    CHECK(r == -FI_EHOSTUNREACH, "fi_tsend to a process that is gone: %zd (%s)", r,
+          fi_strerror((int)-r));
+    r = fi_tinject(ep, buf, sizeof(buf), gone, 0x1);
+    CHECK(r == -FI_EHOSTUNREACH, "fi_tinject to a process that is gone: %zd (%s)", r,
+          fi_strerror((int)-r));
+    memcpy(bad, gone_name, sizeof(bad));
+    memset(bad + 1, 0xa5, 8); /* the length byte kept, the address's start broken */
+    CHECK(fi_av_insert(o.av, bad, 1, &damaged, 0, NULL) == 1, "insert a damaged name");
+    r = fi_tsend(ep, buf, sizeof(buf), NULL, damaged, 0x1, &ctx);
+    CHECK(r == -FI_EADDRNOTAVAIL, "fi_tsend to a damaged name: %zd (%s)", r,
+          fi_strerror((int)-r));
+    r = fi_tsend(ep, buf, sizeof(buf), NULL, damaged + 100, 0x1, &ctx);
+    CHECK(r == -FI_EINVAL, "fi_tsend to no entry: %zd (%s)", r, fi_strerror((int)-r));
+    CHECK(fi_close(&ep->fid) == 0, "close ep");
+    close_objs(&o);
+}
+
 int main(int argc, char **argv)
 {
     const char *only = argc > 1 ? argv[1] : NULL;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
+    make_gone_name(); /* first: the child forks from a process that used nothing yet */
 #define RUN(t)                                                                                    \
     if (only == NULL || strcmp(only, #t) == 0) {                                                  \
         printf("%s\n", #t);                                                                       \
@@ -402,6 +467,7 @@ int main(int argc, char **argv)
     RUN(test_close_race);
     RUN(test_close_posted);
     RUN(test_huge_lengths);
+    RUN(test_gone_peer);
     printf("%s\n", fails ? "FAIL" : "PASS");
     return fails ? 1 : 0;
 }

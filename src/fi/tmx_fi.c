@@ -186,6 +186,13 @@ static int tmx_fi_hints_ok(const struct fi_info *h)
             return tmx_fi_reject(__LINE__);
         }
     }
+    /* default operation flags the data path would ignore (it refuses them per call) */
+    if ((h->tx_attr != NULL &&
+         (h->tx_attr->op_flags & (FI_MULTICAST | FI_TRIGGER | FI_FENCE | FI_MULTI_RECV))) ||
+        (h->rx_attr != NULL &&
+         (h->rx_attr->op_flags & (FI_MULTICAST | FI_TRIGGER | FI_FENCE | FI_MULTI_RECV)))) {
+        return tmx_fi_reject(__LINE__);
+    }
     if (h->tx_attr != NULL &&
         ((h->tx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS) != 0 ||
          (h->tx_attr->comp_order & ~(uint64_t)FI_ORDER_NONE) != 0 ||
@@ -211,6 +218,9 @@ static int tmx_fi_hints_ok(const struct fi_info *h)
         }
         if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO) {
             return tmx_fi_reject(__LINE__);
+        }
+        if (d->av_type != FI_AV_UNSPEC && d->av_type != FI_AV_MAP && d->av_type != FI_AV_TABLE) {
+            return tmx_fi_reject(__LINE__); /* no such type: it was given back as asked */
         }
         if (d->cq_data_size > TMX_FI_CQ_DATA_SIZE) {
             return tmx_fi_reject(__LINE__); /* remote CQ data: 4 bytes, see tmx_fi(7) */

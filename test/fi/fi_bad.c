@@ -156,6 +156,45 @@ static void test_threading_hints(void)
     }
 }
 
+/* Hints the provider cannot honour find no tmx provider, rather than an info that ignores
+ * them: an address-vector type that does not exist, default operation flags it lacks. */
+static void test_odd_hints(void)
+{
+    struct fi_info *h, *info = NULL;
+    int             ret;
+
+    h                          = fi_allocinfo();
+    h->caps                    = FI_TAGGED;
+    h->ep_attr->type           = FI_EP_RDM;
+    h->fabric_attr->prov_name  = strdup("tmx");
+    h->domain_attr->av_type    = (enum fi_av_type)55;
+    ret                        = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info);
+    CHECK(ret == -FI_ENODATA, "av_type 55: %d, av_type %d given", ret,
+          info ? (int)info->domain_attr->av_type : -1);
+    fi_freeinfo(info);
+    info                       = NULL;
+    h->domain_attr->av_type    = FI_AV_TABLE;
+    h->rx_attr->op_flags       = FI_MULTI_RECV;
+    ret                        = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info);
+    CHECK(ret == -FI_ENODATA, "rx op_flags FI_MULTI_RECV: %d", ret);
+    fi_freeinfo(info);
+    info                       = NULL;
+    h->rx_attr->op_flags       = 0;
+    h->tx_attr->op_flags       = FI_TRIGGER;
+    ret                        = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info);
+    CHECK(ret == -FI_ENODATA, "tx op_flags FI_TRIGGER: %d", ret);
+    fi_freeinfo(info);
+    info                       = NULL;
+    /* what it has still finds it */
+    h->tx_attr->op_flags       = FI_COMPLETION;
+    h->rx_attr->op_flags       = FI_COMPLETION;
+    ret                        = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info);
+    CHECK(ret == 0 && info != NULL && info->domain_attr->av_type == FI_AV_TABLE,
+          "FI_AV_TABLE, op_flags FI_COMPLETION: %d", ret);
+    fi_freeinfo(info);
+    fi_freeinfo(h);
+}
+
 /* An endpoint takes only its own domain's CQ, AV and counter (FI_THREAD_SAFE's lock and the
  * CQ's progress are per domain). */
 static void test_foreign_bind(void)
@@ -461,6 +500,7 @@ int main(int argc, char **argv)
         t();                                                                                      \
     }
     RUN(test_threading_hints);
+    RUN(test_odd_hints);
     RUN(test_foreign_bind);
     RUN(test_more_flag);
     RUN(test_signal);

@@ -223,6 +223,40 @@ static void test_foreign_bind(void)
     close_objs(&a);
 }
 
+/* A CQ or counter serves at most 16 endpoints (their workers are what its reads progress): the
+ * 17th bind is -FI_ENOSPC, and a slot is free again once one of the 16 closes. A CQ holds any
+ * number of entries (test_many of fi_api.c). */
+static void test_cq_eps(void)
+{
+    objs_t         o;
+    struct fid_ep *eps[17];
+
+    open_objs(&o, FI_THREAD_UNSPEC);
+    for (int i = 0; i < 16; i++) {
+        DIE_IF(fi_endpoint(o.domain, o.info, &eps[i], NULL) != 0, "fi_endpoint %d", i);
+        CHECK(fi_ep_bind(eps[i], &o.cq->fid, FI_TRANSMIT | FI_RECV) == 0, "bind cq %d", i);
+        CHECK(fi_ep_bind(eps[i], &o.cntr->fid, FI_SEND | FI_RECV) == 0, "bind counter %d", i);
+        CHECK(fi_ep_bind(eps[i], &o.av->fid, 0) == 0, "bind av %d", i);
+        CHECK(fi_enable(eps[i]) == 0, "enable %d", i);
+    }
+    DIE_IF(fi_endpoint(o.domain, o.info, &eps[16], NULL) != 0, "fi_endpoint");
+    CHECK(fi_ep_bind(eps[16], &o.cq->fid, FI_TRANSMIT | FI_RECV) == -FI_ENOSPC,
+          "17th endpoint on one CQ");
+    {
+        int r = fi_ep_bind(eps[16], &o.cntr->fid, FI_SEND);
+        CHECK(r == -FI_ENOSPC, "17th endpoint on one counter: %d", r);
+    }
+    CHECK(fi_close(&eps[0]->fid) == 0, "close ep 0");
+    CHECK(fi_ep_bind(eps[16], &o.cq->fid, FI_TRANSMIT | FI_RECV) == 0, "bind after a close");
+    CHECK(fi_ep_bind(eps[16], &o.cntr->fid, FI_SEND) == 0, "bind counter after a close");
+    CHECK(fi_ep_bind(eps[16], &o.av->fid, 0) == 0, "bind av");
+    CHECK(fi_enable(eps[16]) == 0, "enable the 17th");
+    for (int i = 1; i < 17; i++) {
+        CHECK(fi_close(&eps[i]->fid) == 0, "close ep %d", i);
+    }
+    close_objs(&o);
+}
+
 /* FI_MORE is a hint (more requests follow at once): accepted wherever libfabric allows it. */
 static void test_more_flag(void)
 {
@@ -502,6 +536,7 @@ int main(int argc, char **argv)
     RUN(test_threading_hints);
     RUN(test_odd_hints);
     RUN(test_foreign_bind);
+    RUN(test_cq_eps);
     RUN(test_more_flag);
     RUN(test_signal);
     RUN(test_close_race);

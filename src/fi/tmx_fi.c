@@ -630,12 +630,18 @@ static void tmx_fi_cq_progress(tmx_fi_cq_t *cq)
 }
 
 /* Sets cq->one_worker from what it derives from: the domain's lock, the format, the endpoints
- * bound (an endpoint's worker is made with it and stays until it is closed and detached). */
+ * bound (an endpoint's worker is made with it and stays until it is closed and detached).
+ * Written only when it changes: with the domain's lock it stays NULL, and fi_cq_read reads it
+ * before taking the lock, while another thread may bind or close an endpoint. */
 static void tmx_fi_cq_hot(tmx_fi_cq_t *cq)
 {
-    cq->one_worker = (!cq->dom->safe && cq->format == FI_CQ_FORMAT_TAGGED && cq->neps == 1)
+    tmx_worker_h w = (!cq->dom->safe && cq->format == FI_CQ_FORMAT_TAGGED && cq->neps == 1)
                          ? cq->eps[0]->worker
                          : NULL;
+
+    if (cq->one_worker != w) {
+        cq->one_worker = w;
+    }
 }
 
 int tmx_fi_cq_attach(tmx_fi_cq_t *cq, tmx_fi_ep_t *ep)

@@ -340,7 +340,7 @@ static void test_signal(void)
     close_objs(&o);
 }
 
-static volatile int   race_stop;
+static int            race_stop; /* __atomic */
 static struct fid_cq *race_cq;
 
 static void *race_reader(void *arg)
@@ -349,7 +349,7 @@ static void *race_reader(void *arg)
     struct fi_cq_err_entry    err;
 
     (void)arg;
-    while (!race_stop) {
+    while (!__atomic_load_n(&race_stop, __ATOMIC_ACQUIRE)) {
         if (fi_cq_read(race_cq, e, 4) == -FI_EAVAIL) {
             (void)fi_cq_readerr(race_cq, &err, 0);
         }
@@ -367,14 +367,14 @@ static void test_close_race(void)
 
     open_objs(&o, FI_THREAD_SAFE);
     race_cq   = o.cq;
-    race_stop = 0;
+    __atomic_store_n(&race_stop, 0, __ATOMIC_RELEASE);
     DIE_IF(pthread_create(&t, NULL, race_reader, NULL) != 0, "pthread_create");
     for (int i = 0; i < 200; i++) {
         struct fid_ep *ep = open_ep(&o);
         CHECK(fi_trecv(ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, 0x1, 0, NULL) == 0, "trecv");
         CHECK(fi_close(&ep->fid) == 0, "close ep %d", i);
     }
-    race_stop = 1;
+    __atomic_store_n(&race_stop, 1, __ATOMIC_RELEASE);
     pthread_join(t, NULL);
     close_objs(&o);
 }

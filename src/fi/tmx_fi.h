@@ -40,6 +40,9 @@
  * the operation (TMX_FI_INL_SIZE) or, longer, into a buffer of its own. */
 #define TMX_FI_INJECT_SIZE 16384
 #define TMX_FI_INL_SIZE    512
+/* The bytes of inject copies longer than TMX_FI_INL_SIZE an endpoint holds for tmx at most
+ * (then -FI_EAGAIN until tmx sent some): 4096 injects of TMX_FI_INJECT_SIZE */
+#define TMX_FI_INJECT_BUFFERED ((size_t)64 << 20)
 #define TMX_FI_IOV_LIMIT   8
 #define TMX_FI_QUEUE_SIZE  65536 /* operations in flight per endpoint */
 #define TMX_FI_MAX_MSG     ((size_t)1 << 40)
@@ -185,6 +188,7 @@ typedef struct tmx_fi_ep {
     size_t           nchunks, nops;
     int              closing; /* tmx_fi_ep_close: completions make no CQ entries */
     size_t           tx_pending; /* send operations tmx has in progress (their callback due) */
+    size_t           inject_bytes; /* in copies of long injects (TMX_FI_INJECT_BUFFERED) */
     tmx_fi_claim_t  *claims;
     /* What fi_tsend and fi_trecv would otherwise work out per call, set by tmx_fi_ep_hot
      * whenever what it derives from changes (bind, FI_ENABLE, FI_SETOPSFLAG): */

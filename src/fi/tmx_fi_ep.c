@@ -62,6 +62,9 @@ static void tmx_fi_op_put(tmx_fi_op_t *op)
     tmx_fi_ep_t *ep = op->ep;
 
     if (op->bounce != NULL) {
+        if (op->kind == TMX_FI_OP_SEND && (op->flags & FI_INJECT)) {
+            ep->inject_bytes -= op->len; /* a long inject's copy (tmx_fi_send_unlocked) */
+        }
         free(op->bounce);
         op->bounce = NULL;
     }
@@ -343,10 +346,21 @@ static ssize_t tmx_fi_send_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
         buf = op->inl;
     } else if (count > 1 || (flags & FI_INJECT)) { /* gathered, or a long inject's copy */
         size_t off = 0;
+        if ((flags & FI_INJECT) && ep->inject_bytes + len > TMX_FI_INJECT_BUFFERED) {
+            /* the copies of injects tmx has not sent yet are the provider's memory: bounded
+             * (a receiver that takes nothing made 65536 injects of 16 KiB hold 1 GiB) */
+            tmx_fi_op_put(op);
+            tmx_fi_ep_progress(ep);
+            return -FI_EAGAIN;
+        }
         op->bounce = malloc(len ? len : 1);
         if (op->bounce == NULL) {
             tmx_fi_op_put(op);
             return -FI_ENOMEM;
+        }
+        if (flags & FI_INJECT) {
+            op->len = len; /* op_put gives it back */
+            ep->inject_bytes += len;
         }
         for (size_t i = 0; i < count; i++) {
             if (iov[i].iov_len > 0) {

@@ -459,6 +459,98 @@ static void test_huge_lengths(void)
     close_objs(&o);
 }
 
+static struct fid_cq *poll_cq;
+static int            poll_stop; /* __atomic */
+
+static void *poll_thread(void *arg)
+{
+    struct fi_cq_tagged_entry e[4];
+    struct fi_cq_err_entry    err;
+
+    (void)arg;
+    while (!__atomic_load_n(&poll_stop, __ATOMIC_ACQUIRE)) {
+        if (fi_cq_read(poll_cq, e, 4) == -FI_EAVAIL) {
+            (void)fi_cq_readerr(poll_cq, &err, 0);
+        }
+    }
+    return NULL;
+}
+
+/* Injects to a peer that takes nothing: the provider copies what tmx cannot send at once, and
+ * those copies are bounded (-FI_EAGAIN past 64 MiB; 65536 injects of 16 KiB held 1 GiB), then
+ * the peer receives every one, in order, and injects go on. */
+static void test_inject_bound(void)
+{
+    enum { LEN = 16384 };
+    objs_t                    o;
+    struct fi_cq_attr         cqa = {.format = FI_CQ_FORMAT_TAGGED};
+    struct fid_cq            *cqb;
+    struct fid_ep            *a, *b;
+    struct fi_cq_tagged_entry e;
+    static char               sbuf[LEN], rbuf[LEN];
+    char                      name[FI_NAME_MAX];
+    size_t                    len = sizeof(name);
+    fi_addr_t                 to_b;
+    int                       ctx, n = 0, got = 0, bad = 0;
+    ssize_t                   r  = 0;
+    double                    t0 = now();
+    pthread_t                 t;
+
+    open_objs(&o, FI_THREAD_SAFE);
+    a = open_ep(&o);
+    DIE_IF(fi_cq_open(o.domain, &cqa, &cqb, NULL) != 0, "fi_cq_open");
+    DIE_IF(fi_endpoint(o.domain, o.info, &b, NULL) != 0, "fi_endpoint");
+    DIE_IF(fi_ep_bind(b, &cqb->fid, FI_TRANSMIT | FI_RECV) != 0, "bind cq");
+    DIE_IF(fi_ep_bind(b, &o.av->fid, 0) != 0, "bind av");
+    DIE_IF(fi_enable(b) != 0, "fi_enable");
+    DIE_IF(fi_getname(&b->fid, name, &len) != 0, "fi_getname");
+    DIE_IF(fi_av_insert(o.av, name, 1, &to_b, 0, NULL) != 1, "fi_av_insert");
+    /* connected: one message through, both reading */
+    CHECK(fi_trecv(b, rbuf, LEN, NULL, FI_ADDR_UNSPEC, 0x6, 0, &ctx) == 0, "trecv");
+    CHECK(fi_tinject(a, sbuf, 8, to_b, 0x6) == 0, "tinject");
+    while ((r = fi_cq_read(cqb, &e, 1)) == -FI_EAGAIN && now() - t0 < 10) {
+        (void)fi_cq_read(o.cq, &e, 1);
+    }
+    CHECK(r == 1, "first message: %zd", r);
+    /* b takes nothing now */
+    for (n = 0; n < 70000; n++) {
+        memcpy(sbuf, &n, sizeof(n));
+        r = fi_tinject(a, sbuf, LEN, to_b, 0x7);
+        if (r != 0) {
+            break;
+        }
+    }
+    CHECK(r == -FI_EAGAIN, "the inject that did not go: %zd (%s)", r, fi_strerror((int)-r));
+    CHECK(n >= 64 && n <= (64 << 20) / LEN + 256,
+          "%d injects of %d bytes taken before -FI_EAGAIN (copies held: 64 MiB at most)", n,
+          LEN);
+    /* b receives them all, in order */
+    for (got = 0; got < n && now() - t0 < 60; got++) {
+        int v = -1;
+        CHECK(fi_trecv(b, rbuf, LEN, NULL, FI_ADDR_UNSPEC, 0x7, 0, &ctx) == 0, "trecv %d", got);
+        while ((r = fi_cq_read(cqb, &e, 1)) == -FI_EAGAIN && now() - t0 < 60) {
+            (void)fi_cq_read(o.cq, &e, 1); /* a's progress sends the copies */
+        }
+        memcpy(&v, rbuf, sizeof(v));
+        bad += r != 1 || v != got;
+        if (r != 1) {
+            break;
+        }
+    }
+    CHECK(got == n && bad == 0, "%d of %d injects received, %d wrong", got, n, bad);
+    CHECK(fi_tinject(a, sbuf, LEN, to_b, 0x8) == 0, "an inject after the peer took them");
+    /* a closes while another thread progresses b (its disconnect needs b's answer) */
+    poll_cq = cqb;
+    __atomic_store_n(&poll_stop, 0, __ATOMIC_RELEASE);
+    DIE_IF(pthread_create(&t, NULL, poll_thread, NULL) != 0, "pthread_create");
+    CHECK(fi_close(&a->fid) == 0, "close a");
+    __atomic_store_n(&poll_stop, 1, __ATOMIC_RELEASE);
+    pthread_join(t, NULL);
+    CHECK(fi_close(&b->fid) == 0, "close b");
+    CHECK(fi_close(&cqb->fid) == 0, "close cq b");
+    close_objs(&o);
+}
+
 /* The name of an endpoint whose process is gone (make_gone_name, before anything else) */
 static char gone_name[FI_NAME_MAX];
 static int  have_gone;
@@ -543,6 +635,7 @@ int main(int argc, char **argv)
     RUN(test_close_posted);
     RUN(test_huge_lengths);
     RUN(test_gone_peer);
+    RUN(test_inject_bound);
     printf("%s\n", fails ? "FAIL" : "PASS");
     return fails ? 1 : 0;
 }

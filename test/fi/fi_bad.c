@@ -12,6 +12,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -614,12 +615,149 @@ static void test_gone_peer(void)
     close_objs(&o);
 }
 
+/* A child that sends BIG bytes (tag 0x1) to the process that gave it its name, then only
+ * progresses until it is killed (make_dying_peer, before anything else). */
+enum { BIG = 32 << 20 };
+static pid_t dying_pid = -1;
+static int   dying_to, dying_from; /* pipes to and from it */
+
+static void make_dying_peer(void)
+{
+    int to[2], from[2];
+
+    DIE_IF(pipe(to) != 0 || pipe(from) != 0, "pipe");
+    dying_pid = fork();
+    DIE_IF(dying_pid < 0, "fork");
+    if (dying_pid == 0) {
+        objs_t                    o;
+        struct fid_ep            *ep;
+        struct fi_cq_tagged_entry e;
+        char                      name[FI_NAME_MAX], *buf = calloc(1, BIG);
+        size_t                    len = sizeof(name);
+        fi_addr_t                 parent;
+        int                       ctx;
+        ssize_t                   r;
+
+        close(to[1]);
+        close(from[0]);
+        open_objs(&o, FI_THREAD_UNSPEC);
+        ep = open_ep(&o);
+        DIE_IF(fi_getname(&ep->fid, name, &len) != 0, "fi_getname");
+        DIE_IF(write(from[1], name, sizeof(name)) != (ssize_t)sizeof(name), "write");
+        if (read(to[0], name, sizeof(name)) != (ssize_t)sizeof(name)) {
+            _exit(0); /* the test did not run */
+        }
+        DIE_IF(fi_av_insert(o.av, name, 1, &parent, 0, NULL) != 1, "fi_av_insert");
+        while ((r = fi_tsend(ep, buf, BIG, NULL, parent, 0x1, &ctx)) == -FI_EAGAIN) {
+            (void)fi_cq_read(o.cq, &e, 1);
+        }
+        for (;;) {
+            if (fi_cq_read(o.cq, &e, 1) == -FI_EAVAIL) {
+                struct fi_cq_err_entry err;
+                (void)fi_cq_readerr(o.cq, &err, 0);
+            }
+        }
+    }
+    close(to[0]);
+    close(from[1]);
+    dying_to   = to[1];
+    dying_from = from[0];
+}
+
+/* A peer killed (SIGKILL) while a rendezvous message of it is coming in, a receive directed at
+ * it waits and a rendezvous send to it waits: each completes, with FI_ECONNABORTED where the
+ * peer is needed (the message coming in may have finished first), within seconds; a send to
+ * it afterwards is -FI_ECONNABORTED. Nothing hangs. */
+static void test_peer_dies(void)
+{
+    objs_t         o;
+    struct fid_ep *ep;
+    char           name[FI_NAME_MAX], small[8], *in = malloc(BIG), *out = calloc(1, BIG);
+    size_t         len = sizeof(name);
+    fi_addr_t      peer;
+    int            ctx[3], done[3] = {0, 0, 0}, errs[3] = {0, 0, 0};
+    double         t0;
+    ssize_t        r;
+
+    DIE_IF(dying_pid < 0, "no child");
+    open_objs(&o, FI_THREAD_UNSPEC);
+    ep = open_ep(&o);
+    DIE_IF(read(dying_from, name, sizeof(name)) != (ssize_t)sizeof(name), "child's name");
+    DIE_IF(fi_av_insert(o.av, name, 1, &peer, 0, NULL) != 1, "fi_av_insert");
+    DIE_IF(fi_getname(&ep->fid, name, &len) != 0, "fi_getname");
+    CHECK(fi_trecv(ep, small, sizeof(small), NULL, peer, 0x2, 0, &ctx[1]) == 0,
+          "directed trecv");
+    CHECK(fi_tsend(ep, out, BIG, NULL, peer, 0x3, &ctx[2]) == 0, "tsend big");
+    DIE_IF(write(dying_to, name, sizeof(name)) != (ssize_t)sizeof(name), "write");
+    /* the child's message has arrived (a peek sees it), then the receive that takes it: the
+     * transfer starts, and the child is killed at once */
+    t0 = now();
+    for (r = 0; r != 1 && now() - t0 < 20;) {
+        struct iovec              iov = {NULL, 0};
+        struct fi_msg_tagged      m   = {.msg_iov = &iov, .iov_count = 0, .addr = FI_ADDR_UNSPEC,
+                                         .tag = 0x1, .context = &ctx[0]};
+        struct fi_cq_tagged_entry e;
+        struct fi_cq_err_entry    err;
+        CHECK(fi_trecvmsg(ep, &m, FI_PEEK | FI_COMPLETION) == 0, "peek");
+        while ((r = fi_cq_read(o.cq, &e, 1)) == -FI_EAGAIN) {
+        }
+        if (r == -FI_EAVAIL) {
+            DIE_IF(fi_cq_readerr(o.cq, &err, 0) != 1, "readerr");
+            DIE_IF(err.op_context != &ctx[0] || err.err != FI_ENOMSG, "error entry %d",
+                   err.err);
+        } else {
+            DIE_IF(r != 1 || e.op_context != &ctx[0], "peek: %zd", r);
+        }
+    }
+    DIE_IF(r != 1, "the child's message never came");
+    CHECK(fi_trecv(ep, in, BIG, NULL, FI_ADDR_UNSPEC, 0x1, 0, &ctx[0]) == 0, "trecv big");
+    kill(dying_pid, SIGKILL);
+    waitpid(dying_pid, NULL, 0);
+    dying_pid = -1;
+    t0 = now();
+    while ((!done[0] || !done[1] || !done[2]) && now() - t0 < 30) {
+        struct fi_cq_tagged_entry e;
+        struct fi_cq_err_entry    err;
+        void                     *c = NULL;
+        int                       eno = 0;
+        r = fi_cq_read(o.cq, &e, 1);
+        if (r == 1) {
+            c = e.op_context;
+        } else if (r == -FI_EAVAIL) {
+            memset(&err, 0, sizeof(err));
+            DIE_IF(fi_cq_readerr(o.cq, &err, 0) != 1, "readerr");
+            c   = err.op_context;
+            eno = err.err;
+        }
+        for (int i = 0; i < 3; i++) {
+            if (c == &ctx[i]) {
+                done[i]++;
+                errs[i] = eno;
+            }
+        }
+    }
+    CHECK(done[0] == 1 && (errs[0] == 0 || errs[0] == FI_ECONNABORTED),
+          "message coming in from the killed peer: %d completions, err %d", done[0], errs[0]);
+    CHECK(done[1] == 1 && errs[1] == FI_ECONNABORTED,
+          "receive directed at the killed peer: %d completions, err %d", done[1], errs[1]);
+    CHECK(done[2] == 1 && errs[2] == FI_ECONNABORTED,
+          "send to the killed peer: %d completions, err %d", done[2], errs[2]);
+    r = fi_tsend(ep, small, sizeof(small), NULL, peer, 0x4, &ctx[0]);
+    CHECK(r == -FI_ECONNABORTED, "send after the peer died: %zd (%s)", r, fi_strerror((int)-r));
+    CHECK(fi_close(&ep->fid) == 0, "close ep");
+    close_objs(&o);
+    free(in);
+    free(out);
+}
+
 int main(int argc, char **argv)
 {
     const char *only = argc > 1 ? argv[1] : NULL;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
-    make_gone_name(); /* first: the child forks from a process that used nothing yet */
+    /* first: the children fork from a process that used nothing yet */
+    make_gone_name();
+    make_dying_peer();
 #define RUN(t)                                                                                    \
     if (only == NULL || strcmp(only, #t) == 0) {                                                  \
         printf("%s\n", #t);                                                                       \
@@ -636,6 +774,11 @@ int main(int argc, char **argv)
     RUN(test_huge_lengths);
     RUN(test_gone_peer);
     RUN(test_inject_bound);
+    RUN(test_peer_dies);
+    if (dying_pid > 0 && kill(dying_pid, 0) == 0) {
+        close(dying_to); /* not used: it exits */
+        waitpid(dying_pid, NULL, 0);
+    }
     printf("%s\n", fails ? "FAIL" : "PASS");
     return fails ? 1 : 0;
 }

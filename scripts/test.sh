@@ -142,8 +142,9 @@ check_dir()
 }
 check_prefix=()
 
-# The threaded tests (several threads on one TMX_THREAD_MODE_MULTI worker), and what they need
-# built: all the ThreadSanitizer build runs. The other tests are single-threaded, and the
+# The threaded tests (several threads on one TMX_THREAD_MODE_MULTI worker; and, when the
+# libfabric provider is built, test/fi/fi_bad's threads on one FI_THREAD_SAFE domain), and what
+# they need built: all the ThreadSanitizer build runs. The other tests are single-threaded, and the
 # Criterion unit tests cannot run under TSan (Criterion's inheritable arena clashes with its
 # memory layout).
 tsan_tests="test/integration/threads_multi.sh"
@@ -181,7 +182,12 @@ run_tsan_build()
         fi
         # any other failure: the tests will show it
     fi
-    check_dir "$name" TESTS="$tsan_tests" check_PROGRAMS="$tsan_programs"
+    if [ -e "$dir/src/fi/.libs/libtmx-fi.so" ]; then
+        check_dir "$name" TESTS="$tsan_tests test/fi/fi_bad.sh" \
+            check_PROGRAMS="$tsan_programs test/fi/fi_bad"
+    else
+        check_dir "$name" TESTS="$tsan_tests" check_PROGRAMS="$tsan_programs"
+    fi
 }
 
 if [ "$deps" = yes ]; then

@@ -52,6 +52,14 @@ int tmx_fi_errno(tmx_status_t s)
 
 /* ---------------------------------------------------------------- fi_getinfo */
 
+/* A threading level that lets the application call into one domain from several threads at
+ * once: everything but FI_THREAD_DOMAIN (and unspecified). */
+static int tmx_fi_threads_any(enum fi_threading t)
+{
+    return t == FI_THREAD_SAFE || t == FI_THREAD_FID || t == FI_THREAD_ENDPOINT ||
+           t == FI_THREAD_COMPLETION;
+}
+
 static struct fi_info *tmx_fi_info_alloc(uint32_t version, const struct fi_info *hints)
 {
     struct fi_info *fi = fi_allocinfo();
@@ -96,9 +104,11 @@ static struct fi_info *tmx_fi_info_alloc(uint32_t version, const struct fi_info 
     fi->rx_attr->size                   = TMX_FI_QUEUE_SIZE;
     fi->rx_attr->iov_limit              = TMX_FI_IOV_LIMIT;
     fi->domain_attr->name               = strdup(TMX_FI_NAME);
-    /* FI_THREAD_SAFE when asked for: the domain's objects then take its lock */
+    /* FI_THREAD_SAFE when asked for, or for any level that lets threads call into one domain
+     * at once (FI_THREAD_FID, _ENDPOINT, _COMPLETION: tmx_fi_threads_any): the domain's
+     * objects then take its lock. FI_THREAD_DOMAIN would promise less than was asked. */
     fi->domain_attr->threading = (hints && hints->domain_attr &&
-                                  hints->domain_attr->threading == FI_THREAD_SAFE)
+                                  tmx_fi_threads_any(hints->domain_attr->threading))
                                      ? FI_THREAD_SAFE
                                      : FI_THREAD_DOMAIN;
     fi->domain_attr->control_progress   = FI_PROGRESS_MANUAL;
@@ -176,6 +186,13 @@ static int tmx_fi_hints_ok(const struct fi_info *h)
             return tmx_fi_reject(__LINE__);
         }
     }
+    /* default operation flags the data path would ignore (it refuses them per call) */
+    if ((h->tx_attr != NULL &&
+         (h->tx_attr->op_flags & (FI_MULTICAST | FI_TRIGGER | FI_FENCE | FI_MULTI_RECV))) ||
+        (h->rx_attr != NULL &&
+         (h->rx_attr->op_flags & (FI_MULTICAST | FI_TRIGGER | FI_FENCE | FI_MULTI_RECV)))) {
+        return tmx_fi_reject(__LINE__);
+    }
     if (h->tx_attr != NULL &&
         ((h->tx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS) != 0 ||
          (h->tx_attr->comp_order & ~(uint64_t)FI_ORDER_NONE) != 0 ||
@@ -201,6 +218,9 @@ static int tmx_fi_hints_ok(const struct fi_info *h)
         }
         if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO) {
             return tmx_fi_reject(__LINE__);
+        }
+        if (d->av_type != FI_AV_UNSPEC && d->av_type != FI_AV_MAP && d->av_type != FI_AV_TABLE) {
+            return tmx_fi_reject(__LINE__); /* no such type: it was given back as asked */
         }
         if (d->cq_data_size > TMX_FI_CQ_DATA_SIZE) {
             return tmx_fi_reject(__LINE__); /* remote CQ data: 4 bytes, see tmx_fi(7) */
@@ -377,12 +397,16 @@ static int tmx_fi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 
 static int tmx_fi_av_close(struct fid *fid)
 {
-    tmx_fi_av_t *av = (tmx_fi_av_t *)fid;
+    tmx_fi_av_t     *av  = (tmx_fi_av_t *)fid;
+    tmx_fi_domain_t *dom = av->dom;
 
+    tmx_fi_lock(dom);
     if (av->refs > 0) {
+        tmx_fi_unlock(dom);
         return -FI_EBUSY;
     }
-    av->dom->refs--;
+    dom->refs--;
+    tmx_fi_unlock(dom);
     free(av->names);
     free(av->valid);
     free(av);
@@ -397,8 +421,8 @@ static int tmx_fi_av_insert_unlocked(struct fid_av *fav, const void *addr, size_
     int            inserted = 0;
 
     (void)context;
-    if ((addr == NULL && count > 0) || flags != 0) {
-        return -FI_EINVAL;
+    if ((addr == NULL && count > 0) || (flags & ~(uint64_t)FI_MORE) != 0) {
+        return -FI_EINVAL; /* FI_MORE: a hint, more inserts follow */
     }
     if (av->count + count > av->cap) {
         size_t   cap = av->cap ? av->cap : 64;
@@ -589,7 +613,9 @@ static int tmx_fi_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
     av->av.ops         = &tmx_fi_av_ops;
     av->dom            = dom;
     av->type           = attr->type == FI_AV_UNSPEC ? FI_AV_TABLE : attr->type;
+    tmx_fi_lock(dom);
     dom->refs++;
+    tmx_fi_unlock(dom);
     *av_p = &av->av;
     return 0;
 }
@@ -604,12 +630,18 @@ static void tmx_fi_cq_progress(tmx_fi_cq_t *cq)
 }
 
 /* Sets cq->one_worker from what it derives from: the domain's lock, the format, the endpoints
- * bound (an endpoint's worker is made with it and stays until it is closed and detached). */
+ * bound (an endpoint's worker is made with it and stays until it is closed and detached).
+ * Written only when it changes: with the domain's lock it stays NULL, and fi_cq_read reads it
+ * before taking the lock, while another thread may bind or close an endpoint. */
 static void tmx_fi_cq_hot(tmx_fi_cq_t *cq)
 {
-    cq->one_worker = (!cq->dom->safe && cq->format == FI_CQ_FORMAT_TAGGED && cq->neps == 1)
+    tmx_worker_h w = (!cq->dom->safe && cq->format == FI_CQ_FORMAT_TAGGED && cq->neps == 1)
                          ? cq->eps[0]->worker
                          : NULL;
+
+    if (cq->one_worker != w) {
+        cq->one_worker = w;
+    }
 }
 
 int tmx_fi_cq_attach(tmx_fi_cq_t *cq, tmx_fi_ep_t *ep)
@@ -864,9 +896,13 @@ static ssize_t tmx_fi_cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf
     return r_;
 }
 
+/* A spinning fi_cq_sread (no wait object): reads until something is there, timeout ms pass
+ * (-1: no limit), or fi_cq_signal ends the wait (-FI_EAGAIN, as libfabric's own CQs do; a
+ * signal that found nobody waiting ends the next wait). */
 static ssize_t tmx_fi_cq_sread(struct fid_cq *fcq, void *buf, size_t count, const void *cond,
                                int timeout)
 {
+    tmx_fi_cq_t    *cq = (tmx_fi_cq_t *)fcq;
     struct timespec t0, t;
     ssize_t         n;
 
@@ -876,6 +912,9 @@ static ssize_t tmx_fi_cq_sread(struct fid_cq *fcq, void *buf, size_t count, cons
         n = tmx_fi_cq_read(fcq, buf, count);
         if (n != -FI_EAGAIN) {
             return n;
+        }
+        if (__atomic_exchange_n(&cq->signaled, 0, __ATOMIC_ACQ_REL)) {
+            return -FI_EAGAIN;
         }
         clock_gettime(CLOCK_MONOTONIC, &t);
         if (timeout >= 0 &&
@@ -896,9 +935,9 @@ static ssize_t tmx_fi_cq_sreadfrom(struct fid_cq *cq, void *buf, size_t count,
     return n;
 }
 
-static int tmx_fi_cq_signal(struct fid_cq *cq)
+static int tmx_fi_cq_signal(struct fid_cq *fcq)
 {
-    (void)cq;
+    __atomic_store_n(&((tmx_fi_cq_t *)fcq)->signaled, 1, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -917,17 +956,21 @@ static const char *tmx_fi_cq_strerror(struct fid_cq *cq, int prov_errno, const v
 
 static int tmx_fi_cq_close(struct fid *fid)
 {
-    tmx_fi_cq_t *cq = (tmx_fi_cq_t *)fid;
+    tmx_fi_cq_t     *cq  = (tmx_fi_cq_t *)fid;
+    tmx_fi_domain_t *dom = cq->dom;
 
+    tmx_fi_lock(dom);
     if (cq->refs > 0) {
+        tmx_fi_unlock(dom);
         return -FI_EBUSY;
     }
+    dom->refs--;
+    tmx_fi_unlock(dom);
     while (cq->err_head != NULL) {
         tmx_fi_err_t *e = cq->err_head;
         cq->err_head    = e->next;
         free(e);
     }
-    cq->dom->refs--;
     free(cq->ring);
     free(cq);
     return 0;
@@ -989,8 +1032,11 @@ static int tmx_fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
     if (cq == NULL) {
         return -FI_ENOMEM;
     }
-    cq->cap = 1024; /* a power of two, grown when full */
-    while (cq->cap < attr->size && cq->cap < ((size_t)1 << 30)) {
+    /* a power of two, grown when full: attr->size (a minimum) is honoured by growing, so a
+     * huge one does not allocate its all at once (2^40 entries asked for was -FI_ENOMEM, and
+     * an abort under AddressSanitizer); the ring starts at most at TMX_FI_QUEUE_SIZE */
+    cq->cap = 1024;
+    while (cq->cap < attr->size && cq->cap < TMX_FI_QUEUE_SIZE) {
         cq->cap *= 2;
     }
     cq->ring = malloc(cq->cap * sizeof(*cq->ring));
@@ -1005,7 +1051,9 @@ static int tmx_fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
     cq->dom            = dom;
     cq->format         = attr->format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_TAGGED : attr->format;
     cq->entry_size     = esize;
+    tmx_fi_lock(dom);
     dom->refs++;
+    tmx_fi_unlock(dom);
     *cq_p = &cq->cq;
     return 0;
 }
@@ -1078,25 +1126,37 @@ static uint64_t tmx_fi_cntr_readerr(struct fid_cntr *fc)
 
 static int tmx_fi_cntr_add(struct fid_cntr *fc, uint64_t value)
 {
-    ((tmx_fi_cntr_t *)fc)->val += value;
+    tmx_fi_cntr_t *c = (tmx_fi_cntr_t *)fc;
+    tmx_fi_lock(c->dom);
+    c->val += value;
+    tmx_fi_unlock(c->dom);
     return 0;
 }
 
 static int tmx_fi_cntr_set(struct fid_cntr *fc, uint64_t value)
 {
-    ((tmx_fi_cntr_t *)fc)->val = value;
+    tmx_fi_cntr_t *c = (tmx_fi_cntr_t *)fc;
+    tmx_fi_lock(c->dom);
+    c->val = value;
+    tmx_fi_unlock(c->dom);
     return 0;
 }
 
 static int tmx_fi_cntr_adderr(struct fid_cntr *fc, uint64_t value)
 {
-    ((tmx_fi_cntr_t *)fc)->err += value;
+    tmx_fi_cntr_t *c = (tmx_fi_cntr_t *)fc;
+    tmx_fi_lock(c->dom);
+    c->err += value;
+    tmx_fi_unlock(c->dom);
     return 0;
 }
 
 static int tmx_fi_cntr_seterr(struct fid_cntr *fc, uint64_t value)
 {
-    ((tmx_fi_cntr_t *)fc)->err = value;
+    tmx_fi_cntr_t *c = (tmx_fi_cntr_t *)fc;
+    tmx_fi_lock(c->dom);
+    c->err = value;
+    tmx_fi_unlock(c->dom);
     return 0;
 }
 
@@ -1104,11 +1164,21 @@ static int tmx_fi_cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout
 {
     tmx_fi_cntr_t  *c = (tmx_fi_cntr_t *)fc;
     struct timespec t0, t;
-    uint64_t        err0 = c->err;
+    uint64_t        err0, val, err;
 
+    tmx_fi_lock(c->dom);
+    err0 = c->err;
+    tmx_fi_unlock(c->dom);
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (tmx_fi_cntr_read(fc) < threshold) {
-        if (c->err != err0) {
+    for (;;) {
+        tmx_fi_lock(c->dom);
+        val = tmx_fi_cntr_read_unlocked(fc);
+        err = c->err;
+        tmx_fi_unlock(c->dom);
+        if (val >= threshold) {
+            break;
+        }
+        if (err != err0) {
             return -FI_EAVAIL;
         }
         clock_gettime(CLOCK_MONOTONIC, &t);
@@ -1123,12 +1193,16 @@ static int tmx_fi_cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout
 
 static int tmx_fi_cntr_close(struct fid *fid)
 {
-    tmx_fi_cntr_t *c = (tmx_fi_cntr_t *)fid;
+    tmx_fi_cntr_t   *c   = (tmx_fi_cntr_t *)fid;
+    tmx_fi_domain_t *dom = c->dom;
 
+    tmx_fi_lock(dom);
     if (c->refs > 0) {
+        tmx_fi_unlock(dom);
         return -FI_EBUSY;
     }
-    c->dom->refs--;
+    dom->refs--;
+    tmx_fi_unlock(dom);
     free(c);
     return 0;
 }
@@ -1174,7 +1248,9 @@ static int tmx_fi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr
     c->cntr.fid.ops     = &tmx_fi_cntr_fi_ops;
     c->cntr.ops         = &tmx_fi_cntr_ops;
     c->dom              = dom;
+    tmx_fi_lock(dom);
     dom->refs++;
+    tmx_fi_unlock(dom);
     *cntr_p = &c->cntr;
     return 0;
 }
@@ -1190,7 +1266,9 @@ typedef struct tmx_fi_mr {
 static int tmx_fi_mr_close(struct fid *fid)
 {
     tmx_fi_mr_t *mr = (tmx_fi_mr_t *)fid;
+    tmx_fi_lock(mr->dom);
     mr->dom->refs--;
+    tmx_fi_unlock(mr->dom);
     free(mr);
     return 0;
 }
@@ -1226,7 +1304,9 @@ static int tmx_fi_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uin
     mr->mr.mem_desc    = NULL;
     mr->mr.key         = attr->requested_key;
     mr->dom            = dom;
+    tmx_fi_lock(dom);
     dom->refs++;
+    tmx_fi_unlock(dom);
     *mr_p = &mr->mr;
     return 0;
 }
@@ -1268,9 +1348,12 @@ static int tmx_fi_domain_close(struct fid *fid)
 {
     tmx_fi_domain_t *dom = (tmx_fi_domain_t *)fid;
 
+    tmx_fi_lock(dom);
     if (dom->refs > 0) {
+        tmx_fi_unlock(dom);
         return -FI_EBUSY;
     }
+    tmx_fi_unlock(dom);
     tmx_context_destroy(dom->ctx);
     pthread_mutex_destroy(&dom->lock);
     dom->fab->refs--;
@@ -1393,7 +1476,7 @@ static int tmx_fi_domain(struct fid_fabric *fabric, struct fi_info *info,
         free(dom);
         return -tmx_fi_errno(s);
     }
-    dom->safe = info->domain_attr != NULL && info->domain_attr->threading == FI_THREAD_SAFE;
+    dom->safe = info->domain_attr != NULL && tmx_fi_threads_any(info->domain_attr->threading);
     pthread_mutex_init(&dom->lock, NULL);
     dom->domain.fid.fclass  = FI_CLASS_DOMAIN;
     dom->domain.fid.context = context;
@@ -1491,6 +1574,25 @@ static int tmx_fi_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric
     fab->fabric.ops         = &tmx_fi_fabric_ops;
     *fabric_p = &fab->fabric;
     return 0;
+}
+
+tmx_fi_domain_t *tmx_fi_fid_domain(const struct fid *fid)
+{
+    switch (fid->fclass) {
+    case FI_CLASS_CQ:
+        return fid->ops == &tmx_fi_cq_fi_ops ? ((const tmx_fi_cq_t *)fid)->dom : NULL;
+    case FI_CLASS_AV:
+        return fid->ops == &tmx_fi_av_fi_ops ? ((const tmx_fi_av_t *)fid)->dom : NULL;
+    case FI_CLASS_CNTR:
+        return fid->ops == &tmx_fi_cntr_fi_ops ? ((const tmx_fi_cntr_t *)fid)->dom : NULL;
+    default:
+        return NULL;
+    }
+}
+
+int tmx_fi_fid_is_eq(const struct fid *fid)
+{
+    return fid->fclass == FI_CLASS_EQ && fid->ops == &tmx_fi_eq_fi_ops;
 }
 
 static void tmx_fi_cleanup(void)

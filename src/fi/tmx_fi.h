@@ -40,6 +40,9 @@
  * the operation (TMX_FI_INL_SIZE) or, longer, into a buffer of its own. */
 #define TMX_FI_INJECT_SIZE 16384
 #define TMX_FI_INL_SIZE    512
+/* The bytes of inject copies longer than TMX_FI_INL_SIZE an endpoint holds for tmx at most
+ * (then -FI_EAGAIN until tmx sent some): 4096 injects of TMX_FI_INJECT_SIZE */
+#define TMX_FI_INJECT_BUFFERED ((size_t)64 << 20)
 #define TMX_FI_IOV_LIMIT   8
 #define TMX_FI_QUEUE_SIZE  65536 /* operations in flight per endpoint */
 #define TMX_FI_MAX_MSG     ((size_t)1 << 40)
@@ -128,6 +131,7 @@ typedef struct tmx_fi_cq {
     struct tmx_fi_ep          *eps[TMX_FI_CQ_MAX_EPS];
     int                        neps;
     int                        refs;
+    int                        signaled; /* fi_cq_signal: ends fi_cq_sread's wait (atomic) */
 } tmx_fi_cq_t;
 
 enum {
@@ -172,6 +176,7 @@ typedef struct tmx_fi_ep {
     tmx_fi_av_t     *av;
     tmx_ep_h        *peers;
     size_t           npeers;
+    int              peer_err; /* why tmx_fi_ep_peer found none (a negative FI_ error) */
     tmx_fi_cq_t     *tx_cq, *rx_cq;
     tmx_fi_cntr_t   *tx_cntr, *rx_cntr;
     uint64_t         tx_op_flags, rx_op_flags; /* FI_COMPLETION when ops without flags complete */
@@ -183,6 +188,7 @@ typedef struct tmx_fi_ep {
     size_t           nchunks, nops;
     int              closing; /* tmx_fi_ep_close: completions make no CQ entries */
     size_t           tx_pending; /* send operations tmx has in progress (their callback due) */
+    size_t           inject_bytes; /* in copies of long injects (TMX_FI_INJECT_BUFFERED) */
     tmx_fi_claim_t  *claims;
     /* What fi_tsend and fi_trecv would otherwise work out per call, set by tmx_fi_ep_hot
      * whenever what it derives from changes (bind, FI_ENABLE, FI_SETOPSFLAG): */
@@ -229,6 +235,10 @@ int          tmx_fi_cq_push_err(tmx_fi_cq_t *cq, void *context, uint64_t flags, 
                                 uint64_t tag, size_t olen, int err, int prov_errno);
 int          tmx_fi_cq_attach(tmx_fi_cq_t *cq, tmx_fi_ep_t *ep);
 void         tmx_fi_cq_detach(tmx_fi_cq_t *cq, tmx_fi_ep_t *ep);
+/* The domain of a CQ, AV or counter of this provider; NULL for any other object (another
+ * provider's, or another class): fi_ep_bind takes only its own domain's. */
+tmx_fi_domain_t *tmx_fi_fid_domain(const struct fid *fid);
+int          tmx_fi_fid_is_eq(const struct fid *fid); /* an event queue of this provider */
 int          tmx_fi_cntr_attach(tmx_fi_cntr_t *cntr, tmx_fi_ep_t *ep);
 void         tmx_fi_cntr_detach(tmx_fi_cntr_t *cntr, tmx_fi_ep_t *ep);
 

@@ -62,6 +62,9 @@ static void tmx_fi_op_put(tmx_fi_op_t *op)
     tmx_fi_ep_t *ep = op->ep;
 
     if (op->bounce != NULL) {
+        if (op->kind == TMX_FI_OP_SEND && (op->flags & FI_INJECT)) {
+            ep->inject_bytes -= op->len; /* a long inject's copy (tmx_fi_send_unlocked) */
+        }
         free(op->bounce);
         op->bounce = NULL;
     }
@@ -240,14 +243,18 @@ static void tmx_fi_recv_cb(tmx_request_h req, tmx_status_t status,
 
 /* ---------------------------------------------------------------- sending */
 
-/* tmx_fi_ep_peer for an entry not connected yet: the tmx endpoint, made now (NULL: invalid) */
+/* tmx_fi_ep_peer for an entry not connected yet: the tmx endpoint, made now (NULL: none, and
+ * ep->peer_err says why: -FI_EINVAL for no valid entry, else tmx_ep_create's status, such as
+ * -FI_EHOSTUNREACH for the name of a process that is gone) */
 static __attribute__((noinline)) tmx_ep_h tmx_fi_ep_peer_new(tmx_fi_ep_t *ep, fi_addr_t addr)
 {
     tmx_fi_av_t    *av = ep->av;
     tmx_ep_params_t p;
     tmx_ep_h        tep;
     const uint8_t  *name;
+    tmx_status_t    s;
 
+    ep->peer_err = -FI_EINVAL;
     if (av == NULL || addr >= av->count || !av->valid[addr]) {
         return NULL;
     }
@@ -255,6 +262,7 @@ static __attribute__((noinline)) tmx_ep_h tmx_fi_ep_peer_new(tmx_fi_ep_t *ep, fi
         size_t    n     = av->cap > addr ? av->cap : addr + 1;
         tmx_ep_h *peers = realloc(ep->peers, n * sizeof(*peers));
         if (peers == NULL) {
+            ep->peer_err = -FI_ENOMEM;
             return NULL;
         }
         memset(peers + ep->npeers, 0, (n - ep->npeers) * sizeof(*peers));
@@ -265,7 +273,9 @@ static __attribute__((noinline)) tmx_ep_h tmx_fi_ep_peer_new(tmx_fi_ep_t *ep, fi
     p.field_mask     = TMX_EP_PARAM_ADDRESS;
     p.address        = name + 1;
     p.address_length = name[0];
-    if (tmx_ep_create(ep->worker, &p, &tep) != TMX_OK) {
+    s                = tmx_ep_create(ep->worker, &p, &tep);
+    if (s != TMX_OK) {
+        ep->peer_err = -tmx_fi_errno(s);
         return NULL;
     }
     ep->peers[addr] = tep;
@@ -301,7 +311,10 @@ static ssize_t tmx_fi_send_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
         return -FI_EINVAL;
     }
     for (size_t i = 0; i < count; i++) {
-        if (iov[i].iov_base == NULL && iov[i].iov_len > 0) {
+        /* an element longer than a message is refused on its own: the sum of up to
+         * TMX_FI_IOV_LIMIT such lengths cannot wrap (it sized the bounce buffer, and each
+         * element was copied at its own length) */
+        if ((iov[i].iov_base == NULL && iov[i].iov_len > 0) || iov[i].iov_len > TMX_FI_MAX_MSG) {
             return -FI_EINVAL;
         }
         len += iov[i].iov_len;
@@ -312,7 +325,7 @@ static ssize_t tmx_fi_send_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
     }
     peer = tmx_fi_ep_peer(ep, dest);
     if (peer == NULL) {
-        return -FI_EINVAL;
+        return ep->peer_err;
     }
     op = tmx_fi_op_get(ep);
     if (op == NULL) {
@@ -333,10 +346,21 @@ static ssize_t tmx_fi_send_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
         buf = op->inl;
     } else if (count > 1 || (flags & FI_INJECT)) { /* gathered, or a long inject's copy */
         size_t off = 0;
+        if ((flags & FI_INJECT) && ep->inject_bytes + len > TMX_FI_INJECT_BUFFERED) {
+            /* the copies of injects tmx has not sent yet are the provider's memory: bounded
+             * (a receiver that takes nothing made 65536 injects of 16 KiB hold 1 GiB) */
+            tmx_fi_op_put(op);
+            tmx_fi_ep_progress(ep);
+            return -FI_EAGAIN;
+        }
         op->bounce = malloc(len ? len : 1);
         if (op->bounce == NULL) {
             tmx_fi_op_put(op);
             return -FI_ENOMEM;
+        }
+        if (flags & FI_INJECT) {
+            op->len = len; /* op_put gives it back */
+            ep->inject_bytes += len;
         }
         for (size_t i = 0; i < count; i++) {
             if (iov[i].iov_len > 0) {
@@ -404,7 +428,7 @@ static ssize_t tmx_fi_send_one(tmx_fi_ep_t *ep, const void *buf, size_t len, fi_
     }
     peer = tmx_fi_ep_peer(ep, dest);
     if (peer == NULL) {
-        return -FI_EINVAL;
+        return ep->peer_err;
     }
     if (!tried && len <= TMX_FI_INJECT_SIZE && ep->tx_pending == 0) {
         /* first as fi_inject does: done in place (an eager send), or not at all, with no
@@ -479,7 +503,7 @@ static ssize_t tmx_fi_inject_one(tmx_fi_ep_t *ep, const void *buf, size_t len, f
     peer = tmx_fi_ep_peer(ep, dest);
     if (peer == NULL) {
         tmx_fi_unlock(ep->dom);
-        return -FI_EINVAL;
+        return ep->peer_err;
     }
     params.field_mask = TMX_REQ_PARAM_FLAGS;
     params.flags      = TMX_SEND_FLAG_TRY;
@@ -542,7 +566,7 @@ static int tmx_fi_source(tmx_fi_ep_t *ep, fi_addr_t src_addr, tmx_ep_h *source_p
         return 0;
     }
     *source_p = tmx_fi_ep_peer(ep, src_addr);
-    return *source_p != NULL ? 0 : -FI_EINVAL;
+    return *source_p != NULL ? 0 : ep->peer_err;
 }
 
 /* FI_PEEK (with FI_CLAIM or FI_DISCARD): the result goes to the CQ, found or not. */
@@ -645,7 +669,10 @@ static ssize_t tmx_fi_recv_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
         return -FI_EINVAL;
     }
     for (size_t i = 0; i < count; i++) {
-        if (iov[i].iov_base == NULL && iov[i].iov_len > 0) {
+        /* an element longer than a message is refused on its own: the sum of up to
+         * TMX_FI_IOV_LIMIT such lengths cannot wrap (it sized the bounce buffer, and each
+         * element was copied at its own length) */
+        if ((iov[i].iov_base == NULL && iov[i].iov_len > 0) || iov[i].iov_len > TMX_FI_MAX_MSG) {
             return -FI_EINVAL;
         }
         len += iov[i].iov_len;
@@ -853,6 +880,7 @@ static ssize_t tmx_fi_trecvmsg(struct fid_ep *fep, const struct fi_msg_tagged *m
                                uint64_t flags)
 {
     tmx_fi_ep_t *ep = tmx_fi_ep_of(fep);
+    flags &= ~(uint64_t)FI_MORE; /* a hint: more requests follow */
     if (msg == NULL ||
         (flags & ~(uint64_t)(FI_COMPLETION | FI_PEEK | FI_CLAIM | FI_DISCARD)) != 0) {
         return msg == NULL ? -FI_EINVAL : -FI_ENOSYS;
@@ -1111,6 +1139,7 @@ static ssize_t tmx_fi_mrecvv(struct fid_ep *fep, const struct iovec *iov, void *
 static ssize_t tmx_fi_mrecvmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t flags)
 {
     tmx_fi_ep_t *ep = tmx_fi_ep_of(fep);
+    flags &= ~(uint64_t)FI_MORE; /* a hint: more requests follow */
     if (msg == NULL || (flags & ~(uint64_t)FI_COMPLETION) != 0) {
         return msg == NULL ? -FI_EINVAL : -FI_ENOSYS;
     }
@@ -1291,11 +1320,15 @@ static int tmx_fi_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *at
 
 static ssize_t tmx_fi_size_left(struct fid_ep *fep)
 {
-    tmx_fi_ep_t *ep   = tmx_fi_ep_of(fep);
-    size_t       used = ep->nops, freen = 0;
+    tmx_fi_ep_t *ep = tmx_fi_ep_of(fep);
+    size_t       used, freen = 0;
+
+    tmx_fi_lock(ep->dom);
+    used = ep->nops;
     for (tmx_fi_op_t *op = ep->free_ops; op != NULL; op = op->next) {
         freen++;
     }
+    tmx_fi_unlock(ep->dom);
     return (ssize_t)(TMX_FI_QUEUE_SIZE - (used - freen));
 }
 
@@ -1433,20 +1466,62 @@ static void tmx_fi_ep_log_stats(tmx_fi_ep_t *ep)
            (unsigned long long)a.ring.wakes, ep->nops);
 }
 
+/* At close: every receive still posted is canceled, so that tmx completes and releases its
+ * request before the worker goes (tmx_worker_destroy leaves a request in progress behind and
+ * warns about it); ep->closing is set, so no CQ entry is made. */
+static void tmx_fi_ep_cancel_posted(tmx_fi_ep_t *ep)
+{
+    int any = 0;
+
+    for (size_t c = 0; c < ep->nchunks; c++) {
+        tmx_fi_op_t *ops = ep->chunks[c];
+        for (int i = 0; i < 64; i++) {
+            tmx_fi_op_t *op = &ops[i];
+            if (op->kind == TMX_FI_OP_RECV && op->req != NULL && op->status == TMX_INPROGRESS) {
+                any |= tmx_request_cancel(op->req) == TMX_OK; /* BUSY: matched, finishing */
+            }
+        }
+    }
+    if (any) {
+        tmx_worker_progress(ep->worker); /* a cancel may complete in the next progress */
+    }
+}
+
 static int tmx_fi_ep_close(struct fid *fid)
 {
-    tmx_fi_ep_t *ep = (tmx_fi_ep_t *)fid;
+    tmx_fi_ep_t     *ep  = (tmx_fi_ep_t *)fid;
+    tmx_fi_domain_t *dom = ep->dom;
 
+    /* First, under the domain's lock (FI_THREAD_SAFE: another thread may be reading a CQ or
+     * counter this endpoint shares, which progresses its worker), the endpoint leaves its CQs
+     * and counters: from here on only this close progresses the worker, and what it completes
+     * makes no entry (libfabric: operations outstanding at close are discarded). */
+    tmx_fi_lock(dom);
+    ep->closing = 1;
+    if (ep->tx_cq != NULL) {
+        tmx_fi_cq_detach(ep->tx_cq, ep);
+    }
+    if (ep->rx_cq != NULL && ep->rx_cq != ep->tx_cq) {
+        tmx_fi_cq_detach(ep->rx_cq, ep);
+    }
+    if (ep->tx_cntr != NULL) {
+        tmx_fi_cntr_detach(ep->tx_cntr, ep);
+    }
+    if (ep->rx_cntr != NULL && ep->rx_cntr != ep->tx_cntr) {
+        tmx_fi_cntr_detach(ep->rx_cntr, ep);
+    }
+    tmx_fi_unlock(dom);
     if (ep->worker != NULL) {
         tmx_fi_ep_log_stats(ep);
+        tmx_fi_ep_cancel_posted(ep);
+        /* sends still in progress are flushed (an injected one was done for the application
+         * already) */
         for (size_t i = 0; i < ep->npeers; i++) {
             if (ep->peers[i] != NULL) {
                 tmx_ep_close(ep->peers[i], TMX_EP_CLOSE_FLUSH);
             }
         }
-        /* receives still posted and claimed messages go with the worker: whatever tmx
-         * completes from here on makes no CQ entry */
-        ep->closing = 1;
+        /* claimed messages go with the worker */
         tmx_worker_destroy(ep->worker);
     }
     while (ep->claims != NULL) {
@@ -1463,22 +1538,12 @@ static int tmx_fi_ep_close(struct fid *fid)
     }
     free(ep->chunks);
     free(ep->peers);
-    if (ep->tx_cq != NULL) {
-        tmx_fi_cq_detach(ep->tx_cq, ep);
-    }
-    if (ep->rx_cq != NULL && ep->rx_cq != ep->tx_cq) {
-        tmx_fi_cq_detach(ep->rx_cq, ep);
-    }
-    if (ep->tx_cntr != NULL) {
-        tmx_fi_cntr_detach(ep->tx_cntr, ep);
-    }
-    if (ep->rx_cntr != NULL && ep->rx_cntr != ep->tx_cntr) {
-        tmx_fi_cntr_detach(ep->rx_cntr, ep);
-    }
+    tmx_fi_lock(dom);
     if (ep->av != NULL) {
         ep->av->refs--;
     }
-    ep->dom->refs--;
+    dom->refs--;
+    tmx_fi_unlock(dom);
     fi_freeinfo(ep->info);
     free(ep);
     return 0;
@@ -1504,6 +1569,16 @@ static int tmx_fi_ep_bind_unlocked(struct fid *fid, struct fid *bfid, uint64_t f
     }
     if (ep->enabled) {
         return -FI_EOPBADSTATE;
+    }
+    /* only a CQ, AV or counter of the endpoint's own domain (its lock, its progress), or an
+     * event queue of this provider */
+    if ((bfid->fclass == FI_CLASS_AV || bfid->fclass == FI_CLASS_CQ ||
+         bfid->fclass == FI_CLASS_CNTR) &&
+        tmx_fi_fid_domain(bfid) != ep->dom) {
+        return -FI_EINVAL;
+    }
+    if (bfid->fclass == FI_CLASS_EQ && !tmx_fi_fid_is_eq(bfid)) {
+        return -FI_EINVAL;
     }
     switch (bfid->fclass) {
     case FI_CLASS_AV:
@@ -1720,7 +1795,9 @@ int tmx_fi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_
     ep->ep.msg         = &tmx_fi_msg_ops;
     ep->ep.tagged      = &tmx_fi_tagged_ops;
     ep->dom            = dom;
+    tmx_fi_lock(dom);
     dom->refs++;
+    tmx_fi_unlock(dom);
     tmx_fi_ep_hot(ep);
     *ep_p = &ep->ep;
     return 0;

@@ -752,6 +752,11 @@ static __attribute__((noinline)) ssize_t tmx_fi_cq_copy(tmx_fi_cq_t *cq, void *b
 }
 #undef TMX_FI_CQ_COPY
 
+/* Entries one read may write straight into the caller's buffer: a bound on count, so that
+ * e + count stays a pointer into (or just past) a buffer that can exist whatever count a caller
+ * passes (a read may return fewer than asked; the rest wait in the ring). */
+#define TMX_FI_CQ_DIRECT_MAX 65536
+
 /* Progress of an empty CQ of the tagged format straight into the caller's buffer: the
  * completions it makes go to [e, e + count) (tmx_fi_cq_push), the rest to the ring. Progresses
  * worker alone when given (the CQ's only endpoint's), else every endpoint's. Returns how many
@@ -762,6 +767,9 @@ tmx_fi_cq_progress_direct(tmx_fi_cq_t *cq, struct fi_cq_tagged_entry *e, size_t 
 {
     ssize_t r;
 
+    if (count > TMX_FI_CQ_DIRECT_MAX) {
+        count = TMX_FI_CQ_DIRECT_MAX;
+    }
     cq->direct     = e;
     cq->direct_end = e + count;
     if (worker != NULL) {

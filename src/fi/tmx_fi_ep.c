@@ -307,7 +307,10 @@ static ssize_t tmx_fi_send_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
     size_t               len = 0;
     tmx_status_t         s;
 
-    if (!ep->enabled || count > TMX_FI_IOV_LIMIT || (count > 0 && iov == NULL)) {
+    if (!ep->enabled) {
+        return -FI_EOPBADSTATE; /* before fi_enable */
+    }
+    if (count > TMX_FI_IOV_LIMIT || (count > 0 && iov == NULL)) {
         return -FI_EINVAL;
     }
     for (size_t i = 0; i < count; i++) {
@@ -423,7 +426,10 @@ static ssize_t tmx_fi_send_one(tmx_fi_ep_t *ep, const void *buf, size_t len, fi_
     tmx_ep_h             peer;
     tmx_status_t         s;
 
-    if (!ep->enabled || (buf == NULL && len > 0) || len > TMX_FI_MAX_MSG) {
+    if (!ep->enabled) {
+        return -FI_EOPBADSTATE; /* before fi_enable */
+    }
+    if ((buf == NULL && len > 0) || len > TMX_FI_MAX_MSG) {
         return -FI_EINVAL;
     }
     peer = tmx_fi_ep_peer(ep, dest);
@@ -495,7 +501,10 @@ static ssize_t tmx_fi_inject_one(tmx_fi_ep_t *ep, const void *buf, size_t len, f
     tmx_status_t         s;
     ssize_t              r;
 
-    if (!ep->enabled || (buf == NULL && len > 0) || len > TMX_FI_INJECT_SIZE ||
+    if (!ep->enabled) {
+        return -FI_EOPBADSTATE; /* before fi_enable */
+    }
+    if ((buf == NULL && len > 0) || len > TMX_FI_INJECT_SIZE ||
         (cq_data && data > UINT32_MAX)) {
         return -FI_EINVAL;
     }
@@ -665,7 +674,10 @@ static ssize_t tmx_fi_recv_unlocked(tmx_fi_ep_t *ep, const struct iovec *iov, si
     size_t           len = 0;
     void            *buf;
 
-    if (!ep->enabled || count > TMX_FI_IOV_LIMIT || (count > 0 && iov == NULL)) {
+    if (!ep->enabled) {
+        return -FI_EOPBADSTATE; /* before fi_enable */
+    }
+    if (count > TMX_FI_IOV_LIMIT || (count > 0 && iov == NULL)) {
         return -FI_EINVAL;
     }
     for (size_t i = 0; i < count; i++) {
@@ -728,7 +740,10 @@ static ssize_t tmx_fi_recv_one(tmx_fi_ep_t *ep, void *buf, size_t len, uint64_t 
     tmx_fi_op_t *op;
     int          ret;
 
-    if (!ep->enabled || (buf == NULL && len > 0)) {
+    if (!ep->enabled) {
+        return -FI_EOPBADSTATE; /* before fi_enable */
+    }
+    if ((buf == NULL && len > 0)) {
         return -FI_EINVAL;
     }
     ret = tmx_fi_source(ep, src_addr, &source);

@@ -491,6 +491,37 @@ static void test_huge_lengths(void)
     close_objs(&o);
 }
 
+/* Sends and receives on an endpoint not enabled yet: -FI_EOPBADSTATE, as libfabric's
+ * providers answer (they were -FI_EINVAL). */
+static void test_not_enabled(void)
+{
+    objs_t               o;
+    struct fid_ep       *ep;
+    static char          buf[64];
+    int                  ctx;
+    struct iovec         iov = {buf, 8};
+    struct fi_msg_tagged tm  = {.msg_iov = &iov, .iov_count = 1, .tag = 0x3, .context = &ctx};
+
+    open_objs(&o, FI_THREAD_UNSPEC);
+    DIE_IF(fi_endpoint(o.domain, o.info, &ep, NULL) != 0, "fi_endpoint");
+    DIE_IF(fi_ep_bind(ep, &o.cq->fid, FI_TRANSMIT | FI_RECV) != 0, "bind cq");
+    DIE_IF(fi_ep_bind(ep, &o.av->fid, 0) != 0, "bind av");
+    CHECK(fi_tsend(ep, buf, 8, NULL, 0, 0x3, &ctx) == -FI_EOPBADSTATE, "fi_tsend");
+    CHECK(fi_tinject(ep, buf, 8, 0, 0x3) == -FI_EOPBADSTATE, "fi_tinject");
+    CHECK(fi_tsendv(ep, &iov, NULL, 1, 0, 0x3, &ctx) == -FI_EOPBADSTATE, "fi_tsendv");
+    CHECK(fi_tsendmsg(ep, &tm, 0) == -FI_EOPBADSTATE, "fi_tsendmsg");
+    CHECK(fi_send(ep, buf, 8, NULL, 0, &ctx) == -FI_EOPBADSTATE, "fi_send");
+    CHECK(fi_trecv(ep, buf, 8, NULL, FI_ADDR_UNSPEC, 0x3, 0, &ctx) == -FI_EOPBADSTATE,
+          "fi_trecv");
+    CHECK(fi_trecvv(ep, &iov, NULL, 1, FI_ADDR_UNSPEC, 0x3, 0, &ctx) == -FI_EOPBADSTATE,
+          "fi_trecvv");
+    CHECK(fi_recv(ep, buf, 8, NULL, FI_ADDR_UNSPEC, &ctx) == -FI_EOPBADSTATE, "fi_recv");
+    DIE_IF(fi_enable(ep) != 0, "fi_enable");
+    CHECK(fi_trecv(ep, buf, 8, NULL, FI_ADDR_UNSPEC, 0x3, 0, &ctx) == 0, "fi_trecv enabled");
+    CHECK(fi_close(&ep->fid) == 0, "close ep");
+    close_objs(&o);
+}
+
 static struct fid_cq *poll_cq;
 static int            poll_stop; /* __atomic */
 
@@ -803,6 +834,7 @@ int main(int argc, char **argv)
     RUN(test_close_race);
     RUN(test_close_posted);
     RUN(test_huge_lengths);
+    RUN(test_not_enabled);
     RUN(test_gone_peer);
     RUN(test_inject_bound);
     RUN(test_peer_dies);

@@ -673,6 +673,7 @@ struct tmx_soft_dev {
                                        * then do not depend on the machine's load) */
     uint64_t              reclaim_ns; /* last time an idle ring was asked back */
     unsigned long         stat_grants, stat_revokes;
+    unsigned long         stat_pf_pages, stat_pf_loads; /* of the rings we were lent (prefault) */
 
     tmx_list_t          rsegs;
     unsigned            poll_count;

@@ -654,7 +654,7 @@ static inline tmx_soft_rec_t *tmx_soft_tx_reserve(uint8_t *ring, uint64_t size,
     return (tmx_soft_rec_t *)(ring + (tail & (size - 1)));
 }
 
-static void tmx_soft_prefault(uint8_t *ring, size_t size);
+static void tmx_soft_prefault(tmx_soft_dev_t *dev, uint8_t *ring, size_t size);
 
 /* Takes an inbox's lock word. A holder that died inside its critical section is detected (by
  * pid and start time) and the lock taken over; a holder that was preempted is given the
@@ -774,7 +774,7 @@ static int tmx_soft_tx_switch(tmx_soft_qp_t *qp)
         qp->out_ctrl     = tmx_soft_fctrl(r->base, r->hdr, ring - 1);
         qp->out_tail     = base;
         qp->out_consumed = base;
-        tmx_soft_prefault(qp->out_ring, qp->out_size);
+        tmx_soft_prefault(qp->dev, qp->out_ring, qp->out_size);
     }
     return 1;
 }
@@ -3050,17 +3050,23 @@ tmx_status_t tmx_soft_qp_addr_dev(const void *blob, size_t len, const uint8_t **
  * 4096 ping-pongs of a connection ran at twice the latency of the ones after them.
  *
  * Where the owner made the pages (the first ring, TMX_SOFT_RING0_EARLY; or an earlier
- * borrower), the reads below map them, 16 pages a fault (the kernel maps the neighbours of a
- * read fault that are in memory, writable in a shared mapping): 0.13-0.17 ms for 2 MiB, against
- * 0.5-0.6 ms for MADV_POPULATE_WRITE, which takes one fault per page. Where they are not made
- * (the ring's last page tells), MADV_POPULATE_WRITE (Linux 5.14) makes them writable at once
- * (1.2-1.9 ms for 2 MiB, most of it making the pages); where it is missing, the reads below
- * make each page at its first line.
+ * borrower), a read of one line a page maps them, 16 pages a fault (the kernel maps the
+ * neighbours of a read fault that are in memory, writable in a shared mapping): 0.13-0.17 ms
+ * for 2 MiB, against 0.5-0.6 ms for MADV_POPULATE_WRITE, which takes one fault per page. Where
+ * they are not made (the ring's last page tells), MADV_POPULATE_WRITE (Linux 5.14) makes them
+ * writable at once (1.2-1.9 ms for 2 MiB, most of it making the pages); where it is missing,
+ * the reads make each page at its first line.
  *
- * Then one read of every line: the first lap writes lines this core already holds (an
- * upgrade, as in every later lap) instead of fetching each from memory. Measured
- * (tmx_pingpong -t rate -m 8:8 -n 100, fast mode, interleaved): 10.8-12.3 M msg/s before,
- * 14.8-15.7 after.
+ * One line a page, not every line: this runs on the path of the message that finds the grant
+ * (a stream's 17th or so), on both sides of a ping-pong, and reading all 32768 lines of 2 MiB
+ * cost 0.10-0.17 ms per side on top of the mapping's 0.21-0.24 (4 KiB ping-pong on a 2-core
+ * VM, 3 interleaved rounds: the grant's round trip 0.50-0.56 ms instead of 0.82). Those reads
+ * once brought the 8-byte rate up (10.8-12.3 to 14.8-15.7 M msg/s, when 8-byte messages went by
+ * the fast ring); now one line a page is level or ahead there (tmx_pingpong -t rate -m 8:8,
+ * 3 rounds: 16.1-16.4 against 13.7-16.5 M msg/s, with TMX_RING=no 7.4-9.6 against 6.9-8.0), and
+ * the first lap of 4 KiB records is no slower than the next (bench/README.md, h-lap): a 2 MiB
+ * ring is twice the reader's L2, so the lines a full read brought in were mostly gone again by
+ * the time the writer came to them. dev->stat_pf_pages and stat_pf_loads count the work.
  *
  * The whole ring at the grant: prefaulting ahead of the tail in pieces instead, as far again
  * as the sender had written, kept the pages of a short job's few records only, but put the
@@ -3068,10 +3074,10 @@ tmx_status_t tmx_soft_qp_addr_dev(const void *blob, size_t len, const uint8_t **
  * each on a loaded machine: best 51 MB/s against 80 with TMX_RING=no, 95 against 110 with
  * rings).
  */
-static void tmx_soft_prefault(uint8_t *ring, size_t size)
+static void tmx_soft_prefault(tmx_soft_dev_t *dev, uint8_t *ring, size_t size)
 {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
 #ifdef MADV_POPULATE_WRITE
-    size_t        page = (size_t)sysconf(_SC_PAGESIZE);
     unsigned char made = 0;
 
     /* rings are page-aligned and whole pages (powers of two of at least 4 KiB) */
@@ -3079,9 +3085,11 @@ static void tmx_soft_prefault(uint8_t *ring, size_t size)
         (void)madvise(ring, size, MADV_POPULATE_WRITE); /* an optimization: failure is harmless */
     }
 #endif
-    for (size_t off = 0; off < size; off += TMX_SOFT_LINE) {
+    for (size_t off = 0; off < size; off += page) {
         (void)*(volatile uint8_t *)(ring + off);
+        dev->stat_pf_loads++;
     }
+    dev->stat_pf_pages += (size + page - 1) / page;
 }
 
 /* INIT -> RTR of an RC QP: map the peer's segment and aim at its inbox, naming its QP. */

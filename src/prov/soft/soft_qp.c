@@ -3058,15 +3058,16 @@ tmx_status_t tmx_soft_qp_addr_dev(const void *blob, size_t len, const uint8_t **
  * the reads make each page at its first line.
  *
  * One line a page, not every line: this runs on the path of the message that finds the grant
- * (a stream's 17th or so), on both sides of a ping-pong, and reading all 32768 lines of 2 MiB
- * cost 0.10-0.17 ms per side on top of the mapping's 0.21-0.24 (4 KiB ping-pong on a 2-core
- * VM, 3 interleaved rounds: the grant's round trip 0.50-0.56 ms instead of 0.82). Those reads
- * once brought the 8-byte rate up (10.8-12.3 to 14.8-15.7 M msg/s, when 8-byte messages went by
- * the fast ring); now one line a page is level or ahead there (tmx_pingpong -t rate -m 8:8,
- * 3 rounds: 16.1-16.4 against 13.7-16.5 M msg/s, with TMX_RING=no 7.4-9.6 against 6.9-8.0), and
- * the first lap of 4 KiB records is no slower than the next (bench/README.md, h-lap): a 2 MiB
- * ring is twice the reader's L2, so the lines a full read brought in were mostly gone again by
- * the time the writer came to them. dev->stat_pf_pages and stat_pf_loads count the work.
+ * (a stream's 16th or so), on both sides of a ping-pong, and reading all 32768 lines of 2 MiB
+ * added 0.13-0.16 ms a side to the mapping's 0.2: a 4 KiB ping-pong's grant round trip took
+ * 742-783 us with them, 442-455 without (2-core VM, 4 interleaved rounds; 256 KiB / 1 MiB /
+ * 4 MiB rings 107-119 / 377-414 / 1313-1410 against 78-83 / 242-262 / 740-889). The reads
+ * bought less than they cost: nothing in the first lap of 4 KiB records (round trip as in the
+ * later laps), 0.1-0.5 us a message in the first lap of 8 and 16 KiB records (probably lines
+ * from memory rather than from the cache the reads filled: 30-60 us a lap, 250-300 saved), and
+ * the 8-byte rate they were kept for is level or ahead without them (tmx_pingpong -t rate -m
+ * 8:8, 3 rounds: 16.1-16.4 against 13.7-16.5 M msg/s, with TMX_RING=no 7.4-9.6 against
+ * 6.9-8.0); bench/README.md, h-lap. dev->stat_pf_pages and stat_pf_loads count the work.
  *
  * The whole ring at the grant: prefaulting ahead of the tail in pieces instead, as far again
  * as the sender had written, kept the pages of a short job's few records only, but put the

@@ -947,6 +947,91 @@ Test(soft, first_fast_ring_is_the_large_one, .timeout = 30)
     run_pair(ring0_rx, ring0_tx, &cfg);
 }
 
+/* ---------------------------------------------------------------- a grant answered by a poll */
+
+/* Two processes that each earn the other's ring (EARLY_N records each way through the inbox,
+ * one QP each, traffic windows frozen) take it in a poll, without a send: a ping-pong's two
+ * prefaults then overlap instead of both lying on one round trip (tmx_soft_watch_count).
+ * Node 0 sends first; node 1 reads them (lending node 0 a ring), then sends its own; node 0
+ * reads those (lending node 1 a ring) and, node 1's ring being lent to it, takes it within 32
+ * polls; then node 1 takes node 0's ring within 32 polls. The liveness check, which answers
+ * an idle sender's grant every 100 ms, is kept out by its clock. */
+#define EARLY_N 20
+
+static int early_poll(node_t *n)
+{
+    tmx_soft_dev_t *dev = (tmx_soft_dev_t *)n->dev;
+
+    dev->last_check_ns = tmx_time_ns();
+    for (int k = 0; k < 32; k++) {
+        node_poll(n);
+    }
+    return ((tmx_soft_qp_t *)n->qp[0])->out_fast != 0 && dev->stat_early_switches == 1;
+}
+
+static int early_role(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
+{
+    uint32_t        got[EARLY_N];
+    tmx_soft_dev_t *dev;
+    tmx_mr_t       *mr;
+    tmx_wc_t        wc;
+    uint32_t        v;
+
+    TRY(node_open(n, sh, me, cfg, 1, 1));
+    dev                = (tmx_soft_dev_t *)n->dev;
+    dev->win_frozen    = 1;
+    dev->last_check_ns = tmx_time_ns();
+    mr                 = reg(n, got, sizeof(got), TMX_ACCESS_LOCAL_WRITE);
+    CHECK(mr != NULL);
+    for (uint32_t i = 0; i < EARLY_N; i++) {
+        CHECK(post_recv(n, 0, &got[i], 4, mr->lkey, i) == TMX_OK);
+    }
+    TRY(node_connect(n));
+    CHECK(node_sync(n, 2) == 0);
+    for (int turn = 0; turn < 2; turn++) {
+        if (me == turn) {
+            for (uint32_t i = 0; i < EARLY_N; i++) {
+                v = 0x200 + i;
+                CHECK(post_send_retry(n, 0, TMX_WR_SEND, &v, 4, 0, TMX_SEND_INLINE, i, 0) ==
+                      TMX_OK);
+            }
+            CHECK(((tmx_soft_qp_t *)n->qp[0])->out_fast == 0); /* all through the inbox */
+            CHECK(dev->grant_watch == (tmx_soft_qp_t *)n->qp[0]);
+        }
+        CHECK(node_sync(n, 3 + turn) == 0);
+        if (me != turn) {
+            dev->last_check_ns = tmx_time_ns();
+            for (uint32_t i = 0; i < EARLY_N; i++) {
+                CHECK(node_wc(n, &wc) == 0);
+                CHECK(wc.wr_id == i && wc.status == TMX_WC_SUCCESS && got[i] == 0x200 + i);
+            }
+            CHECK(dev->fast_owner[0] == (tmx_soft_qp_t *)n->qp[0]); /* lent at the 16th */
+        }
+        CHECK(node_sync(n, 5 + turn) == 0);
+    }
+    /* node 0 has read node 1's records: it takes node 1's ring in its polls, then node 1 */
+    if (me == 0) {
+        CHECK(early_poll(n));
+    }
+    CHECK(node_sync(n, 7) == 0);
+    if (me == 1) {
+        CHECK(early_poll(n));
+    }
+    CHECK(dev->grant_watch == NULL);
+    CHECK(node_barrier(n, 8) == 0);
+    n->ops->mr_dereg(mr);
+    node_close(n);
+    return 0;
+}
+
+Test(soft, grant_answered_by_poll, .timeout = 30)
+{
+    tmx_config_t cfg;
+    cfg_init(&cfg, -1, RING0_SMALL);
+    cfg.soft_fast_rings = 2;
+    run_pair(early_role, early_role, &cfg);
+}
+
 /* ---------------------------------------------------------------- the first ring made early */
 
 /* Pages of [p, p + len) in memory; p and len whole pages. */

@@ -3097,8 +3097,9 @@ tmx_status_t tmx_soft_qp_addr_dev(const void *blob, size_t len, const uint8_t **
  * 742-783 us with them, 442-455 without (2-core VM, 4 interleaved rounds; 256 KiB / 1 MiB /
  * 4 MiB rings 107-119 / 377-414 / 1313-1410 against 78-83 / 242-262 / 740-889). The reads
  * bought less than they cost: nothing in the first lap of 4 KiB records (round trip as in the
- * later laps), 0.1-0.5 us a message in the first lap of 8 and 16 KiB records (probably lines
- * from memory rather than from the cache the reads filled: 30-60 us a lap, 250-300 saved), and
+ * later laps), 0.1-1.4 us a round trip in the first lap of 8 and 16 KiB records (probably
+ * lines from memory rather than from the cache the reads filled: 30-190 us a lap in two sets
+ * of runs, 250-300 saved), and
  * the 8-byte rate they were kept for is level or ahead without them (tmx_pingpong -t rate -m
  * 8:8, 3 rounds: 16.1-16.4 against 13.7-16.5 M msg/s, with TMX_RING=no 7.4-9.6 against
  * 6.9-8.0); bench/README.md, h-lap. dev->stat_pf_pages and stat_pf_loads count the work.

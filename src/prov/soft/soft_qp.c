@@ -505,6 +505,14 @@ static void tmx_soft_sq_reap(tmx_soft_qp_t *qp)
     }
 }
 
+/* The QP leaves: polls stop looking at its grant word (tmx_soft_watch_count). */
+static inline void tmx_soft_watch_drop(tmx_soft_qp_t *qp)
+{
+    if (qp->dev->grant_watch == qp) {
+        qp->dev->grant_watch = NULL;
+    }
+}
+
 /* Moves the QP to ERR: outstanding WRs complete with status for the first and FLUSH for the
  * rest; with async, one TMX_WR_ID_ASYNC_ERROR completion tells the core even when nothing was
  * outstanding. */
@@ -519,6 +527,7 @@ static void tmx_soft_qp_fail(tmx_soft_qp_t *qp, tmx_wc_status_t status, int asyn
     }
     qp->super.state = TMX_QPS_ERR;
     tmx_soft_active_del(qp);
+    tmx_soft_watch_drop(qp);
     tmx_soft_pending_del(qp);
     tmx_soft_fast_drop(qp);
     tmx_soft_park_free(qp);
@@ -654,7 +663,7 @@ static inline tmx_soft_rec_t *tmx_soft_tx_reserve(uint8_t *ring, uint64_t size,
     return (tmx_soft_rec_t *)(ring + (tail & (size - 1)));
 }
 
-static void tmx_soft_prefault(uint8_t *ring, size_t size);
+static void tmx_soft_prefault(tmx_soft_dev_t *dev, uint8_t *ring, size_t size);
 
 /* Takes an inbox's lock word. A holder that died inside its critical section is detected (by
  * pid and start time) and the lock taken over; a holder that was preempted is given the
@@ -774,9 +783,32 @@ static int tmx_soft_tx_switch(tmx_soft_qp_t *qp)
         qp->out_ctrl     = tmx_soft_fctrl(r->base, r->hdr, ring - 1);
         qp->out_tail     = base;
         qp->out_consumed = base;
-        tmx_soft_prefault(qp->out_ring, qp->out_size);
+        tmx_soft_prefault(qp->dev, qp->out_ring, qp->out_size);
     }
     return 1;
+}
+
+/*
+ * A sender that has just sent TMX_SOFT_FAST_AFTER records through a peer's inbox in one of
+ * our windows is about to be lent a ring (tmx_soft_rx_count on the peer's side). Its polls
+ * look for the grant every 16th time (tmx_soft_grant_look) and answer it there, prefault and
+ * all, instead of at its next send. In a ping-pong both sides are lent a ring within one round
+ * trip and answered each at its next send, one after the other, so the two prefaults of the
+ * first ring (0.2 ms each for 2 MiB) were both on the round trip's path; the side that waits
+ * now maps its ring while the other maps its own. One QP is watched (the latest to qualify),
+ * until it takes a ring, its window has passed, or it leaves.
+ */
+static inline void tmx_soft_watch_count(tmx_soft_qp_t *qp)
+{
+    tmx_soft_dev_t *dev = qp->dev;
+
+    if (qp->ibx_win != dev->win) {
+        qp->ibx_win    = dev->win;
+        qp->ibx_recent = 0;
+    }
+    if (++qp->ibx_recent == TMX_SOFT_FAST_AFTER && dev->hdr->max_fast > 0) {
+        dev->grant_watch = qp;
+    }
 }
 
 /* Room for a record of bytes on the QP's path; with the inbox, its lock is held until
@@ -814,6 +846,7 @@ static inline void tmx_soft_qp_commit(tmx_soft_qp_t *qp, tmx_soft_rec_t *rec, si
         tmx_soft_wake_peer(qp->dev, qp->rseg);
     } else {
         tmx_soft_inbox_commit(qp->dev, qp->rseg, rec, qp->ibx_tail, bytes);
+        tmx_soft_watch_count(qp);
     }
 }
 
@@ -2977,6 +3010,7 @@ void tmx_soft_qp_destroy(tmx_qp_t *q)
                  (unsigned long long)qp->rd_cost[0], (unsigned long long)qp->rd_cost[1]);
     }
     tmx_soft_active_del(qp);
+    tmx_soft_watch_drop(qp);
     for (uint32_t s = qp->head_seq; s != qp->next_seq; s++) {
         free(tmx_soft_swr(qp, s)->copy);
     }
@@ -3050,17 +3084,25 @@ tmx_status_t tmx_soft_qp_addr_dev(const void *blob, size_t len, const uint8_t **
  * 4096 ping-pongs of a connection ran at twice the latency of the ones after them.
  *
  * Where the owner made the pages (the first ring, TMX_SOFT_RING0_EARLY; or an earlier
- * borrower), the reads below map them, 16 pages a fault (the kernel maps the neighbours of a
- * read fault that are in memory, writable in a shared mapping): 0.13-0.17 ms for 2 MiB, against
- * 0.5-0.6 ms for MADV_POPULATE_WRITE, which takes one fault per page. Where they are not made
- * (the ring's last page tells), MADV_POPULATE_WRITE (Linux 5.14) makes them writable at once
- * (1.2-1.9 ms for 2 MiB, most of it making the pages); where it is missing, the reads below
- * make each page at its first line.
+ * borrower), a read of one line a page maps them, 16 pages a fault (the kernel maps the
+ * neighbours of a read fault that are in memory, writable in a shared mapping): 0.13-0.17 ms
+ * for 2 MiB, against 0.5-0.6 ms for MADV_POPULATE_WRITE, which takes one fault per page. Where
+ * they are not made (the ring's last page tells), MADV_POPULATE_WRITE (Linux 5.14) makes them
+ * writable at once (1.2-1.9 ms for 2 MiB, most of it making the pages); where it is missing,
+ * the reads make each page at its first line.
  *
- * Then one read of every line: the first lap writes lines this core already holds (an
- * upgrade, as in every later lap) instead of fetching each from memory. Measured
- * (tmx_pingpong -t rate -m 8:8 -n 100, fast mode, interleaved): 10.8-12.3 M msg/s before,
- * 14.8-15.7 after.
+ * One line a page, not every line: this runs on the path of the message that finds the grant
+ * (a stream's 16th or so), on both sides of a ping-pong, and reading all 32768 lines of 2 MiB
+ * added 0.13-0.16 ms a side to the mapping's 0.2: a 4 KiB ping-pong's grant round trip took
+ * 742-783 us with them, 442-455 without (2-core VM, 4 interleaved rounds; 256 KiB / 1 MiB /
+ * 4 MiB rings 107-119 / 377-414 / 1313-1410 against 78-83 / 242-262 / 740-889). The reads
+ * bought less than they cost: nothing in the first lap of 4 KiB records (round trip as in the
+ * later laps), 0.1-1.4 us a round trip in the first lap of 8 and 16 KiB records (probably
+ * lines from memory rather than from the cache the reads filled: 30-190 us a lap in two sets
+ * of runs, 250-300 saved), and
+ * the 8-byte rate they were kept for is level or ahead without them (tmx_pingpong -t rate -m
+ * 8:8, 3 rounds: 16.1-16.4 against 13.7-16.5 M msg/s, with TMX_RING=no 7.4-9.6 against
+ * 6.9-8.0); bench/README.md, h-lap. dev->stat_pf_pages and stat_pf_loads count the work.
  *
  * The whole ring at the grant: prefaulting ahead of the tail in pieces instead, as far again
  * as the sender had written, kept the pages of a short job's few records only, but put the
@@ -3068,10 +3110,10 @@ tmx_status_t tmx_soft_qp_addr_dev(const void *blob, size_t len, const uint8_t **
  * each on a loaded machine: best 51 MB/s against 80 with TMX_RING=no, 95 against 110 with
  * rings).
  */
-static void tmx_soft_prefault(uint8_t *ring, size_t size)
+static void tmx_soft_prefault(tmx_soft_dev_t *dev, uint8_t *ring, size_t size)
 {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
 #ifdef MADV_POPULATE_WRITE
-    size_t        page = (size_t)sysconf(_SC_PAGESIZE);
     unsigned char made = 0;
 
     /* rings are page-aligned and whole pages (powers of two of at least 4 KiB) */
@@ -3079,9 +3121,11 @@ static void tmx_soft_prefault(uint8_t *ring, size_t size)
         (void)madvise(ring, size, MADV_POPULATE_WRITE); /* an optimization: failure is harmless */
     }
 #endif
-    for (size_t off = 0; off < size; off += TMX_SOFT_LINE) {
+    for (size_t off = 0; off < size; off += page) {
         (void)*(volatile uint8_t *)(ring + off);
+        dev->stat_pf_loads++;
     }
+    dev->stat_pf_pages += (size + page - 1) / page;
 }
 
 /* INIT -> RTR of an RC QP: map the peer's segment and aim at its inbox, naming its QP. */
@@ -3872,6 +3916,37 @@ static void tmx_soft_check_peers(tmx_soft_dev_t *dev)
     }
 }
 
+/* Whether we lend one of our rings to the process of r. */
+static int tmx_soft_lent_to(const tmx_soft_dev_t *dev, const tmx_soft_rseg_t *r)
+{
+    for (unsigned i = 0; i < dev->hdr->max_fast; i++) {
+        if (dev->fast_owner[i] != NULL && dev->fast_owner[i]->rseg == r) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The watched QP's grant word (tmx_soft_watch_count): a ring lent is taken now, once we have
+ * lent its peer one too. Before that, in a ping-pong, the peer is waiting for the record that
+ * earns it our ring, which we would read only after mapping ours: the two mappings would
+ * again come one after the other. Until then the next send answers it, as before. */
+static void tmx_soft_grant_look(tmx_soft_dev_t *dev)
+{
+    tmx_soft_qp_t *qp = dev->grant_watch;
+
+    if (qp->out_fast != 0 || qp->rseg == NULL || qp->super.state != TMX_QPS_RTS ||
+        qp->ibx_win + 1 < dev->win) {
+        dev->grant_watch = NULL; /* has one, cannot take one, or its traffic is over */
+    } else if (tmx_soft_lent_to(dev, qp->rseg) &&
+               atomic_load_explicit(&qp->peer_ctrl->grant, memory_order_relaxed) !=
+                   qp->out_grant &&
+               tmx_soft_tx_switch(qp)) {
+        dev->grant_watch = NULL;
+        dev->stat_early_switches++;
+    }
+}
+
 /* What peers have put on the wire for us reaches its queue pairs (matching, placement,
  * completions): the rings lent to peers, then the inbox. */
 void tmx_soft_rx_arrivals(tmx_soft_dev_t *dev)
@@ -3924,6 +3999,11 @@ int tmx_soft_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
     tmx_soft_rx_arrivals(dev);
     dev->inplace_cq     = NULL;
     dev->inplace_budget = 0;
+    /* after the arrivals: a record there may make us lend the peer its ring, which it then
+     * maps while we map ours */
+    if (dev->grant_watch != NULL && (dev->poll_count & 15) == 0) {
+        tmx_soft_grant_look(dev);
+    }
     for (unsigned i = 0; i < dev->num_pend;) {
         tmx_soft_qp_t *qp = dev->pend[i];
 
@@ -4020,6 +4100,7 @@ busy:
 void tmx_soft_qp_release(tmx_soft_qp_t *qp)
 {
     tmx_soft_active_del(qp);
+    tmx_soft_watch_drop(qp);
     tmx_soft_pending_del(qp);
     for (uint32_t s = qp->head_seq; s != qp->next_seq; s++) {
         free(tmx_soft_swr(qp, s)->copy);

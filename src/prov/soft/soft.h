@@ -562,8 +562,6 @@ typedef struct tmx_soft_qp {
     uint64_t              out_tail;
     uint64_t              out_consumed; /* cached */
     uint64_t              ibx_tail;     /* inbox tail while its lock is held */
-    uint64_t              ibx_win;      /* dev->win of ibx_recent */
-    unsigned              ibx_recent;   /* records sent through the peer's inbox in it */
     int                   cma;
     size_t                cma_min;      /* RDMA this large goes by CMA (0 on an XRC route:
                                          * its target serves no RDMA through the rings) */
@@ -676,8 +674,6 @@ struct tmx_soft_dev {
     uint64_t              reclaim_ns; /* last time an idle ring was asked back */
     unsigned long         stat_grants, stat_revokes;
     unsigned long         stat_pf_pages, stat_pf_loads; /* of the rings we were lent (prefault) */
-    struct tmx_soft_qp   *grant_watch; /* may be lent a ring soon: polls look (tmx_soft_grant_look) */
-    unsigned long         stat_early_switches; /* grants answered by a poll, not by a send */
 
     tmx_list_t          rsegs;
     unsigned            poll_count;

@@ -505,14 +505,6 @@ static void tmx_soft_sq_reap(tmx_soft_qp_t *qp)
     }
 }
 
-/* The QP leaves: polls stop looking at its grant word (tmx_soft_watch_count). */
-static inline void tmx_soft_watch_drop(tmx_soft_qp_t *qp)
-{
-    if (qp->dev->grant_watch == qp) {
-        qp->dev->grant_watch = NULL;
-    }
-}
-
 /* Moves the QP to ERR: outstanding WRs complete with status for the first and FLUSH for the
  * rest; with async, one TMX_WR_ID_ASYNC_ERROR completion tells the core even when nothing was
  * outstanding. */
@@ -527,7 +519,6 @@ static void tmx_soft_qp_fail(tmx_soft_qp_t *qp, tmx_wc_status_t status, int asyn
     }
     qp->super.state = TMX_QPS_ERR;
     tmx_soft_active_del(qp);
-    tmx_soft_watch_drop(qp);
     tmx_soft_pending_del(qp);
     tmx_soft_fast_drop(qp);
     tmx_soft_park_free(qp);
@@ -788,29 +779,6 @@ static int tmx_soft_tx_switch(tmx_soft_qp_t *qp)
     return 1;
 }
 
-/*
- * A sender that has just sent TMX_SOFT_FAST_AFTER records through a peer's inbox in one of
- * our windows is about to be lent a ring (tmx_soft_rx_count on the peer's side). Its polls
- * look for the grant every 16th time (tmx_soft_grant_look) and answer it there, prefault and
- * all, instead of at its next send. In a ping-pong both sides are lent a ring within one round
- * trip and answered each at its next send, one after the other, so the two prefaults of the
- * first ring (0.2 ms each for 2 MiB) were both on the round trip's path; the side that waits
- * now maps its ring while the other maps its own. One QP is watched (the latest to qualify),
- * until it takes a ring, its window has passed, or it leaves.
- */
-static inline void tmx_soft_watch_count(tmx_soft_qp_t *qp)
-{
-    tmx_soft_dev_t *dev = qp->dev;
-
-    if (qp->ibx_win != dev->win) {
-        qp->ibx_win    = dev->win;
-        qp->ibx_recent = 0;
-    }
-    if (++qp->ibx_recent == TMX_SOFT_FAST_AFTER && dev->hdr->max_fast > 0) {
-        dev->grant_watch = qp;
-    }
-}
-
 /* Room for a record of bytes on the QP's path; with the inbox, its lock is held until
  * tmx_soft_qp_commit. The record's destination fields are filled in. */
 static inline tmx_soft_rec_t *tmx_soft_qp_reserve(tmx_soft_qp_t *qp, size_t bytes)
@@ -846,7 +814,6 @@ static inline void tmx_soft_qp_commit(tmx_soft_qp_t *qp, tmx_soft_rec_t *rec, si
         tmx_soft_wake_peer(qp->dev, qp->rseg);
     } else {
         tmx_soft_inbox_commit(qp->dev, qp->rseg, rec, qp->ibx_tail, bytes);
-        tmx_soft_watch_count(qp);
     }
 }
 
@@ -3010,7 +2977,6 @@ void tmx_soft_qp_destroy(tmx_qp_t *q)
                  (unsigned long long)qp->rd_cost[0], (unsigned long long)qp->rd_cost[1]);
     }
     tmx_soft_active_del(qp);
-    tmx_soft_watch_drop(qp);
     for (uint32_t s = qp->head_seq; s != qp->next_seq; s++) {
         free(tmx_soft_swr(qp, s)->copy);
     }
@@ -3916,37 +3882,6 @@ static void tmx_soft_check_peers(tmx_soft_dev_t *dev)
     }
 }
 
-/* Whether we lend one of our rings to the process of r. */
-static int tmx_soft_lent_to(const tmx_soft_dev_t *dev, const tmx_soft_rseg_t *r)
-{
-    for (unsigned i = 0; i < dev->hdr->max_fast; i++) {
-        if (dev->fast_owner[i] != NULL && dev->fast_owner[i]->rseg == r) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* The watched QP's grant word (tmx_soft_watch_count): a ring lent is taken now, once we have
- * lent its peer one too. Before that, in a ping-pong, the peer is waiting for the record that
- * earns it our ring, which we would read only after mapping ours: the two mappings would
- * again come one after the other. Until then the next send answers it, as before. */
-static void tmx_soft_grant_look(tmx_soft_dev_t *dev)
-{
-    tmx_soft_qp_t *qp = dev->grant_watch;
-
-    if (qp->out_fast != 0 || qp->rseg == NULL || qp->super.state != TMX_QPS_RTS ||
-        qp->ibx_win + 1 < dev->win) {
-        dev->grant_watch = NULL; /* has one, cannot take one, or its traffic is over */
-    } else if (tmx_soft_lent_to(dev, qp->rseg) &&
-               atomic_load_explicit(&qp->peer_ctrl->grant, memory_order_relaxed) !=
-                   qp->out_grant &&
-               tmx_soft_tx_switch(qp)) {
-        dev->grant_watch = NULL;
-        dev->stat_early_switches++;
-    }
-}
-
 /* What peers have put on the wire for us reaches its queue pairs (matching, placement,
  * completions): the rings lent to peers, then the inbox. */
 void tmx_soft_rx_arrivals(tmx_soft_dev_t *dev)
@@ -3999,11 +3934,6 @@ int tmx_soft_cq_poll(tmx_cq_t *c, int n, tmx_wc_t *wc)
     tmx_soft_rx_arrivals(dev);
     dev->inplace_cq     = NULL;
     dev->inplace_budget = 0;
-    /* after the arrivals: a record there may make us lend the peer its ring, which it then
-     * maps while we map ours */
-    if (dev->grant_watch != NULL && (dev->poll_count & 15) == 0) {
-        tmx_soft_grant_look(dev);
-    }
     for (unsigned i = 0; i < dev->num_pend;) {
         tmx_soft_qp_t *qp = dev->pend[i];
 
@@ -4100,7 +4030,6 @@ busy:
 void tmx_soft_qp_release(tmx_soft_qp_t *qp)
 {
     tmx_soft_active_del(qp);
-    tmx_soft_watch_drop(qp);
     tmx_soft_pending_del(qp);
     for (uint32_t s = qp->head_seq; s != qp->next_seq; s++) {
         free(tmx_soft_swr(qp, s)->copy);

@@ -504,8 +504,8 @@ static int tmx_fi_av_remove_unlocked(struct fid_av *fav, fi_addr_t *fi_addr, siz
         return -FI_EINVAL;
     }
     for (size_t i = 0; i < count; i++) {
-        if (fi_addr[i] >= av->count) {
-            return -FI_EINVAL;
+        if (fi_addr[i] >= av->count || !av->valid[fi_addr[i]]) {
+            return -FI_EINVAL; /* not an entry, or one removed already: nothing removed */
         }
     }
     for (size_t i = 0; i < count; i++) {

@@ -486,6 +486,9 @@ static void test_huge_lengths(void)
         close_objs(&o2);
     }
     CHECK(fi_close(&ep->fid) == 0, "close ep");
+    /* an entry removed twice: the second is -FI_EINVAL, as an index that never was one */
+    CHECK(fi_av_remove(o.av, &self, 1, 0) == 0, "fi_av_remove");
+    CHECK(fi_av_remove(o.av, &self, 1, 0) == -FI_EINVAL, "fi_av_remove of a removed entry");
     CHECK(fi_cq_open(o.domain, &cqa, &cq, NULL) == 0, "fi_cq_open of 2^40 entries");
     CHECK(cq == NULL || fi_close(&cq->fid) == 0, "close big cq");
     close_objs(&o);

@@ -341,18 +341,19 @@ static void test_signal(void)
     close_objs(&o);
 }
 
-static int            race_stop; /* __atomic */
-static struct fid_cq *race_cq;
+static int            reader_stop; /* __atomic */
+static struct fid_cq *reader_cq;
 
-static void *race_reader(void *arg)
+/* A thread that reads (and so progresses) reader_cq until reader_stop. */
+static void *cq_reader(void *arg)
 {
     struct fi_cq_tagged_entry e[4];
     struct fi_cq_err_entry    err;
 
     (void)arg;
-    while (!__atomic_load_n(&race_stop, __ATOMIC_ACQUIRE)) {
-        if (fi_cq_read(race_cq, e, 4) == -FI_EAVAIL) {
-            (void)fi_cq_readerr(race_cq, &err, 0);
+    while (!__atomic_load_n(&reader_stop, __ATOMIC_ACQUIRE)) {
+        if (fi_cq_read(reader_cq, e, 4) == -FI_EAVAIL) {
+            (void)fi_cq_readerr(reader_cq, &err, 0);
         }
     }
     return NULL;
@@ -367,15 +368,15 @@ static void test_close_race(void)
     char      buf[8];
 
     open_objs(&o, FI_THREAD_SAFE);
-    race_cq   = o.cq;
-    __atomic_store_n(&race_stop, 0, __ATOMIC_RELEASE);
-    DIE_IF(pthread_create(&t, NULL, race_reader, NULL) != 0, "pthread_create");
+    reader_cq = o.cq;
+    __atomic_store_n(&reader_stop, 0, __ATOMIC_RELEASE);
+    DIE_IF(pthread_create(&t, NULL, cq_reader, NULL) != 0, "pthread_create");
     for (int i = 0; i < 200; i++) {
         struct fid_ep *ep = open_ep(&o);
         CHECK(fi_trecv(ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, 0x1, 0, NULL) == 0, "trecv");
         CHECK(fi_close(&ep->fid) == 0, "close ep %d", i);
     }
-    __atomic_store_n(&race_stop, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&reader_stop, 1, __ATOMIC_RELEASE);
     pthread_join(t, NULL);
     close_objs(&o);
 }
@@ -525,23 +526,6 @@ static void test_not_enabled(void)
     close_objs(&o);
 }
 
-static struct fid_cq *poll_cq;
-static int            poll_stop; /* __atomic */
-
-static void *poll_thread(void *arg)
-{
-    struct fi_cq_tagged_entry e[4];
-    struct fi_cq_err_entry    err;
-
-    (void)arg;
-    while (!__atomic_load_n(&poll_stop, __ATOMIC_ACQUIRE)) {
-        if (fi_cq_read(poll_cq, e, 4) == -FI_EAVAIL) {
-            (void)fi_cq_readerr(poll_cq, &err, 0);
-        }
-    }
-    return NULL;
-}
-
 /* Injects to a peer that takes nothing: the provider copies what tmx cannot send at once, and
  * those copies are bounded (-FI_EAGAIN past 64 MiB; 65536 injects of 16 KiB held 1 GiB), then
  * the peer receives every one, in order, and injects go on. */
@@ -606,11 +590,11 @@ static void test_inject_bound(void)
     CHECK(got == n && bad == 0, "%d of %d injects received, %d wrong", got, n, bad);
     CHECK(fi_tinject(a, sbuf, LEN, to_b, 0x8) == 0, "an inject after the peer took them");
     /* a closes while another thread progresses b (its disconnect needs b's answer) */
-    poll_cq = cqb;
-    __atomic_store_n(&poll_stop, 0, __ATOMIC_RELEASE);
-    DIE_IF(pthread_create(&t, NULL, poll_thread, NULL) != 0, "pthread_create");
+    reader_cq = cqb;
+    __atomic_store_n(&reader_stop, 0, __ATOMIC_RELEASE);
+    DIE_IF(pthread_create(&t, NULL, cq_reader, NULL) != 0, "pthread_create");
     CHECK(fi_close(&a->fid) == 0, "close a");
-    __atomic_store_n(&poll_stop, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&reader_stop, 1, __ATOMIC_RELEASE);
     pthread_join(t, NULL);
     CHECK(fi_close(&b->fid) == 0, "close b");
     CHECK(fi_close(&cqb->fid) == 0, "close cq b");

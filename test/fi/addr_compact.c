@@ -7,16 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int fails;
-#define CHECK(cond, ...)                                                                          \
-    do {                                                                                          \
-        if (!(cond)) {                                                                            \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                           \
-            printf(__VA_ARGS__);                                                                  \
-            printf("\n");                                                                         \
-            fails++;                                                                              \
-        }                                                                                         \
-    } while (0)
+#include "check.h"
 
 static tmx_status_t try_ep(tmx_worker_h w, const void *addr, size_t len)
 {

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int                rank, ctl, fails;
+static int                rank, ctl;
 static struct fi_info    *info;
 static struct fid_fabric *fabric;
 static struct fid_domain *domain;
@@ -33,26 +33,9 @@ static fi_addr_t          peer;
 static fi_addr_t          peer2; /* rank 1: rank 0's ep2 */
 static struct fi_cq_err_entry last_err;
 
-#define CHECK(cond, ...)                                                                          \
-    do {                                                                                          \
-        if (!(cond)) {                                                                            \
-            printf("FAIL rank %d %s:%d: ", rank, __FILE__, __LINE__);                             \
-            printf(__VA_ARGS__);                                                                  \
-            printf("\n");                                                                         \
-            fflush(stdout);                                                                       \
-            fails++;                                                                              \
-        }                                                                                         \
-    } while (0)
-
-#define DIE_IF(cond, ...)                                                                         \
-    do {                                                                                          \
-        if (cond) {                                                                               \
-            printf("FAIL rank %d %s:%d: ", rank, __FILE__, __LINE__);                             \
-            printf(__VA_ARGS__);                                                                  \
-            printf("\n");                                                                         \
-            exit(1);                                                                              \
-        }                                                                                         \
-    } while (0)
+#define CHECK_WHO() printf("rank %d ", rank)
+#define CHECK_EXIT exit
+#include "check.h"
 
 static void ctl_send(int v)
 {

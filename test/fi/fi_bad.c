@@ -21,29 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int fails;
-
-#define CHECK(cond, ...)                                                                          \
-    do {                                                                                          \
-        if (!(cond)) {                                                                            \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                           \
-            printf(__VA_ARGS__);                                                                  \
-            printf("\n");                                                                         \
-            fflush(stdout);                                                                       \
-            fails++;                                                                              \
-        }                                                                                         \
-    } while (0)
-
-#define DIE_IF(cond, ...)                                                                         \
-    do {                                                                                          \
-        if (cond) {                                                                               \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                           \
-            printf(__VA_ARGS__);                                                                  \
-            printf("\n");                                                                         \
-            fflush(stdout);                                                                       \
-            _exit(1);                                                                             \
-        }                                                                                         \
-    } while (0)
+#include "check.h"
 
 static double now(void)
 {

@@ -2233,25 +2233,6 @@ Test(soft, peer_killed, .timeout = 30)
     free(n);
 }
 
-/* A process that exited, reaped or not: /proc/<pid>/stat gone or in state Z. */
-static int exited(pid_t pid)
-{
-    char  path[64], buf[512], *p;
-    FILE *f;
-    int   z = 1;
-
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    f = fopen(path, "r");
-    if (f == NULL) {
-        return 1;
-    }
-    if (fgets(buf, sizeof(buf), f) != NULL && (p = strrchr(buf, ')')) != NULL) {
-        z = p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
-    }
-    fclose(f);
-    return z;
-}
-
 /* Registers memory for the peer to read, connects and exits without closing anything. */
 static int dying_target(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
 {
@@ -2284,10 +2265,10 @@ static int dead_reader(node_t *n, shared_t *sh, int me, const tmx_config_t *cfg)
     CHECK(((tmx_soft_qp_t *)n->qp[0])->cma == 1);
     CHECK(node_barrier(n, 2) == 0);
     end = tmx_time_sec() + 10;
-    while (!exited(sh->pid[1 - me]) && tmx_time_sec() < end) {
+    while (!tmx_soft_pid_dead(sh->pid[1 - me]) && tmx_time_sec() < end) {
         usleep(1000); /* no polling: the READ itself must find the peer gone */
     }
-    CHECK(exited(sh->pid[1 - me]));
+    CHECK(tmx_soft_pid_dead(sh->pid[1 - me]));
     CHECK(post_send(n, 0, TMX_WR_RDMA_READ, l, sizeof(l), mr->lkey, TMX_SEND_SIGNALED, 11,
                     sh->addr[1 - me][0], sh->rkey[1 - me][0], 0) == TMX_OK);
     CHECK(node_wc(n, &wc) == 0 && wc.wr_id == 11);

@@ -175,7 +175,8 @@ TMX_API tmx_status_t tmx_tag_recv_nb(tmx_worker_h w, void *buf, size_t len, tmx_
     u            = tmx_tag_unexp_match(&w->tm, tag, mask, src, 1);
     if (u != NULL) {
         tmx_proto_recv_matched(req, tmx_container_of(u, tmx_message_t, unexp));
-    } else if (src != 0 && tmx_hash_get(&w->failed_peers, src) != NULL) {
+    } else if (src != 0 && w->failed_peers.count != 0 &&
+               tmx_hash_get(&w->failed_peers, src) != NULL) {
         /* its source failed before, and left no message that matches: none will come */
         req->info.sender = src;
         tmx_request_complete(req, TMX_ERR_PEER_FAILED);

@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 #define TMX_API_MAJOR   1
-#define TMX_API_MINOR   5
+#define TMX_API_MINOR   6
 #define TMX_API_VERSION ((TMX_API_MAJOR << 16) | TMX_API_MINOR)
 
 /** Status codes: TMX_OK, TMX_INPROGRESS, or a negative error. */
@@ -137,8 +137,22 @@ typedef struct tmx_worker_params {
 
 TMX_API tmx_status_t tmx_worker_create(tmx_context_h context, const tmx_worker_params_t *params,
                                        tmx_worker_h *worker_p);
-/** Closes (forcibly) the endpoints still open and fails their outstanding requests. */
+/** Closes (forcibly) the endpoints still open and fails their outstanding requests. It waits
+ *  for the peers to acknowledge the disconnect, all at once: TMX_PEER_TIMEOUT seconds at most. */
 TMX_API tmx_status_t tmx_worker_destroy(tmx_worker_h worker);
+
+/**
+ * (API 1.6) Progresses until every send of every endpoint of the worker has completed: the
+ * flush of tmx_ep_close's TMX_EP_CLOSE_FLUSH, for all endpoints at once. An endpoint whose sends
+ * make no progress for TMX_PEER_TIMEOUT seconds has the rest failed with TMX_ERR_TIMED_OUT; the
+ * endpoints' timeouts run at the same time, so any number of peers that do not progress cost
+ * one timeout, not one each. The endpoints stay open. To close many endpoints with a flush:
+ * tmx_worker_flush, then tmx_worker_destroy (both bounded by one timeout, whatever the count).
+ * @return TMX_OK; TMX_ERR_TIMED_OUT when some sends timed out as above; else
+ *         TMX_ERR_PEER_FAILED when the peer of an endpoint failed (as tmx_ep_close says);
+ *         TMX_ERR_INVALID_PARAM, TMX_ERR_INVALID_HANDLE, TMX_ERR_NO_MEMORY.
+ */
+TMX_API tmx_status_t tmx_worker_flush(tmx_worker_h worker);
 
 /** The worker's address blob; give it to peers for tmx_ep_create. Free with
  *  tmx_worker_release_address. */

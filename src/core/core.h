@@ -492,6 +492,7 @@ void tmx_ep_lost(tmx_ep_t *ep, tmx_status_t status);
 void tmx_ep_destroy(tmx_ep_t *ep);
 tmx_ep_t *tmx_ep_by_qpn(tmx_worker_t *w, tmx_iface_t *iface, uint32_t qpn);
 void tmx_ep_close_all(tmx_worker_t *w);
+tmx_status_t tmx_ep_flush_all(tmx_worker_t *w);
 void tmx_ep_wireup_progress(tmx_ep_t *ep);
 void tmx_ep_peer_disconnected(tmx_ep_t *ep);
 

@@ -847,45 +847,137 @@ static int tmx_ep_flushed(tmx_ep_t *ep)
             ep->state == TMX_EP_CONNECTED);
 }
 
-/*
- * FLUSH: progresses until every send of the endpoint completed. A receiver that is alive but
- * never posts the matching receive would hold a rendezvous send forever, so the wait is
- * bounded: TMX_PEER_TIMEOUT seconds in which no send of the endpoint is posted or completes
- * fail the rest with TMX_ERR_TIMED_OUT (their buffers are deregistered: a late read of the
- * peer fails its remote key check). The connection itself stays up for the disconnect.
- */
-static tmx_status_t tmx_ep_flush(tmx_ep_t *ep)
+/* An endpoint a FLUSH waits for: the progress of its sends seen last, and when they time out
+ * without more. */
+typedef struct tmx_ep_flush {
+    tmx_ep_t *ep;
+    uint64_t  seen;     /* ep->send_events then */
+    double    deadline; /* then + TMX_PEER_TIMEOUT */
+} tmx_ep_flush_t;
+
+/* The status of a finished flush of ep. tmx(3): PEER_FAILED only when the peer died before the
+ * flush finished, not when it closed in order after every send of ours had completed. */
+static tmx_status_t tmx_ep_flush_status(const tmx_ep_t *ep)
 {
-    tmx_worker_t *w        = ep->worker;
-    double        timeout  = w->ctx->cfg.peer_timeout;
-    double        deadline = tmx_time_sec() + timeout;
-    uint64_t      seen     = ep->send_events;
+    return ep->state == TMX_EP_FAILED && !ep->peer_closed_idle ? TMX_ERR_PEER_FAILED : TMX_OK;
+}
 
-    tmx_idle_t    idle     = TMX_IDLE_INIT;
+/* One look at the n endpoints of f, at time now: those whose flush ended leave f (the worst
+ * status into *status_p); one whose sends made no progress until its deadline has them fail
+ * with TMX_ERR_TIMED_OUT, and leaves too. Returns how many are left (f[0 .. that)); *next_p:
+ * the earliest deadline of those. An endpoint that is not connected yet does not time out
+ * here: its connection's own timeout (tmx_ep_wireup_progress) ends the wait. */
+static int tmx_ep_flush_look(tmx_ep_flush_t *f, int n, double now, double timeout,
+                             tmx_status_t *status_p, double *next_p)
+{
+    *next_p = -1;
+    for (int i = 0; i < n;) {
+        tmx_ep_t *ep = f[i].ep;
 
-    while (!tmx_ep_flushed(ep)) {
-        unsigned events = tmx_worker_progress_locked(w);
-
-        if (!tmx_ep_flushed(ep)) {
-            tmx_worker_idle(w, &idle, events, deadline);
+        if (ep->magic != TMX_MAGIC_EP) {
+            f[i] = f[--n]; /* closed by another thread while we slept (MULTI): not ours now */
+            continue;
         }
-        if (ep->send_events != seen) {
-            seen     = ep->send_events;
-            deadline = tmx_time_sec() + timeout;
-        } else if (ep->state == TMX_EP_CONNECTED && tmx_time_sec() > deadline) {
-            tmx_warn("close of the endpoint to peer %016llx: its sends made no progress in "
+        if (tmx_ep_flushed(ep)) {
+            if (*status_p == TMX_OK) {
+                *status_p = tmx_ep_flush_status(ep);
+            }
+            f[i] = f[--n];
+            continue;
+        }
+        if (ep->send_events != f[i].seen) {
+            f[i].seen     = ep->send_events;
+            f[i].deadline = now + timeout;
+        } else if (ep->state == TMX_EP_CONNECTED && now > f[i].deadline) {
+            tmx_warn("flush of the endpoint to peer %016llx: its sends made no progress in "
                      "%.1f s (TMX_PEER_TIMEOUT); %u outstanding and the queued ones fail with "
                      "timed out", (unsigned long long)ep->remote_uuid, timeout, ep->outstanding);
             tmx_ep_fail_sends(ep, TMX_ERR_TIMED_OUT);
-            return TMX_ERR_TIMED_OUT;
+            *status_p = TMX_ERR_TIMED_OUT;
+            f[i]      = f[--n];
+            continue;
+        }
+        if (*next_p < 0 || f[i].deadline < *next_p) {
+            *next_p = f[i].deadline;
+        }
+        i++;
+    }
+    return n;
+}
+
+/*
+ * FLUSH of n endpoints of w at once: progresses until every send of each completed. A receiver
+ * that is alive but never posts the matching receive would hold a rendezvous send forever, so
+ * the wait is bounded per endpoint: TMX_PEER_TIMEOUT seconds in which no send of the endpoint
+ * is posted or completes fail the rest with TMX_ERR_TIMED_OUT (their buffers are deregistered:
+ * a late read of the peer fails its remote key check). The endpoints' timeouts run at the same
+ * time, so peers that do not progress cost one timeout together, not one each. The connections
+ * stay up (for the disconnect, or for more sends). Returns the worst of the endpoints' statuses:
+ * TMX_ERR_TIMED_OUT, then TMX_ERR_PEER_FAILED, then TMX_OK. Reorders f.
+ */
+static tmx_status_t tmx_ep_flush_many(tmx_worker_t *w, tmx_ep_flush_t *f, int n)
+{
+    double       timeout = w->ctx->cfg.peer_timeout;
+    double       now     = tmx_time_sec();
+    double       next;
+    tmx_idle_t   idle    = TMX_IDLE_INIT;
+    tmx_status_t status  = TMX_OK;
+
+    for (int i = 0; i < n; i++) {
+        f[i].seen     = f[i].ep->send_events;
+        f[i].deadline = now + timeout;
+    }
+    n = tmx_ep_flush_look(f, n, now, timeout, &status, &next);
+    while (n > 0) {
+        unsigned events = tmx_worker_progress_locked(w);
+        int      done   = 0;
+
+        for (int i = 0; i < n && !done; i++) {
+            done = f[i].ep->magic != TMX_MAGIC_EP || tmx_ep_flushed(f[i].ep);
+        }
+        if (!done) {
+            tmx_worker_idle(w, &idle, events, next);
+        }
+        n = tmx_ep_flush_look(f, n, tmx_time_sec(), timeout, &status, &next);
+    }
+    return status;
+}
+
+static tmx_status_t tmx_ep_flush(tmx_ep_t *ep)
+{
+    tmx_ep_flush_t one = {.ep = ep};
+
+    return tmx_ep_flush_many(ep->worker, &one, 1);
+}
+
+/* tmx_worker_flush: every endpoint of the user's (the passive ones carry no sends of ours). */
+tmx_status_t tmx_ep_flush_all(tmx_worker_t *w)
+{
+    tmx_list_t     *l;
+    tmx_ep_flush_t *f;
+    int             n = 0;
+    tmx_status_t    status;
+
+    tmx_list_for_each(l, &w->eps) {
+        n += !tmx_container_of(l, tmx_ep_t, list)->passive;
+    }
+    if (n == 0) {
+        return TMX_OK;
+    }
+    f = calloc((size_t)n, sizeof(*f));
+    if (f == NULL) {
+        return TMX_ERR_NO_MEMORY;
+    }
+    n = 0;
+    tmx_list_for_each(l, &w->eps) {
+        tmx_ep_t *ep = tmx_container_of(l, tmx_ep_t, list);
+        if (!ep->passive) {
+            f[n++].ep = ep;
         }
     }
-    /* tmx(3): PEER_FAILED only when the peer died before the flush finished, not when it
-     * closed in order after every send of ours had completed */
-    if (ep->state == TMX_EP_FAILED && !ep->peer_closed_idle) {
-        return TMX_ERR_PEER_FAILED;
-    }
-    return TMX_OK;
+    status = tmx_ep_flush_many(w, f, n);
+    free(f);
+    return status;
 }
 
 TMX_API tmx_status_t tmx_ep_close(tmx_ep_h ep, tmx_ep_close_mode_t mode)

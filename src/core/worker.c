@@ -657,6 +657,25 @@ TMX_API tmx_status_t tmx_worker_destroy(tmx_worker_h w)
     return TMX_OK;
 }
 
+/* API 1.6: what tmx_ep_close's FLUSH does before its disconnect, for every endpoint of the
+ * worker at once (ep.c, tmx_ep_flush_all), so that n peers that do not progress cost one
+ * TMX_PEER_TIMEOUT, not n; tmx_worker_destroy then disconnects them all at once too. */
+TMX_API tmx_status_t tmx_worker_flush(tmx_worker_h w)
+{
+    tmx_status_t status;
+
+    if (w == NULL) {
+        return TMX_ERR_INVALID_PARAM;
+    }
+    if (w->magic != TMX_MAGIC_WORKER) {
+        return TMX_ERR_INVALID_HANDLE;
+    }
+    tmx_worker_lock(w);
+    status = tmx_ep_flush_all(w);
+    tmx_worker_unlock(w);
+    return status;
+}
+
 TMX_API tmx_status_t tmx_worker_get_address(tmx_worker_h w, void **address_p, size_t *length_p)
 {
     size_t          len = sizeof(tmx_addr_hdr_t);

@@ -196,6 +196,13 @@ typedef struct tmx_fi_ep {
     uint64_t         tag_bad;     /* the tag bits a tagged operation may not use (FI_MSG's) */
     uint64_t         tsend_flags; /* FI_TAGGED, and FI_COMPLETION when fi_tsend completes */
     uint64_t         trecv_flags; /* FI_TAGGED, and FI_COMPLETION when fi_trecv completes */
+    /* fi_cancel's caches (tmx_fi_cancel_find): the operation it found last; an index of the
+     * receives in progress by context, open addressing in cancel_cap slots (a power of two,
+     * 0: none yet), NULL for empty; the operations its scans looked at since its build */
+    tmx_fi_op_t     *cancel_last;
+    tmx_fi_op_t    **cancel_idx;
+    size_t           cancel_cap;
+    size_t           cancel_scanned;
 } tmx_fi_ep_t;
 
 /* tmx_fi.c */

@@ -1,7 +1,7 @@
 /* libtmx-fi.so used the wrong way round, in one process, through libfabric's API only: what a
  * libfabric application may do (hints, objects of another domain, hint flags, threads under
- * FI_THREAD_SAFE, fi_cq_signal, closing with operations posted) answered with libfabric's
- * conventions, never a crash or a hang. fi_bad.sh runs it with FI_PROVIDER_PATH set (and checks
+ * FI_THREAD_SAFE, fi_cq_signal, closing with operations posted, many cancels) answered with
+ * libfabric's conventions, never a crash or a hang. fi_bad.sh runs it with FI_PROVIDER_PATH set (and checks
  * that nothing of tmx's complains on stderr). fi_api.c has the two-process tests. */
 #define _GNU_SOURCE /* pthread_timedjoin_np */
 #include <rdma/fabric.h>
@@ -267,6 +267,91 @@ static void test_more_flag(void)
           "FI_MULTI_RECV taken");
     CHECK(fi_close(&ep->fid) == 0, "close ep");
     close_objs(&o);
+}
+
+/* fi_cancel among many receives (tmx_fi_cancel_find keeps an index of them): N receives
+ * posted, then canceled in an order of their own (every third first, then the rest backwards),
+ * with receives posted meanwhile (after an index was built) canceled in between: each cancel
+ * takes its own receive, which completes once with FI_ECANCELED, and nothing else completes;
+ * then a context no receive has any more is -FI_ENOENT, and the same context given to a new
+ * receive is canceled again. CANCEL_N sets N (default 4096); the time is printed. */
+static void test_cancel_many(void)
+{
+    enum { LATE = 64 };
+    objs_t         o;
+    struct fid_ep *ep;
+    static char    buf[8];
+    int            n = getenv("CANCEL_N") != NULL ? atoi(getenv("CANCEL_N")) : 4096;
+    int           *ctx, *seen, *order, k = 0, late = 0, got = 0, bad = 0;
+    double         t0;
+
+    DIE_IF(n < 3 || n > 60000, "CANCEL_N %d: 3 to 60000", n);
+    ctx   = calloc((size_t)n + LATE, sizeof(*ctx));
+    seen  = calloc((size_t)n + LATE, sizeof(*seen));
+    order = calloc((size_t)n, sizeof(*order));
+    DIE_IF(ctx == NULL || seen == NULL || order == NULL, "no memory");
+    for (int i = 0; i < n; i += 3) {
+        order[k++] = i;
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        if (i % 3 != 0) {
+            order[k++] = i;
+        }
+    }
+    open_objs(&o, FI_THREAD_UNSPEC);
+    ep = open_ep(&o);
+    for (int i = 0; i < n; i++) {
+        CHECK(fi_trecv(ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, 0x33, 0, &ctx[i]) == 0,
+              "trecv %d", i);
+    }
+    t0 = now();
+    for (k = 0; k < n; k++) {
+        CHECK(fi_cancel(&ep->fid, &ctx[order[k]]) == 0, "cancel of receive %d", order[k]);
+        if (k % (n / LATE + 1) == n / (2 * LATE) && late < LATE) {
+            /* posted after the cancels began, canceled at once */
+            CHECK(fi_trecv(ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, 0x33, 0,
+                           &ctx[n + late]) == 0, "late trecv %d", late);
+            CHECK(fi_cancel(&ep->fid, &ctx[n + late]) == 0, "cancel of late receive %d", late);
+            late++;
+        }
+    }
+    printf("%d cancels among %d receives posted: %.3f s\n", n + late, n + late, now() - t0);
+    CHECK(late > 0, "no late receives");
+    /* every one completes once, canceled */
+    for (t0 = now(); got < n + late && now() - t0 < 30;) {
+        struct fi_cq_tagged_entry e;
+        struct fi_cq_err_entry    err;
+        ssize_t                   r = fi_cq_read(o.cq, &e, 1);
+
+        if (r == 1) {
+            bad++;
+            printf("a completion that is no cancel: context %p\n", e.op_context);
+        } else if (r == -FI_EAVAIL) {
+            memset(&err, 0, sizeof(err));
+            DIE_IF(fi_cq_readerr(o.cq, &err, 0) != 1, "fi_cq_readerr");
+            if (err.err != FI_ECANCELED || (int *)err.op_context < ctx ||
+                (int *)err.op_context >= ctx + n + late ||
+                seen[(int *)err.op_context - ctx]++ != 0) {
+                bad++;
+                printf("error entry %d (%s) of context %p\n", err.err, fi_strerror(err.err),
+                       err.op_context);
+            }
+            got++;
+        }
+    }
+    CHECK(got == n + late && bad == 0, "%d of %d receives canceled, %d wrong entries", got,
+          n + late, bad);
+    CHECK(fi_cancel(&ep->fid, &ctx[order[0]]) == -FI_ENOENT,
+          "cancel of a context whose receive was canceled already");
+    CHECK(fi_trecv(ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, 0x33, 0, &ctx[order[0]]) == 0,
+          "trecv with a context used before");
+    CHECK(fi_cancel(&ep->fid, &ctx[order[0]]) == 0, "cancel of a context used again");
+    expect_canceled(o.cq, &ctx[order[0]], "receive with a context used again");
+    CHECK(fi_close(&ep->fid) == 0, "close ep");
+    close_objs(&o);
+    free(ctx);
+    free(seen);
+    free(order);
 }
 
 static struct fid_cq *sig_cq;
@@ -795,6 +880,7 @@ int main(int argc, char **argv)
     RUN(test_foreign_bind);
     RUN(test_cq_eps);
     RUN(test_more_flag);
+    RUN(test_cancel_many);
     RUN(test_signal);
     RUN(test_close_race);
     RUN(test_close_posted);

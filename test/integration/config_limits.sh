@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Configuration variables at the edges of what tmx_config(7) says they take, as a user coming
+# from UCX or MPI tries them: each value must be taken (or refused at once, naming the
+# variable), and the job must run with every payload checked (tmx_pingpong's check round).
+# - TMX_SEND_QUEUE above the deepest send queue the device makes (the soft device's 4096),
+#   documented up to 65536: every connection failed (the QP's creation refused the depth:
+#   "invalid parameter") and tmx_pingpong could not connect. Now it is lowered to the device's
+#   depth, with a warning that names the variable.
+. "$(dirname "$0")/lib.sh"
+PP="$B/examples/tmx_pingpong"
+for v in $(env | sed -n 's/^\(TMX_[A-Za-z0-9_]*\)=.*/\1/p'); do
+    case $v in TMX_BUILDDIR|TMX_SRCDIR|TMX_PROVIDERS) ;; *) unset "$v" ;; esac
+done
+
+for q in 4097 65536; do
+    run 120 env TMX_SEND_QUEUE=$q "$TMXRUN" -n 2 --timeout 100 "$PP" -t lat,bw -n 10 -m 1:256k
+    expect_rc 0 "TMX_SEND_QUEUE=$q: tmx_pingpong 1 B to 256 KiB, its data checked"
+    expect_grep "$T/out" "^262144 " "TMX_SEND_QUEUE=$q: the 256 KiB row"
+    if [ "${TMX_PROVIDERS:-}" != verbs ]; then
+        expect_grep "$T/err" "TMX_SEND_QUEUE=$q lowered to 4096" \
+            "TMX_SEND_QUEUE=$q: lowered to the soft device's depth, with a warning naming it"
+    fi
+done
+
+finish

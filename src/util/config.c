@@ -246,7 +246,9 @@ static const tmx_config_field_t tmx_config_table[] = {
      .flags = TMX_CONFIG_F_MAX, .max = 1024},
     {TMX_CONFIG_FIELD("SOFT_MAX_QPS", TMX_CONFIG_UINT, "4096", soft_max_qps,
                       "Soft device: maximum number of queue pairs per device."),
-     .flags = TMX_CONFIG_F_MIN, .min = 1},
+     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX, .min = 1,
+     .max = 1u << 20 /* a peer maps no segment with more (tmx_soft_seg_valid), and XRC
+                      * target numbers start above them (soft_xrc.c) */},
     {TMX_CONFIG_FIELD("SOFT_MAX_MRS", TMX_CONFIG_UINT, "4096", soft_max_mrs,
                       "Soft device: maximum number of memory regions per device (a region's "
                       "index is 24 bits of its key)."),

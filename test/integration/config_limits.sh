@@ -6,6 +6,9 @@
 #   documented up to 65536: every connection failed (the QP's creation refused the depth:
 #   "invalid parameter") and tmx_pingpong could not connect. Now it is lowered to the device's
 #   depth, with a warning that names the variable.
+# - TMX_SOFT_MAX_QPS above 2^20 was taken, and then no peer mapped the segment ("not a valid
+#   soft device segment", every connection "invalid address"): now 1048576 is the most, and
+#   one more is refused at once, naming the variable.
 . "$(dirname "$0")/lib.sh"
 PP="$B/examples/tmx_pingpong"
 for v in $(env | sed -n 's/^\(TMX_[A-Za-z0-9_]*\)=.*/\1/p'); do
@@ -21,5 +24,12 @@ for q in 4097 65536; do
             "TMX_SEND_QUEUE=$q: lowered to the soft device's depth, with a warning naming it"
     fi
 done
+
+run 120 env TMX_SOFT_MAX_QPS=1048576 "$TMXRUN" -n 2 --timeout 100 "$PP" -t lat -n 10 -m 1:64k
+expect_rc 0 "TMX_SOFT_MAX_QPS=1048576 (the most): tmx_pingpong, its data checked"
+run 60 env TMX_SOFT_MAX_QPS=1048577 "$TMXRUN" -n 2 --timeout 50 "$PP" -t lat -n 10 -m 1:64k
+expect_rc 1 "TMX_SOFT_MAX_QPS=1048577: refused"
+expect_grep "$T/err" "invalid value '1048577' for TMX_SOFT_MAX_QPS" \
+    "TMX_SOFT_MAX_QPS=1048577: the refusal names the variable"
 
 finish

@@ -9,6 +9,10 @@
 # - TMX_SOFT_MAX_QPS above 2^20 was taken, and then no peer mapped the segment ("not a valid
 #   soft device segment", every connection "invalid address"): now 1048576 is the most, and
 #   one more is refused at once, naming the variable.
+# - TMX_LOCAL_SIZE=2147483647 (its range has no top) in a process that may run on 2 or more
+#   CPUs: the processes per CPU, rounded up as local_size + cpus - 1, overflowed to a negative
+#   count, which made the connect timeout negative: every send failed "destination
+#   unreachable". Unbound (--bind-to none), or the count is per 1 CPU and cannot overflow.
 . "$(dirname "$0")/lib.sh"
 PP="$B/examples/tmx_pingpong"
 for v in $(env | sed -n 's/^\(TMX_[A-Za-z0-9_]*\)=.*/\1/p'); do
@@ -31,5 +35,9 @@ run 60 env TMX_SOFT_MAX_QPS=1048577 "$TMXRUN" -n 2 --timeout 50 "$PP" -t lat -n 
 expect_rc 1 "TMX_SOFT_MAX_QPS=1048577: refused"
 expect_grep "$T/err" "invalid value '1048577' for TMX_SOFT_MAX_QPS" \
     "TMX_SOFT_MAX_QPS=1048577: the refusal names the variable"
+
+run 120 "$TMXRUN" --bind-to none -n 2 --timeout 100 \
+    sh -c "TMX_LOCAL_SIZE=2147483647 exec '$PP' -t lat,bw -n 10 -m 1:64k"
+expect_rc 0 "TMX_LOCAL_SIZE=2147483647, unbound: tmx_pingpong, its data checked"
 
 finish

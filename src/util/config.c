@@ -116,7 +116,8 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "Bytes of unexpected eager messages buffered per worker.")},
     {TMX_CONFIG_FIELD("EAGER_CREDITS", TMX_CONFIG_UINT, "64", eager_credits,
                       "Eager messages in flight per endpoint before the sender waits for credits."),
-     .flags = TMX_CONFIG_F_MIN, .min = 1},
+     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX, .min = 1,
+     .max = 65535 /* what a header returns at once (16 bits); an endpoint's count is an int */},
     {TMX_CONFIG_FIELD("SEND_QUEUE", TMX_CONFIG_UINT, "256", send_queue,
                       "Work requests each connection's send queue holds (the RC QP's depth); "
                       "posts that find it full wait in tmx's queues and are retried."),

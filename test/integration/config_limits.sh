@@ -13,6 +13,9 @@
 #   CPUs: the processes per CPU, rounded up as local_size + cpus - 1, overflowed to a negative
 #   count, which made the connect timeout negative: every send failed "destination
 #   unreachable". Unbound (--bind-to none), or the count is per 1 CPU and cannot overflow.
+# - TMX_EAGER_CREDITS of 2^31 or more was taken, and an endpoint's credits (an int) started
+#   negative: every eager send waited for ever (tmx_pingpong hung). Now 65535 is the most (a
+#   header returns at most that many at once), and 65536 is refused naming the variable.
 . "$(dirname "$0")/lib.sh"
 PP="$B/examples/tmx_pingpong"
 for v in $(env | sed -n 's/^\(TMX_[A-Za-z0-9_]*\)=.*/\1/p'); do
@@ -39,5 +42,14 @@ expect_grep "$T/err" "invalid value '1048577' for TMX_SOFT_MAX_QPS" \
 run 120 "$TMXRUN" --bind-to none -n 2 --timeout 100 \
     sh -c "TMX_LOCAL_SIZE=2147483647 exec '$PP' -t lat,bw -n 10 -m 1:64k"
 expect_rc 0 "TMX_LOCAL_SIZE=2147483647, unbound: tmx_pingpong, its data checked"
+
+run 120 env TMX_EAGER_CREDITS=65535 "$TMXRUN" -n 2 --timeout 100 "$PP" -t lat,bw -n 10 -m 1:64k
+expect_rc 0 "TMX_EAGER_CREDITS=65535 (the most): tmx_pingpong, its data checked"
+for c in 65536 2147483648; do
+    run 60 env TMX_EAGER_CREDITS=$c "$TMXRUN" -n 2 --timeout 50 "$PP" -t lat -n 10 -m 1:1k
+    expect_rc 1 "TMX_EAGER_CREDITS=$c: refused, not a job that waits for ever"
+    expect_grep "$T/err" "invalid value '$c' for TMX_EAGER_CREDITS" \
+        "TMX_EAGER_CREDITS=$c: the refusal names the variable"
+done
 
 finish

@@ -16,6 +16,10 @@
 # - TMX_EAGER_CREDITS of 2^31 or more was taken, and an endpoint's credits (an int) started
 #   negative: every eager send waited for ever (tmx_pingpong hung). Now 65535 is the most (a
 #   header returns at most that many at once), and 65536 is refused naming the variable.
+# - TMX_SOFT_RING_SIZE (and the inbox's) smaller in one process than in its peer: the peer
+#   answered a rendezvous read in records of 16 KiB, sized by its own rings, which never fit a
+#   quarter of the reader's 4 KiB ones: tmx_pingpong stopped at 2 KiB, the first rendezvous
+#   size, until tmxrun's timeout. Either rank with the small rings.
 . "$(dirname "$0")/lib.sh"
 PP="$B/examples/tmx_pingpong"
 for v in $(env | sed -n 's/^\(TMX_[A-Za-z0-9_]*\)=.*/\1/p'); do
@@ -50,6 +54,14 @@ for c in 65536 2147483648; do
     expect_rc 1 "TMX_EAGER_CREDITS=$c: refused, not a job that waits for ever"
     expect_grep "$T/err" "invalid value '$c' for TMX_EAGER_CREDITS" \
         "TMX_EAGER_CREDITS=$c: the refusal names the variable"
+done
+
+for r in 0 1; do
+    run 120 "$TMXRUN" -n 2 --timeout 100 sh -c "if [ \$TMX_RANK = $r ]; then
+        export TMX_SOFT_RING_SIZE=4k TMX_SOFT_INBOX_SIZE=4k TMX_SOFT_RING0_SIZE=4k; fi
+        exec '$PP' -t lat,bw -n 10 -m 1:256k"
+    expect_rc 0 "4 KiB soft rings on rank $r only: tmx_pingpong 1 B to 256 KiB, its data checked"
+    expect_grep "$T/out" "^262144 " "4 KiB soft rings on rank $r only: the 256 KiB row"
 done
 
 finish

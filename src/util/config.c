@@ -253,7 +253,10 @@ static const tmx_config_field_t tmx_config_table[] = {
     {TMX_CONFIG_FIELD("SOFT_MAX_MRS", TMX_CONFIG_UINT, "4096", soft_max_mrs,
                       "Soft device: maximum number of memory regions per device (a region's "
                       "index is 24 bits of its key)."),
-     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX, .min = 1, .max = 1u << 24},
+     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX,
+     .min = 8 /* a worker keeps 3, rings take at most a quarter (ring.c), the rest is for
+               * rendezvous: with 4 or fewer, a worker failed to start or waited for ever */,
+     .max = 1u << 24},
     {TMX_CONFIG_FIELD("SOFT_CMA", TMX_CONFIG_ENUM, "auto", soft_cma,
                       "Soft device: use cross-memory attach (process_vm_readv) for large copies."),
      .words = tmx_config_ternary},

@@ -20,6 +20,10 @@
 #   answered a rendezvous read in records of 16 KiB, sized by its own rings, which never fit a
 #   quarter of the reader's 4 KiB ones: tmx_pingpong stopped at 2 KiB, the first rendezvous
 #   size, until tmxrun's timeout. Either rank with the small rings.
+# - TMX_SOFT_MAX_MRS small: eager-RDMA rings (TMX_RING=yes) lent and taken took every
+#   registration of the device, and a rendezvous send then waited for ever for one (8 ranks
+#   with 8 or 16 registrations; mr_few.c); now rings keep to a quarter of them. Values below
+#   8 (with 1 or 2 no worker started, with 3 to 6 it hung) are refused, naming the variable.
 . "$(dirname "$0")/lib.sh"
 PP="$B/examples/tmx_pingpong"
 for v in $(env | sed -n 's/^\(TMX_[A-Za-z0-9_]*\)=.*/\1/p'); do
@@ -63,5 +67,16 @@ for r in 0 1; do
     expect_rc 0 "4 KiB soft rings on rank $r only: tmx_pingpong 1 B to 256 KiB, its data checked"
     expect_grep "$T/out" "^262144 " "4 KiB soft rings on rank $r only: the 256 KiB row"
 done
+
+for m in 8 16; do
+    run 120 env TMX_SOFT_MAX_MRS=$m TMX_RING=yes "$TMXRUN" -n 8 --timeout 100 \
+        "$B/test/integration/mr_few"
+    expect_rc 0 "TMX_SOFT_MAX_MRS=$m, rings to 8 ranks, then rendezvous both ways"
+    expect_grep "$T/out" "mr_few: rendezvous both ways" "TMX_SOFT_MAX_MRS=$m: mr_few ran"
+done
+run 60 env TMX_SOFT_MAX_MRS=7 "$TMXRUN" -n 2 --timeout 50 "$PP" -t lat -n 10 -m 1:1k
+expect_rc 1 "TMX_SOFT_MAX_MRS=7: refused"
+expect_grep "$T/err" "invalid value '7' for TMX_SOFT_MAX_MRS" \
+    "TMX_SOFT_MAX_MRS=7: the refusal names the variable"
 
 finish

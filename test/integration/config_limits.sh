@@ -24,6 +24,12 @@
 #   registration of the device, and a rendezvous send then waited for ever for one (8 ranks
 #   with 8 or 16 registrations; mr_few.c); now rings keep to a quarter of them. Values below
 #   8 (with 1 or 2 no worker started, with 3 to 6 it hung) are refused, naming the variable.
+# - TMX_UNEXP_BUDGET=0: every unexpected message holds its sender's credit until received, and
+#   a program that receives a sender's messages last first waits for ever once the sender has
+#   TMX_EAGER_CREDITS of them out (100 of 64 credits did, silently). That is the budget's
+#   purpose, but it looked like a hang with nothing said: the first message past the budget
+#   is now logged once per process, naming the variables. 8 messages (fewer than the credits)
+#   received last first complete (unexp_order.c), and say so once.
 . "$(dirname "$0")/lib.sh"
 PP="$B/examples/tmx_pingpong"
 for v in $(env | sed -n 's/^\(TMX_[A-Za-z0-9_]*\)=.*/\1/p'); do
@@ -78,5 +84,15 @@ run 60 env TMX_SOFT_MAX_MRS=7 "$TMXRUN" -n 2 --timeout 50 "$PP" -t lat -n 10 -m 
 expect_rc 1 "TMX_SOFT_MAX_MRS=7: refused"
 expect_grep "$T/err" "invalid value '7' for TMX_SOFT_MAX_MRS" \
     "TMX_SOFT_MAX_MRS=7: the refusal names the variable"
+
+run 60 env TMX_UNEXP_BUDGET=0 "$TMXRUN" -n 2 --timeout 50 "$B/test/integration/unexp_order" 8
+expect_rc 0 "TMX_UNEXP_BUDGET=0: 8 messages received last first, each checked"
+n=$(grep -c "past TMX_UNEXP_BUDGET=0: credits of" "$T/err")
+if [ "$n" = 1 ]; then
+    ok "TMX_UNEXP_BUDGET=0: going past it said once (naming the variable)"
+else
+    fail "TMX_UNEXP_BUDGET=0: going past it said $n times, expected once"
+    show
+fi
 
 finish

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "config.h"
 
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,7 +92,8 @@ static void tmx_context_wait_policy(tmx_context_t *ctx)
     ctx->connect_timeout = cfg->peer_timeout;
     ctx->idle_yields     = 0;
     if (ctx->oversubscribed) {
-        int per_cpu = (cfg->local_size + ctx->cpus - 1) / ctx->cpus;
+        /* rounded up without local_size + cpus - 1, which overflows at INT_MAX */
+        int per_cpu = cfg->local_size / ctx->cpus + (cfg->local_size % ctx->cpus != 0);
 
         ctx->connect_timeout *= per_cpu < TMX_CONNECT_SCALE_MAX ? per_cpu : TMX_CONNECT_SCALE_MAX;
         /* A wait's yields go to the processes on its CPU. A few turns of all of them that
@@ -101,7 +103,9 @@ static void tmx_context_wait_policy(tmx_context_t *ctx)
          * about one job in four had 2-3 ranks with 150 yields each per round, the rest 4;
          * bench/README.md, "16 ranks"). Sleeping then leaves the CPU to the ranks with
          * work. */
-        ctx->idle_yields = (unsigned)per_cpu * TMX_IDLE_TURNS;
+        ctx->idle_yields = (unsigned)per_cpu <= UINT_MAX / TMX_IDLE_TURNS
+                               ? (unsigned)per_cpu * TMX_IDLE_TURNS
+                               : UINT_MAX;
         if (ctx->idle_yields < TMX_IDLE_YIELDS_MIN) {
             ctx->idle_yields = TMX_IDLE_YIELDS_MIN;
         }

@@ -121,6 +121,16 @@ static tmx_status_t tmx_ep_qp_new(tmx_ep_t *ep, uint32_t max_send_wr, tmx_qp_t *
     return status;
 }
 
+/* TMX_SEND_QUEUE, within the deepest send queue the device makes (max_qp_wr): a deeper one
+ * fails the QP's creation, and with it every connection (tmx_iface_init says so once). */
+static uint32_t tmx_ep_sq_depth(const tmx_iface_t *iface)
+{
+    uint32_t want = iface->worker->ctx->cfg.send_queue;
+    uint32_t max  = iface->dev->attr.max_qp_wr;
+
+    return (max != 0 && want > max) ? max : want;
+}
+
 /* Our QP; with tag-matching offload also the TM QP the peer's sends arrive on, whose send
  * queue is the device's (created with none of ours, as mlx5 requires). With XRC none: the
  * interface's initiators carry our messages (xrc.c); with XRC and TM both, the pair of TM for
@@ -135,7 +145,7 @@ static tmx_status_t tmx_ep_qp_create(tmx_ep_t *ep)
             return TMX_OK;
         }
     }
-    status = tmx_ep_qp_new(ep, ep->worker->ctx->cfg.send_queue, &ep->qp);
+    status = tmx_ep_qp_new(ep, tmx_ep_sq_depth(ep->iface), &ep->qp);
 
     if (status != TMX_OK || !ep->iface->tm_on) {
         return status;

@@ -236,6 +236,11 @@ static tmx_status_t tmx_iface_init(tmx_worker_t *w, tmx_iface_t *iface, tmx_dev_
                  w->eager_max, eager_limit, dev->name);
         w->eager_max = eager_limit;
     }
+    /* the endpoints' QPs take the device's depth then (ep.c, tmx_ep_sq_depth) */
+    if (dev->attr.max_qp_wr != 0 && w->ctx->cfg.send_queue > dev->attr.max_qp_wr) {
+        tmx_warn("TMX_SEND_QUEUE=%u lowered to %u: the deepest send queue device %s makes",
+                 w->ctx->cfg.send_queue, dev->attr.max_qp_wr, dev->name);
+    }
 
     status = ops->pd_alloc(dev, &iface->pd);
     if (status != TMX_OK) {

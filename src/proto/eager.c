@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <endian.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -692,6 +693,25 @@ void tmx_proto_message_drop(tmx_worker_t *w, tmx_message_t *msg)
     tmx_proto_message_release(w, msg);
 }
 
+/* The first message of a process past TMX_UNEXP_BUDGET: said once, because what follows can
+ * look like a hang. Its sender gets the credit back only when a receive takes it, so a sender
+ * with TMX_EAGER_CREDITS such messages out waits: a program that receives a sender's messages
+ * in another order than they were sent (a later tag first) then waits for ever. */
+static __attribute__((noinline, cold)) void tmx_proto_budget_past(tmx_worker_t *w,
+                                                                  const tmx_ep_t *ep)
+{
+    static atomic_int said;
+
+    if (atomic_exchange(&said, 1) == 0) {
+        tmx_warn("unexpected messages hold %zu bytes, past TMX_UNEXP_BUDGET=%zu: credits of "
+                 "%016llx and other senders are held until receives take their messages (a "
+                 "sender with TMX_EAGER_CREDITS=%u of them waits; one whose later message is "
+                 "received first waits for ever)",
+                 w->unexp_bytes, w->unexp_budget, (unsigned long long)ep->remote_uuid,
+                 w->eager_credits);
+    }
+}
+
 /* Buffers an arrived message the receives do not take now: queued as unexpected, or held by a
  * receive the device must give back first (tmx_proto_tm_hold). NULL: out of memory. */
 static tmx_message_t *tmx_proto_message_new(tmx_ep_t *ep, uint8_t op, int sync, uint64_t sreq_id,
@@ -740,9 +760,11 @@ static tmx_message_t *tmx_proto_message_new(tmx_ep_t *ep, uint8_t op, int sync, 
     if (w->unexp_bytes <= w->unexp_budget) {
         tmx_proto_credit_return(ep);
     } else if (ep->ring_rx_now) {
+        tmx_proto_budget_past(w, ep);
         msg->credit_owed = TMX_MSG_CREDIT_RING; /* its slot is not reported free until then */
         ep->ring_held++;
     } else {
+        tmx_proto_budget_past(w, ep);
         msg->credit_owed = TMX_MSG_CREDIT_EAGER;
     }
     return msg;

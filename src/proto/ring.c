@@ -502,6 +502,21 @@ static size_t tmx_ring_slot_bytes(unsigned mode, size_t payload, size_t max_inli
     return s > max_inline || s > 65536 ? payload : s;
 }
 
+/*
+ * Whether one more ring fits beside the worker's others in iface's registrations: a lent
+ * ring's memory is a registration of the device (mem_alloc), and so is a sender's control
+ * block, and neither is given back for a rendezvous buffer that finds none. Rings lent and
+ * taken together keep to a quarter of the device's table (max_mr), so that the rest is left
+ * to the worker's own buffers (3) and to rendezvous: with TMX_SOFT_MAX_MRS of 4 or 5, rings
+ * took the last ones and a rendezvous send waited for ever for a registration.
+ */
+static int tmx_ring_mr_spare(const tmx_iface_t *iface, const tmx_worker_t *w)
+{
+    uint32_t max = iface->dev->attr.max_mr;
+
+    return max == 0 || (uint64_t)w->rings_rx + w->rings_tx + 1 <= max / 4;
+}
+
 /* Lends ep's sender a ring. */
 static void tmx_ring_grant(tmx_ep_t *ep)
 {
@@ -511,6 +526,12 @@ static void tmx_ring_grant(tmx_ep_t *ep)
     tmx_status_t        status;
 
     ep->ring_tried = 1;
+    if (!tmx_ring_mr_spare(ep->iface, w)) {
+        tmx_debug("no eager-RDMA ring for %016llx: rings hold a quarter of device %s's "
+                  "registrations (%u)", (unsigned long long)ep->remote_uuid,
+                  ep->iface->dev->name, ep->iface->dev->attr.max_mr);
+        return;
+    }
     rx             = calloc(1, sizeof(*rx));
     if (rx == NULL) {
         return;
@@ -779,6 +800,9 @@ static unsigned tmx_ring_refusal(tmx_ep_t *ep, const tmx_proto_ring_hdr_t *h)
     }
     if (tmx_ring_polling(mode) && ep->ooo) {
         return TMX_RING_REFUSE_OOO;
+    }
+    if (!tmx_ring_mr_spare(ep->iface, ep->worker)) {
+        return TMX_RING_REFUSE_NOMEM; /* its control block would be one registration too many */
     }
     return TMX_RING_REFUSE_NONE;
 }

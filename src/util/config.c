@@ -116,7 +116,8 @@ static const tmx_config_field_t tmx_config_table[] = {
                       "Bytes of unexpected eager messages buffered per worker.")},
     {TMX_CONFIG_FIELD("EAGER_CREDITS", TMX_CONFIG_UINT, "64", eager_credits,
                       "Eager messages in flight per endpoint before the sender waits for credits."),
-     .flags = TMX_CONFIG_F_MIN, .min = 1},
+     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX, .min = 1,
+     .max = 65535 /* what a header returns at once (16 bits); an endpoint's count is an int */},
     {TMX_CONFIG_FIELD("SEND_QUEUE", TMX_CONFIG_UINT, "256", send_queue,
                       "Work requests each connection's send queue holds (the RC QP's depth); "
                       "posts that find it full wait in tmx's queues and are retried."),
@@ -246,11 +247,16 @@ static const tmx_config_field_t tmx_config_table[] = {
      .flags = TMX_CONFIG_F_MAX, .max = 1024},
     {TMX_CONFIG_FIELD("SOFT_MAX_QPS", TMX_CONFIG_UINT, "4096", soft_max_qps,
                       "Soft device: maximum number of queue pairs per device."),
-     .flags = TMX_CONFIG_F_MIN, .min = 1},
+     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX, .min = 1,
+     .max = 1u << 20 /* a peer maps no segment with more (tmx_soft_seg_valid), and XRC
+                      * target numbers start above them (soft_xrc.c) */},
     {TMX_CONFIG_FIELD("SOFT_MAX_MRS", TMX_CONFIG_UINT, "4096", soft_max_mrs,
                       "Soft device: maximum number of memory regions per device (a region's "
                       "index is 24 bits of its key)."),
-     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX, .min = 1, .max = 1u << 24},
+     .flags = TMX_CONFIG_F_MIN | TMX_CONFIG_F_MAX,
+     .min = 8 /* a worker keeps 3, rings take at most a quarter (ring.c), the rest is for
+               * rendezvous: with 4 or fewer, a worker failed to start or waited for ever */,
+     .max = 1u << 24},
     {TMX_CONFIG_FIELD("SOFT_CMA", TMX_CONFIG_ENUM, "auto", soft_cma,
                       "Soft device: use cross-memory attach (process_vm_readv) for large copies."),
      .words = tmx_config_ternary},

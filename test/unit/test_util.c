@@ -207,7 +207,8 @@ Test(config, bad_values_rejected)
         {"RANK", "2147483648"},    {"SIZE", "x"},               {"PEER_TIMEOUT", "0"},
         {"PEER_TIMEOUT", "-1"},    {"PEER_TIMEOUT", "nan"},     {"PEER_TIMEOUT", "inf"},
         {"PEER_TIMEOUT", "1s"},    {"BOOT_TIMEOUT", ""},        {"NO_SUCH_VARIABLE", "1"},
-        {"SOFT_MAX_MRS", "16777217"},
+        {"SOFT_MAX_MRS", "16777217"}, {"SOFT_MAX_QPS", "1048577"}, {"SOFT_MAX_MRS", "7"},
+        {"EAGER_CREDITS", "65536"},    {"EAGER_CREDITS", "2147483648"},
     };
     tmx_config_t cfg;
     tmx_config_t ref;
@@ -238,6 +239,12 @@ Test(config, range_edges_accepted)
     cr_assert_float_eq(cfg.peer_timeout, 0.25, 1e-12);
     cr_assert_eq(tmx_config_set(&cfg, "EAGER_MAX", "0"), TMX_OK);
     cr_assert_eq(cfg.eager_max, 0);
+    cr_assert_eq(tmx_config_set(&cfg, "SOFT_MAX_QPS", "1048576"), TMX_OK);
+    cr_assert_eq(cfg.soft_max_qps, 1048576);
+    cr_assert_eq(tmx_config_set(&cfg, "EAGER_CREDITS", "65535"), TMX_OK);
+    cr_assert_eq(cfg.eager_credits, 65535);
+    cr_assert_eq(tmx_config_set(&cfg, "SOFT_MAX_MRS", "8"), TMX_OK);
+    cr_assert_eq(cfg.soft_max_mrs, 8);
 }
 
 Test(config, strings_bounded)

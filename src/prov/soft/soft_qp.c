@@ -967,9 +967,16 @@ static int tmx_soft_resp_progress(tmx_soft_qp_t *qp)
         }
         if (r->is_read) {
             /* records of TMX_SOFT_RRESP_CHUNK: the reader copies one out while we write the
-             * next, so a read costs about one copy and a chunk, not two copies */
+             * next, so a read costs about one copy and a chunk, not two copies. A record
+             * fits a quarter of the reader's rings, whose size is its TMX_SOFT_RING_SIZE, not
+             * ours: a reader with smaller ones never found room for ours (the read waited for
+             * ever). */
+            size_t peer  = qp->rseg->hdr->ring_size / 4 - sizeof(tmx_soft_rec_t) -
+                           sizeof(tmx_soft_rec_ext_t);
             size_t chunk = TMX_SOFT_RRESP_CHUNK < dev->max_payload ? TMX_SOFT_RRESP_CHUNK
                                                                    : dev->max_payload;
+
+            chunk = chunk < peer ? chunk : peer;
 
             n = r->total - r->off < chunk ? r->total - r->off : chunk;
         }

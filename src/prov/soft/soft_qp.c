@@ -970,9 +970,12 @@ static int tmx_soft_resp_progress(tmx_soft_qp_t *qp)
              * next, so a read costs about one copy and a chunk, not two copies. A record
              * fits a quarter of the reader's rings, whose size is its TMX_SOFT_RING_SIZE, not
              * ours: a reader with smaller ones never found room for ours (the read waited for
-             * ever). */
-            size_t peer  = qp->rseg->hdr->ring_size / 4 - sizeof(tmx_soft_rec_t) -
-                           sizeof(tmx_soft_rec_ext_t);
+             * ever). The peer's header is read again here, after its check at map time (at
+             * least 4 KiB), and the peer could have changed it since: never below 512 bytes,
+             * so a record always carries some of the read. */
+            size_t rs    = qp->rseg->hdr->ring_size / 4;
+            size_t hdrs  = sizeof(tmx_soft_rec_t) + sizeof(tmx_soft_rec_ext_t);
+            size_t peer  = rs > hdrs + 512 ? rs - hdrs : 512;
             size_t chunk = TMX_SOFT_RRESP_CHUNK < dev->max_payload ? TMX_SOFT_RRESP_CHUNK
                                                                    : dev->max_payload;
 

@@ -2,12 +2,14 @@
  * (the program's exit status says whether any failed), DIE_IF reports one and ends the process
  * with status 1. A program that runs as several processes names the one that failed by
  * defining CHECK_WHO() (printing, say, "rank 1 ") before including this; CHECK_EXIT is _exit
- * unless the program defines it (exit: atexit handlers and libraries' destructors run). */
+ * unless the program defines it (exit: atexit handlers and libraries' destructors run). now()
+ * is the monotonic clock in seconds, for the programs' time bounds. */
 #ifndef TMX_TEST_FI_CHECK_H
 #define TMX_TEST_FI_CHECK_H
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 static int fails;
@@ -44,5 +46,12 @@ static int fails;
             CHECK_EXIT(1);                                                                        \
         }                                                                                         \
     } while (0)
+
+static inline double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
 
 #endif

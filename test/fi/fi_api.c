@@ -56,13 +56,6 @@ static void sync_peers(void)
     DIE_IF(ctl_recv() != 's', "out of step");
 }
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* One completion: 1 (entry in *e), -FI_EAVAIL (error in last_err), 0 on timeout. */
 static int get_comp(struct fi_cq_tagged_entry *e, double secs)
 {

@@ -23,13 +23,6 @@
 
 #include "check.h"
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* The tmx provider's info for threading (FI_THREAD_UNSPEC: none asked), NULL when refused. */
 static struct fi_info *get_info(enum fi_threading threading)
 {

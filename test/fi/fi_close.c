@@ -42,13 +42,6 @@ enum {
     MSGS  = 48,        /* messages to each */
 };
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* TMX_PEER_TIMEOUT as tmx reads it (tmx_config(7): default 10 s) */
 static double peer_timeout(void)
 {
